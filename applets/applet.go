@@ -1,0 +1,135 @@
+// Package applets holds the applet table of the ctx multicall binary and one
+// thin adapter per applet. An applet parses its arguments, calls the policy,
+// fsops, ptyterm or mcpstdio packages, prints, and returns an exit code; only
+// main calls os.Exit.
+package applets
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"ctx/manual"
+	"ctx/ptyterm"
+)
+
+// Env is the I/O and environment an applet runs with. Applets never touch
+// os.Args, os.Stdin/Stdout/Stderr or os.Getenv directly, so they can be run
+// in-process by tests and by each other.
+type Env struct {
+	Name   string // the applet name as dispatched
+	Argv0  string // argv[0] exactly as the process received it
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// Applet is one row of the table.
+type Applet struct {
+	Name string
+	Run  func(e *Env, args []string) int
+	// Tool marks a tool applet: it answers --agentrc-schema with its input
+	// JSON Schema and is installed by bootstrap into tool/.
+	Tool bool
+	// Hidden marks an internal re-exec target (sandbox child, run host):
+	// not listed, not installed, no manual page required.
+	Hidden bool
+}
+
+var table []Applet
+
+// lookup returns the applet called name.
+func lookup(name string) (Applet, bool) {
+	i := sort.Search(len(table), func(i int) bool { return table[i].Name >= name })
+	if i < len(table) && table[i].Name == name {
+		return table[i], true
+	}
+	return Applet{}, false
+}
+
+// Main dispatches argv to an applet and returns the exit code.
+func Main(argv []string) int {
+	e := &Env{
+		Stdin:  os.Stdin,
+		Stdout: os.Stdout,
+		Stderr: os.Stderr,
+		Getenv: os.Getenv,
+	}
+	if len(argv) == 0 {
+		argv = []string{"ctx"}
+	}
+	e.Argv0 = argv[0]
+	// A login shell gets "-name" as argv[0]; busybox strips the dash too.
+	name := strings.TrimPrefix(filepath.Base(argv[0]), "-")
+	return dispatch(e, name, argv[1:])
+}
+
+func dispatch(e *Env, name string, args []string) int {
+	a, ok := lookup(name)
+	if !ok {
+		if projected, ok := projectedToolApplet(e, name); ok {
+			a = projected
+		} else {
+			fmt.Fprintf(e.Stderr, "ctx: applet not found: %s (try: ctx --list)\n", ptyterm.Escape(name))
+			return exitNotFound
+		}
+	}
+	e.Name = a.Name
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") && !a.Hidden {
+		return printHelp(e, a.Name)
+	}
+	if a.Tool && len(args) == 1 && args[0] == "--agentrc-schema" {
+		return printToolSchema(e, a.Name)
+	}
+	return a.Run(e, args)
+}
+
+// printHelp prints the summary and synopsis of an applet (or a ctx
+// subcommand page) from the embedded manual.
+func printHelp(e *Env, page string) int {
+	text, ok := manual.Synopsis(page)
+	if !ok {
+		fmt.Fprintf(e.Stderr, "%s: no manual page\n", page)
+		return exitInternal
+	}
+	io.WriteString(e.Stdout, text)
+	return exitOK
+}
+
+// Names returns the visible applet names in order, for --list and --install.
+func Names() []string {
+	var names []string
+	for _, a := range table {
+		if !a.Hidden {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
+// ToolNames returns the names of the tool applets.
+func ToolNames() []string {
+	var names []string
+	for _, a := range table {
+		if a.Tool && !a.Hidden {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
+// usageError prints a one-line usage error with the help hint and returns 2.
+func usageError(e *Env, format string, args ...any) int {
+	fmt.Fprintf(e.Stderr, "%s: %s (see %q)\n", e.Name, fmt.Sprintf(format, args...), e.Name+" --help")
+	return exitUsage
+}
+
+// fail prints "applet: message" and returns code.
+func fail(e *Env, code int, format string, args ...any) int {
+	fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, fmt.Sprintf(format, args...))
+	return code
+}

@@ -1,0 +1,35 @@
+package applets
+
+import (
+	"fmt"
+
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// runValidateName is `ctx validate-name [--model] NAME...`: exit 0 when every
+// NAME is a valid object name (or model reference with --model), else 2 with
+// one line per invalid name.
+func runValidateName(e *Env, args []string) int {
+	var model bool
+	f := newFlags()
+	f.Bool("model", &model)
+	pos, code, ok := parseArgs(e, f, args, 1, -1)
+	if !ok {
+		return code
+	}
+	code = exitOK
+	for _, name := range pos {
+		check := policy.ValidName
+		if model {
+			check = policy.ValidModelRef
+		}
+		if err := check(name); err != nil {
+			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, ptyterm.Escape(err.Error()))
+			code = exitUsage
+			continue
+		}
+		fmt.Fprintf(e.Stdout, "valid %s\n", name)
+	}
+	return code
+}

@@ -1,0 +1,100 @@
+package fsops
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Event is one line of an event stream (events.jsonl, .d/log). The first six
+// fields are the seed's minimum shape and are always present; the rest are
+// optional facts. Events hold facts and errors only: never file contents,
+// prompt bodies or secrets.
+type Event struct {
+	TS      string `json:"ts"`
+	Type    string `json:"type"`
+	Agent   string `json:"agent"`
+	Session string `json:"session"`
+	Object  string `json:"object"`
+	Status  string `json:"status"`
+
+	Run    string  `json:"run,omitempty"`
+	Errno  string  `json:"errno,omitempty"`
+	Layer  string  `json:"layer,omitempty"`
+	Exit   *int    `json:"exit,omitempty"`
+	DurMS  float64 `json:"dur_ms,omitempty"`
+	UID    *int    `json:"uid,omitempty"`
+	PID    int     `json:"pid,omitempty"`
+	Worker string  `json:"worker,omitempty"`
+	Detail string  `json:"detail,omitempty"`
+}
+
+// maxEventLine keeps one event within a single atomic O_APPEND write that
+// readers can never see interleaved with another writer's line.
+const maxEventLine = 4000
+
+// Timestamp formats t the way events record time: UTC, milliseconds, Z.
+func Timestamp(t time.Time) string {
+	return t.UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// Line encodes ev as one JSON line ending in a newline, filling TS when empty
+// and shortening Detail if the line would exceed the append limit.
+func (ev Event) Line() []byte {
+	if ev.TS == "" {
+		ev.TS = Timestamp(time.Now())
+	}
+	for {
+		b, _ := json.Marshal(ev)
+		if len(b) < maxEventLine || ev.Detail == "" {
+			return append(b, '\n')
+		}
+		cut := len(ev.Detail) - (len(b) - maxEventLine) - 16
+		if cut < 0 {
+			cut = 0
+		}
+		ev.Detail = ev.Detail[:cut] + "…"
+	}
+}
+
+// AppendEvent appends ev to the JSONL file at path with one write(2) of one
+// whole line under O_APPEND, so concurrent writers never interleave. The file
+// is created 0644 when missing; a symlink or non-regular file is refused.
+func AppendEvent(path string, ev Event) error {
+	return AppendLine(path, ev.Line())
+}
+
+// AppendLine appends one complete line to path, as AppendEvent does.
+func AppendLine(path string, line []byte) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o644)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: path, Err: noFollowErr(err)}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !st.Mode().IsRegular() {
+		return &os.PathError{Op: "append", Path: path, Err: notRegular(st.Mode())}
+	}
+	if _, err := f.Write(line); err != nil {
+		return &os.PathError{Op: "append", Path: path, Err: err}
+	}
+	return nil
+}
+
+// NewRunID returns a run id: "ctx-" and 32 lowercase hex digits from 128
+// random bits.
+func NewRunID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("ctx: no system entropy: " + err.Error())
+	}
+	return "ctx-" + hex.EncodeToString(b[:])
+}

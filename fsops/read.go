@@ -1,0 +1,100 @@
+package fsops
+
+import (
+	"io"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// ControlLimit bounds every control file read: 64 KiB.
+const ControlLimit = 64 << 10
+
+// ReadControl reads a control file without following a symlink in its final
+// component, refusing anything that is not a regular file or is larger than
+// ControlLimit.
+func ReadControl(path string) ([]byte, error) {
+	return ReadRegular(path, ControlLimit)
+}
+
+// ReadRegular reads at most limit bytes of the regular file at path. A
+// symlink in the final component is refused (ELOOP), as are non-regular
+// files (EINVAL) and files larger than limit (EFBIG). FIFOs are opened
+// non-blocking so a planted FIFO cannot hang the reader.
+func ReadRegular(path string, limit int64) ([]byte, error) {
+	f, err := OpenRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readLimited(f, path, limit)
+}
+
+// OpenRegular opens path read-only without following a symlink in the final
+// component and checks that it is a regular file.
+func OpenRegular(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: noFollowErr(err)}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &os.PathError{Op: "open", Path: path, Err: notRegular(st.Mode())}
+	}
+	// Regular files ignore O_NONBLOCK; clear it anyway so the descriptor
+	// behaves normally if handed on.
+	_ = unix.SetNonblock(fd, false)
+	return f, nil
+}
+
+func readLimited(f *os.File, path string, limit int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, &os.PathError{Op: "read", Path: path, Err: err}
+	}
+	if int64(len(b)) > limit {
+		return nil, &os.PathError{Op: "read", Path: path, Err: syscall.EFBIG}
+	}
+	return b, nil
+}
+
+// noFollowErr turns the ELOOP that O_NOFOLLOW gives for a symlink into a
+// clearer error while keeping the errno.
+func noFollowErr(err error) error {
+	if err == unix.ELOOP {
+		return ErrSymlink
+	}
+	return err
+}
+
+// ErrSymlink is returned (wrapped in a PathError) when a symlink stands
+// where a file or directory is expected. Its errno is ELOOP.
+var ErrSymlink = errnoError{unix.ELOOP, "is a symlink (not followed)"}
+
+// ErrNotRegular is returned for directories, FIFOs, devices and sockets
+// where a regular file is expected. Its errno is EINVAL.
+var ErrNotRegular = errnoError{unix.EINVAL, "not a regular file"}
+
+func notRegular(m os.FileMode) error {
+	if m.IsDir() {
+		return errnoError{unix.EISDIR, "is a directory"}
+	}
+	return ErrNotRegular
+}
+
+// errnoError is an error with a clear message that still unwraps to its
+// errno, so callers can report the errno name.
+type errnoError struct {
+	errno syscall.Errno
+	msg   string
+}
+
+func (e errnoError) Error() string { return e.msg }
+func (e errnoError) Unwrap() error { return e.errno }

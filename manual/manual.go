@@ -1,0 +1,166 @@
+// Package manual embeds the Markdown pages that are the one source for
+// `ctx man`, every `APPLET --help`, and the docs bundle bootstrap writes to
+// shared/cortexfs-docs/.
+//
+// Page files are named after what they document:
+//
+//	NAME.md          an applet (fs.read.md, tsh.md, ctx.md)
+//	ctx-CMD.md       a ctx subcommand (ctx-bootstrap.md)
+//	ctx.TOPIC.md     a topic of the CortexFS manual bundle (ctx.tool.md)
+//
+// Every page starts with "# NAME - summary" and has a "## SYNOPSIS" section
+// holding one fenced code block.
+package manual
+
+import (
+	"embed"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+//go:embed *.md
+var pages embed.FS
+
+// topicAliases maps the short names accepted by `ctx man` to bundle topics.
+var topicAliases = map[string]string{
+	"agent": "ctx.agent", "agents": "ctx.agent",
+	"tool": "ctx.tool", "tools": "ctx.tool",
+	"policy": "ctx.tool",
+	"session": "ctx.session", "sessions": "ctx.session",
+	"ctx": "ctx.coreutils", "coreutils": "ctx.coreutils",
+	"root": "ctx.root-abi", "abi": "ctx.root-abi", "root-abi": "ctx.root-abi",
+	"model": "ctx.model", "models": "ctx.model",
+	"provider": "ctx.provider", "providers": "ctx.provider",
+	"shared": "ctx.shared", "queue": "ctx.shared",
+	"sandbox": "ctx.sandbox", "mnt": "ctx.sandbox",
+	"mcp": "ctx.mcp",
+}
+
+// Files returns the names of all embedded page files, sorted.
+func Files() []string {
+	entries, _ := fs.ReadDir(pages, ".")
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Read returns the embedded bytes of a page file ("fs.read.md").
+func Read(file string) ([]byte, bool) {
+	b, err := pages.ReadFile(file)
+	return b, err == nil
+}
+
+// Resolve maps what a user typed after `ctx man` to a page file. It accepts a
+// file name, a page name, a topic alias, an applet name and a ctx
+// subcommand name, in that order of preference.
+func Resolve(topic string) (string, bool) {
+	topic = strings.TrimSuffix(topic, ".md")
+	if t, ok := topicAliases[topic]; ok {
+		topic = t
+	}
+	for _, candidate := range []string{topic, "ctx-" + topic} {
+		if _, ok := Read(candidate + ".md"); ok {
+			return candidate + ".md", true
+		}
+	}
+	return "", false
+}
+
+// IsTopic reports whether a page file belongs to the ctx.* topic namespace.
+func IsTopic(file string) bool {
+	return strings.HasPrefix(file, "ctx.") && file != "ctx.md"
+}
+
+// Summary returns the one-line summary from a page's title line.
+func Summary(page string) string {
+	b, ok := Read(page + ".md")
+	if !ok {
+		return ""
+	}
+	title, _, _ := strings.Cut(string(b), "\n")
+	title = strings.TrimPrefix(title, "# ")
+	if _, s, ok := strings.Cut(title, " - "); ok {
+		return s
+	}
+	return ""
+}
+
+// Synopsis returns what `NAME --help` prints: the title line and the body of
+// the SYNOPSIS code block.
+func Synopsis(page string) (string, bool) {
+	b, ok := Read(page + ".md")
+	if !ok {
+		return "", false
+	}
+	text := string(b)
+	title, _, _ := strings.Cut(text, "\n")
+	block, ok := section(text, "SYNOPSIS")
+	if !ok {
+		return "", false
+	}
+	body, ok := fenced(block)
+	if !ok {
+		return "", false
+	}
+	return strings.TrimPrefix(title, "# ") + "\n\n" + body + "\nSee `ctx man " + page + "` for the whole page.\n", true
+}
+
+// section returns the text of "## NAME" up to the next "## " heading.
+func section(text, name string) (string, bool) {
+	start := strings.Index(text, "\n## "+name+"\n")
+	if start < 0 {
+		return "", false
+	}
+	rest := text[start+len(name)+5:]
+	if end := strings.Index(rest, "\n## "); end >= 0 {
+		rest = rest[:end+1]
+	}
+	return rest, true
+}
+
+// fenced returns the body of the first ``` block in text.
+func fenced(text string) (string, bool) {
+	open := strings.Index(text, "```")
+	if open < 0 {
+		return "", false
+	}
+	rest := text[open+3:]
+	nl := strings.IndexByte(rest, '\n')
+	if nl < 0 {
+		return "", false
+	}
+	rest = rest[nl+1:]
+	close := strings.Index(rest, "```")
+	if close < 0 {
+		return "", false
+	}
+	return rest[:close], true
+}
+
+// Bundle returns the docs bundle bootstrap writes under
+// shared/cortexfs-docs/: README.md and man/<file> for every page.
+func Bundle() map[string][]byte {
+	out := map[string][]byte{"README.md": bundleIndex()}
+	for _, f := range Files() {
+		b, _ := Read(f)
+		out["man/"+f] = b
+	}
+	return out
+}
+
+func bundleIndex() []byte {
+	var b strings.Builder
+	b.WriteString("# CortexFS manual (ctx)\n\n")
+	b.WriteString("Read-only documentation written by `ctx bootstrap` from the manual compiled into\n")
+	b.WriteString("the ctx binary. It grants no authority. `ctx man TOPIC` prints these pages.\n\n")
+	b.WriteString("| page | what it covers |\n|---|---|\n")
+	for _, f := range Files() {
+		name := strings.TrimSuffix(f, ".md")
+		b.WriteString("| [" + name + "](man/" + f + ") | " + Summary(name) + " |\n")
+	}
+	return []byte(b.String())
+}
