@@ -2,16 +2,40 @@ package applets
 
 import "sort"
 
+// builtinTools are the tools implemented inside ctx, by name.
+var builtinTools = map[string]*builtinTool{}
+
+// toolApplet makes the applet row of a builtin tool.
+func toolApplet(t *builtinTool) Applet {
+	builtinTools[t.Name] = t
+	return Applet{Name: t.Name, Tool: true, Run: func(e *Env, args []string) int { return runBuiltinTool(e, t, args) }}
+}
+
 // The table is filled in init, not in a composite literal, because the ctx
 // applet lists the table and a literal would be an initialization cycle
 // (cmd/go fills its command list in init for the same reason).
 func init() {
 	table = []Applet{
 		{Name: "ctx", Run: runCtx},
+		toolApplet(fsReadTool),
+		toolApplet(fsListTool),
+		toolApplet(fsStatTool),
+		toolApplet(fsWriteTool),
+		toolApplet(fsReplaceTool),
+		toolApplet(shellExecTool),
+		toolApplet(bashTool),
+		toolApplet(tmuxTool),
+		toolApplet(zellijTool),
 	}
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 
 	ctxCommands = []subcommand{
+		{"bootstrap", runBootstrap},
+		{"cat", runCat},
+		{"doctor", runDoctor},
+		{"ls", runLs},
+		{"set", runSet},
+		{"which", runWhich},
 		{"man", runMan},
 		{"validate-name", runValidateName},
 	}

@@ -1,0 +1,96 @@
+package applets
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+)
+
+// runBootstrap is `ctx bootstrap [--root DIR]`: create or repair the
+// reference tree, idempotently.
+func runBootstrap(e *Env, args []string) int {
+	var rootFlag string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	if _, code, ok := parseArgs(e, f, args, 0, 0); !ok {
+		return code
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	self, err := selfBytes()
+	if err != nil {
+		return fail(e, exitInternal, "cannot read own executable: %v", err)
+	}
+	owner := treeOwner{UID: os.Geteuid(), GID: os.Getegid()}
+	entries := referenceTree(owner, self)
+
+	if st, err := os.Stat(root.Dir); err == nil && unix.Access(root.Dir, unix.W_OK) != nil {
+		// Someone else's tree (typically a root-made /ctx): build only our
+		// own home in it, and leave the system part to its owner.
+		entries = homeEntries(entries, owner)
+		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s is not writable by uid %d (owner uid %d); creating only home/%d\n",
+			root.Dir, owner.UID, st.Sys().(*unix.Stat_t).Uid, owner.UID)
+	}
+
+	managed := previouslyManaged(root)
+	actions, err := root.Reconcile(entries, func(rel string) bool { return managed[rel] })
+	for _, a := range actions {
+		fmt.Fprintln(e.Stdout, a)
+	}
+	if err != nil {
+		return fail(e, exitFailure, "%v", err)
+	}
+	kept := 0
+	for _, a := range actions {
+		if a.Verb == "kept" {
+			kept++
+		}
+	}
+	switch {
+	case len(actions) == 0:
+		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s is up to date\n", root.Dir)
+	default:
+		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s: %d change(s)\n", root.Dir, len(actions)-kept)
+	}
+	if kept > 0 {
+		return fail(e, exitFailure, "%d path(s) hold files bootstrap did not create; left unchanged (see ctx doctor)", kept)
+	}
+	return exitOK
+}
+
+// homeEntries keeps only the caller's home and its parent.
+func homeEntries(entries []fsops.Entry, o treeOwner) []fsops.Entry {
+	prefix := "home/" + strconv.Itoa(o.UID)
+	var out []fsops.Entry
+	for _, en := range entries {
+		if en.Rel == prefix || strings.HasPrefix(en.Rel, prefix+"/") {
+			out = append(out, en)
+		}
+	}
+	return out
+}
+
+// previouslyManaged reads the paths an earlier bootstrap recorded. A missing
+// or unreadable record means nothing is known to be ours.
+func previouslyManaged(root fsops.Root) map[string]bool {
+	b, err := fsops.ReadRegular(root.Path(bootstrapRecord), 4<<20)
+	if err != nil {
+		return nil
+	}
+	var rec struct {
+		Managed []string `json:"managed"`
+	}
+	if json.Unmarshal(b, &rec) != nil {
+		return nil
+	}
+	m := make(map[string]bool, len(rec.Managed))
+	for _, r := range rec.Managed {
+		m[r] = true
+	}
+	return m
+}

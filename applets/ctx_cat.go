@@ -1,0 +1,39 @@
+package applets
+
+import (
+	"io"
+
+	"ctx/fsops"
+)
+
+// runCat is `ctx cat [--root DIR] PATH...`: print ABI files as they are. A
+// symlink anywhere on the path, or a non-regular file, is refused.
+func runCat(e *Env, args []string) int {
+	var rootFlag string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	pos, code, ok := parseArgs(e, f, args, 1, -1)
+	if !ok {
+		return code
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	code = exitOK
+	for _, arg := range pos {
+		p, err := root.ResolveABIPath(arg)
+		if err != nil {
+			code = fail(e, exitFailure, "%v", err)
+			continue
+		}
+		fh, err := fsops.OpenRegular(p)
+		if err != nil {
+			code = fail(e, exitFailure, "%v", err)
+			continue
+		}
+		_, err = io.Copy(e.Stdout, fh)
+		fh.Close()
+		if err != nil {
+			code = fail(e, exitFailure, "%v", err)
+		}
+	}
+	return code
+}

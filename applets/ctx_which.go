@@ -1,0 +1,55 @@
+package applets
+
+import (
+	"fmt"
+	"os"
+
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// runWhich is `ctx which [--root DIR] tool NAME` (the executable CTX_PATH
+// resolves, as standalone tsh would) and `ctx which agent NAME`.
+func runWhich(e *Env, args []string) int {
+	var rootFlag string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	pos, code, ok := parseArgs(e, f, args, 2, 2)
+	if !ok {
+		return code
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	class, name := pos[0], pos[1]
+	if err := policy.ValidName(name); err != nil {
+		return fail(e, exitUsage, "%v", err)
+	}
+	switch class {
+	case "tool":
+		dirs, err := humanToolPath(e, root)
+		if err != nil {
+			return fail(e, exitUsage, "%v", err)
+		}
+		hit, err := fsops.LookupTool(dirs, name)
+		if err != nil {
+			return fail(e, exitNotFound, "%s: not found in CTX_PATH", name)
+		}
+		fmt.Fprintln(e.Stdout, hit.Path)
+	case "agent":
+		d := root.AgentControl(name)
+		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
+			return fail(e, exitNotFound, "agent %s: no %s", name, d)
+		}
+		fmt.Fprintln(e.Stdout, root.Path("agent", name))
+	default:
+		return usageError(e, "unknown class %q (tool or agent)", class)
+	}
+	return exitOK
+}
+
+// humanToolPath is the CTX_PATH of a standalone (human) caller.
+func humanToolPath(e *Env, root fsops.Root) ([]string, error) {
+	if v := e.Getenv("CTX_PATH"); v != "" {
+		return fsops.SplitToolPath(v), nil
+	}
+	return root.DefaultToolPath(os.Geteuid()), nil
+}

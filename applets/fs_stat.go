@@ -1,0 +1,30 @@
+package applets
+
+import (
+	"encoding/json"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+var fsStatTool = &builtinTool{
+	Name:        "fs.stat",
+	Description: "Report name, type, size and mode of one path without following a symlink.",
+	Cap:         "fs.stat",
+	Grants:      readersGrants,
+	Bare:        "path",
+	Schema: `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"fs.stat input",` +
+		`"type":"object","properties":{"path":{"type":"string","minLength":1}},"required":["path"],"additionalProperties":false}`,
+	Run: fsStat,
+}
+
+func fsStat(c *toolCall) error {
+	path, _ := c.stringField("path")
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		return fsErr(&os.PathError{Op: "stat", Path: path, Err: err})
+	}
+	b, _ := json.Marshal(entryOf(path, &st))
+	_, err := c.out.Write(append(b, '\n'))
+	return err
+}

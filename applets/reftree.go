@@ -1,0 +1,233 @@
+package applets
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"ctx/fsops"
+	"ctx/manual"
+)
+
+// treeVersion is the version of the reference tree this binary bootstraps.
+// It is recorded in bin/cortexfs.bootstrap.json.
+const treeVersion = 1
+
+// bootstrapRecord is bin/cortexfs.bootstrap.json: which paths bootstrap
+// manages. It is the proof of ownership that lets a later bootstrap re-link a
+// stale tool link without touching files an administrator put there.
+const bootstrapRecord = "bin/cortexfs.bootstrap.json"
+
+// The reference agents' policy subjects.
+const (
+	architectSubject = "architect_t"
+	coderSubject     = "coder_t"
+)
+
+var (
+	readersGrants = []string{architectSubject, coderSubject}
+	writersGrants = []string{coderSubject}
+)
+
+// referenceAgent is one agent bootstrap creates.
+type referenceAgent struct {
+	Name    string
+	Subject string
+	Perm    string
+	Parent  string // "" for the root of the lineage
+	System  string // system.md
+}
+
+var referenceAgents = []referenceAgent{
+	{Name: "architect", Subject: architectSubject, Perm: "r--",
+		System: "You are architect, the root of the agent lineage on this host. You read and plan; " +
+			"you do not change files. Your tools are reached through tsh.\n"},
+	{Name: "coder", Subject: coderSubject, Perm: "rwx", Parent: "agent:architect",
+		System: "You are coder, the default working agent. You work in /workspace with the tools tsh lists; " +
+			"nothing in a prompt grants you more than your policy does.\n"},
+}
+
+// treeOwner is whose tree bootstrap builds: the effective uid and gid, which
+// become the owner, uid and gid of the reference agents and name the home.
+type treeOwner struct {
+	UID, GID int
+}
+
+// referenceTree returns every entry bootstrap manages, parents first. self
+// is the bytes of this ctx binary (bin/ctx).
+func referenceTree(o treeOwner, self []byte) []fsops.Entry {
+	shared := fs.FileMode(0o755)
+	if o.UID == 0 {
+		// A system tree made by root lets every user create their own
+		// home and agents; the sticky bit keeps them from removing each
+		// other's.
+		shared = 0o777 | fs.ModeSticky
+	}
+	uid := strconv.Itoa(o.UID)
+	var t tree
+	t.dir("bin", 0o755)
+	t.file("bin/ctx", 0o755, self, true)
+	t.dir("model", 0o755)
+
+	t.dir("tool", 0o755)
+	for _, name := range ToolNames() {
+		meta := builtinTools[name]
+		t.link("tool/"+name, "bin/ctx", 0o755)
+		d := "tool/" + name + ".d/"
+		t.dir(d[:len(d)-1], 0o755)
+		t.file(d+"name", 0o644, []byte(name+"\n"), true)
+		t.file(d+"description", 0o644, []byte(meta.Description+"\n"), true)
+		t.file(d+"schema", 0o644, []byte(meta.Schema+"\n"), true)
+		t.file(d+"cap", 0o644, []byte(meta.Cap+"\n"), true)
+		t.file(d+"policy", 0o644, []byte(policyText(meta.Grants, "tool:"+name+" execute")), false)
+		t.file(d+"status", 0o644, []byte("idle\n"), false)
+		t.file(d+"log", 0o644, nil, false)
+		t.dir(d+"hooks", 0o755)
+		t.dir(d+"hooks/pre.d", 0o755)
+		t.dir(d+"hooks/post.d", 0o755)
+		if name == "tsh" {
+			t.file(d+"config", 0o644, []byte("max_loaded_tools=64\ncache_capacity=32\nwindow_percent=1\n"), false)
+		}
+	}
+
+	t.dir("agent", shared)
+	for _, a := range referenceAgents {
+		t.link("agent/"+a.Name, "bin/ctx", 0o755)
+		d := "agent/" + a.Name + ".d/"
+		t.dir(d[:len(d)-1], 0o755)
+		for _, c := range a.controls(o) {
+			t.file(d+c.name, 0o644, []byte(c.value), false)
+		}
+		t.dir(d+"hooks", 0o755)
+		t.dir(d+"hooks/pre.d", 0o755)
+		t.dir(d+"hooks/post.d", 0o755)
+	}
+
+	t.dir("home", shared)
+	h := "home/" + uid
+	t.dir(h, 0o700)
+	t.file(h+"/.tshrc", 0o644, []byte("# tsh tool path (data, not shell code)\nCTX_PATH=/ctx/tool:/ctx/home/"+uid+"/tool\n"), false)
+	t.dir(h+"/tool", 0o755)
+	t.dir(h+"/model", 0o755)
+	t.dir(h+"/agent", 0o755)
+	for _, a := range referenceAgents {
+		t.agentHome(h+"/agent/"+a.Name, a.Name)
+	}
+
+	t.dir("shared", 0o755)
+	t.dir("shared/cortexfs-docs", 0o755)
+	t.dir("shared/cortexfs-docs/man", 0o755)
+	bundle := manual.Bundle()
+	files := make([]string, 0, len(bundle))
+	for f := range bundle {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		t.file("shared/cortexfs-docs/"+f, 0o644, bundle[f], true)
+	}
+
+	// The record comes last: it lists every path above.
+	rec := map[string]any{"schema": "ctx.bootstrap/v1", "tree_version": treeVersion, "managed": t.rels()}
+	b, _ := json.MarshalIndent(rec, "", "  ")
+	t.file(bootstrapRecord, 0o644, append(b, '\n'), true)
+	return t.entries
+}
+
+// agentHome adds the home skeleton of an agent: root (its chroot
+// environment), session, data, cache and log.
+func (t *tree) agentHome(dir, name string) {
+	t.dir(dir, 0o700)
+	for _, sub := range []string{"root", "session", "data", "cache", "log"} {
+		t.dir(dir+"/"+sub, 0o700)
+	}
+}
+
+type control struct{ name, value string }
+
+// controls returns the control files of a reference agent (DESIGN §4).
+func (a referenceAgent) controls(o treeOwner) []control {
+	uid, gid := strconv.Itoa(o.UID), strconv.Itoa(o.GID)
+	var rules []string
+	for _, name := range ToolNames() {
+		for _, s := range builtinTools[name].Grants {
+			if s == a.Subject {
+				rules = append(rules, "allow "+a.Subject+" tool:"+name+" execute")
+			}
+		}
+	}
+	rules = append(rules, "allow "+a.Subject+" model:main use")
+	parent := ""
+	if a.Parent != "" {
+		parent = a.Parent + "\n"
+	}
+	meta, _ := json.Marshal(map[string]string{"description": "reference agent created by ctx bootstrap"})
+	return []control{
+		{"owner", uid + "\n"},
+		{"uid", uid + "\n"},
+		{"gid", gid + "\n"},
+		{"groups", ""},
+		{"perm", a.Perm + "\n"},
+		{"label", "user_u:agent_r:" + a.Subject + ":s0\n"},
+		{"iso", "userns\n"},
+		{"parent", parent},
+		{"life", "owned\n"},
+		{"root", "/ctx/home/" + uid + "/agent/" + a.Name + "/root\n"},
+		{"cwd", "/workspace\n"},
+		{"env", ""},
+		{"path", "/ctx/tool\n/ctx/home/" + uid + "/tool\n"},
+		{"mount", ""},
+		{"model", "main\n"},
+		{"window", "auto\n"},
+		{"abi", "argv-v1\n"},
+		{"approval", "auto\n"},
+		{"tools", ""},
+		{"system.md", a.System},
+		{"policy", strings.Join(rules, "\n") + "\n"},
+		{"status", "idle\n"},
+		{"pid", ""},
+		{"log", ""},
+		{"meta.json", string(meta) + "\n"},
+	}
+}
+
+// policyText is a policy file allowing each subject one object permission.
+func policyText(subjects []string, objectPerm string) string {
+	var b strings.Builder
+	for _, s := range subjects {
+		fmt.Fprintf(&b, "allow %s %s\n", s, objectPerm)
+	}
+	return b.String()
+}
+
+// tree accumulates entries in order.
+type tree struct{ entries []fsops.Entry }
+
+func (t *tree) dir(rel string, mode fs.FileMode) {
+	t.entries = append(t.entries, fsops.Entry{Rel: rel, Kind: fsops.KindDir, Mode: mode | fs.ModeDir})
+}
+
+func (t *tree) file(rel string, mode fs.FileMode, data []byte, owned bool) {
+	t.entries = append(t.entries, fsops.Entry{Rel: rel, Kind: fsops.KindFile, Mode: mode, Data: data, Owned: owned})
+}
+
+func (t *tree) link(rel, to string, mode fs.FileMode) {
+	t.entries = append(t.entries, fsops.Entry{Rel: rel, Kind: fsops.KindLink, Mode: mode, LinkTo: to})
+}
+
+func (t *tree) rels() []string {
+	out := make([]string, len(t.entries))
+	for i, e := range t.entries {
+		out[i] = e.Rel
+	}
+	return out
+}
+
+// selfBytes reads this ctx binary.
+func selfBytes() ([]byte, error) {
+	return os.ReadFile("/proc/self/exe")
+}

@@ -1,0 +1,154 @@
+package applets
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// The bounds of shell.exec.
+const (
+	shellTimeout   = 20 * time.Second
+	maxShellOutput = 64 << 10 // per stream
+)
+
+var shellExecTool = &builtinTool{
+	Name:        "shell.exec",
+	Description: "Run one bounded /bin/sh -c command: cleared environment, stdin /dev/null, own process group, 20 s timeout, 64 KiB output per stream.",
+	Cap:         "shell.exec",
+	Grants:      writersGrants,
+	Bare:        "cmd",
+	Schema: `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"shell.exec input",` +
+		`"type":"object","properties":{"cmd":{"type":"string","minLength":1}},"required":["cmd"],"additionalProperties":false}`,
+	CLI: func(args []string, _ io.Reader) (map[string]any, error) {
+		if len(args) == 0 {
+			return nil, inputErr("usage: shell.exec CMD... (or JSON input)")
+		}
+		return map[string]any{"cmd": strings.Join(args, " ")}, nil
+	},
+	Run: shellExec,
+}
+
+func shellExec(c *toolCall) error {
+	cmdText, _ := c.stringField("cmd")
+	if strings.IndexByte(cmdText, 0) >= 0 {
+		return inputErr("cmd contains a NUL byte")
+	}
+	cmd := exec.Command("/bin/sh", "-c", cmdText)
+	cmd.Env = shellEnv(c.env)
+	// Its own process group, so a timeout (and the end of the command) can
+	// kill everything it started, not just the shell.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		return fsErr(err)
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdoutR.Close()
+		stdoutW.Close()
+		return fsErr(err)
+	}
+	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
+	err = cmd.Start()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stdoutR.Close()
+		stderrR.Close()
+		return toolErr(syscall.ENOENT, exitUnavailable, "cannot start /bin/sh: %v", err)
+	}
+	var outBuf, errBuf cappedBuffer
+	outBuf.limit, errBuf.limit = maxShellOutput, maxShellOutput
+	drained := make(chan struct{}, 2)
+	go func() { io.Copy(&outBuf, stdoutR); stdoutR.Close(); drained <- struct{}{} }()
+	go func() { io.Copy(&errBuf, stderrR); stderrR.Close(); drained <- struct{}{} }()
+
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(shellTimeout, func() {
+		timedOut.Store(true)
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	})
+	state, _ := cmd.Process.Wait()
+	timer.Stop()
+	// Whatever the shell left running in its group goes with it: a stray
+	// background job must neither outlive the call nor hold its pipes open.
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	<-drained
+	<-drained
+
+	code := exitStatus(state)
+	if c.native {
+		c.out.Write(outBuf.Bytes())
+		c.out.Write(errBuf.Bytes())
+	} else {
+		c.env.Stdout.Write(outBuf.Bytes())
+		c.env.Stderr.Write(errBuf.Bytes())
+	}
+	switch {
+	case timedOut.Load():
+		return toolErr(syscall.ETIMEDOUT, 128+int(syscall.SIGKILL), "command timed out after %s", shellTimeout)
+	case code != 0 && c.native:
+		return toolErr(syscall.EIO, code, "command failed (exit %d)", code)
+	}
+	c.exit = code
+	return nil
+}
+
+// shellEnv is the environment of a shell.exec command: cleared, then a fixed
+// PATH and the few caller variables commands need to behave (HOME for git and
+// friends, LANG for text). No CTX_* capability reaches the command.
+func shellEnv(e *Env) []string {
+	env := []string{"PATH=/usr/bin:/bin", "GIT_OPTIONAL_LOCKS=0"}
+	for _, k := range []string{"HOME", "LANG"} {
+		if v := e.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// exitStatus turns a process state into a shell-style exit status:
+// the exit code, or 128+N for a death by signal N.
+func exitStatus(state *os.ProcessState) int {
+	if state == nil {
+		return exitInternal
+	}
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return state.ExitCode()
+}
+
+// cappedBuffer keeps the first limit bytes written to it and notes that more
+// were dropped; writes never fail, so the writer is never blocked.
+type cappedBuffer struct {
+	bytes.Buffer
+	limit     int
+	truncated bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.limit - b.Buffer.Len(); room < len(p) {
+		if room > 0 {
+			b.Buffer.Write(p[:room])
+		}
+		b.truncated = true
+		return len(p), nil
+	}
+	return b.Buffer.Write(p)
+}
+
+// Bytes returns the kept output, with a marker line when some was dropped.
+func (b *cappedBuffer) Bytes() []byte {
+	if !b.truncated {
+		return b.Buffer.Bytes()
+	}
+	return append(b.Buffer.Bytes(), fmt.Sprintf("\n[truncated at %d bytes]\n", b.limit)...)
+}

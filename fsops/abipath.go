@@ -1,0 +1,56 @@
+package fsops
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// ResolveABIPath maps a path a user typed to a path under the root: an ABI
+// path ("/ctx/tool/fs.read", re-rooted under a custom root), an absolute path
+// already inside the root, or a path relative to the root ("tool/fs.read").
+// ".." components are refused, and so is every symlink on the way down from
+// the root: the ABI is walked, never followed.
+func (r Root) ResolveABIPath(p string) (string, error) {
+	rel := p
+	switch {
+	case p == DefaultRoot || strings.HasPrefix(p, DefaultRoot+"/"):
+		rel = strings.TrimPrefix(p, DefaultRoot)
+	case filepath.IsAbs(p):
+		rel = r.RelPath(filepath.Clean(p))
+		if rel == "" {
+			return "", &os.PathError{Op: "resolve", Path: p, Err: errnoError{syscall.EXDEV, "outside the ctx root " + r.Dir}}
+		}
+	}
+	rel = strings.Trim(rel, "/")
+	cur := r.Dir
+	if rel == "" || rel == "." {
+		return cur, nil
+	}
+	for _, c := range strings.Split(rel, "/") {
+		switch c {
+		case "", ".":
+			continue
+		case "..":
+			return "", &os.PathError{Op: "resolve", Path: p, Err: errnoError{syscall.EINVAL, `".." is not allowed in an ABI path`}}
+		}
+		cur = filepath.Join(cur, c)
+		st, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			// The rest may be created by the caller (ctx set); nothing below
+			// a missing component can be a symlink.
+			rest := strings.TrimPrefix(rel, r.RelPath(cur))
+			return filepath.Join(cur, filepath.FromSlash(strings.Trim(rest, "/"))), nil
+		}
+		if err != nil {
+			return "", err
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			return "", &os.PathError{Op: "resolve", Path: cur, Err: ErrSymlink}
+		}
+	}
+	return cur, nil
+}

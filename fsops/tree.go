@@ -1,0 +1,299 @@
+package fsops
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// EntryKind says what a managed tree entry is.
+type EntryKind int
+
+const (
+	KindDir  EntryKind = iota // a directory
+	KindFile                  // a regular file with given contents
+	KindLink                  // a hard link to another managed file (tool/NAME → bin/ctx)
+)
+
+// Entry is one path of the tree bootstrap manages.
+type Entry struct {
+	Rel  string // slash-separated, relative to the root
+	Kind EntryKind
+	Mode fs.FileMode
+	Data []byte // KindFile contents
+	// Owned files belong to ctx and are rewritten when their contents
+	// differ (the binary, built-in tool metadata, the docs bundle). Other
+	// files are created when missing and never rewritten: they belong to
+	// the administrator once they exist.
+	Owned  bool
+	LinkTo string // KindLink: Rel of the file this entry is a hard link of
+}
+
+// Action is one change Reconcile made (or would make).
+type Action struct {
+	Verb   string // created, updated, repaired, relinked, kept
+	Rel    string
+	Detail string
+}
+
+func (a Action) String() string {
+	if a.Detail == "" {
+		return a.Verb + " " + a.Rel
+	}
+	return a.Verb + " " + a.Rel + ": " + a.Detail
+}
+
+// Reconcile makes the tree match entries, in order (parents first). It
+// creates what is missing, rewrites owned files whose contents differ,
+// repairs modes, and re-links stale hard links that an earlier run created
+// (wasManaged). It never writes through a symlink, never removes anything it
+// does not manage, and leaves foreign files at managed paths alone ("kept").
+// It stops at the first error that would make continuing unsafe.
+func (r Root) Reconcile(entries []Entry, wasManaged func(rel string) bool) ([]Action, error) {
+	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	var actions []Action
+	for _, e := range entries {
+		a, err := r.reconcileOne(e, wasManaged)
+		if err != nil {
+			return actions, fmt.Errorf("%s: %w", e.Rel, err)
+		}
+		if a.Verb != "" {
+			actions = append(actions, a)
+		}
+	}
+	return actions, nil
+}
+
+func (r Root) reconcileOne(e Entry, wasManaged func(string) bool) (Action, error) {
+	p := r.Path(filepath.FromSlash(e.Rel))
+	st, err := os.Lstat(p)
+	missing := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !missing {
+		return Action{}, err
+	}
+	if !missing && st.Mode()&fs.ModeSymlink != 0 {
+		return Action{}, &os.PathError{Op: "bootstrap", Path: p, Err: ErrSymlink}
+	}
+	switch e.Kind {
+	case KindDir:
+		if missing {
+			if err := os.Mkdir(p, e.Mode); err != nil {
+				return Action{}, err
+			}
+			if err := os.Chmod(p, e.Mode); err != nil { // umask
+				return Action{}, err
+			}
+			return Action{Verb: "created", Rel: e.Rel + "/"}, SyncDir(filepath.Dir(p))
+		}
+		if !st.IsDir() {
+			return Action{}, &os.PathError{Op: "bootstrap", Path: p, Err: syscall.ENOTDIR}
+		}
+		return r.repairMode(p, e, st)
+
+	case KindFile:
+		if missing {
+			if err := WriteNew(p, e.Data, e.Mode); err != nil {
+				return Action{}, err
+			}
+			return Action{Verb: "created", Rel: e.Rel}, nil
+		}
+		if !st.Mode().IsRegular() {
+			return Action{}, &os.PathError{Op: "bootstrap", Path: p, Err: notRegular(st.Mode())}
+		}
+		if e.Owned {
+			// Owned files are replaced by rename, never rewritten in place,
+			// so other hard links to the old inode keep their bytes.
+			same, err := sameContents(p, e.Data, st)
+			if err != nil {
+				return Action{}, err
+			}
+			if !same {
+				if err := WriteAtomic(p, e.Data, e.Mode); err != nil {
+					return Action{}, err
+				}
+				return Action{Verb: "updated", Rel: e.Rel}, nil
+			}
+		}
+		return r.repairMode(p, e, st)
+
+	case KindLink:
+		target := r.Path(filepath.FromSlash(e.LinkTo))
+		tst, err := os.Stat(target)
+		if err != nil {
+			return Action{}, err
+		}
+		if missing {
+			return Action{Verb: "created", Rel: e.Rel}, linkOrCopy(target, p, e.Mode)
+		}
+		if os.SameFile(st, tst) {
+			return Action{}, nil
+		}
+		if !wasManaged(e.Rel) {
+			return Action{Verb: "kept", Rel: e.Rel, Detail: "not created by bootstrap; left unchanged"}, nil
+		}
+		// An earlier bootstrap linked this to a binary that has since been
+		// replaced: link the new one in its place, atomically.
+		tmp := TempName(p)
+		if err := linkOrCopy(target, tmp, e.Mode); err != nil {
+			return Action{}, err
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			os.Remove(tmp)
+			return Action{}, err
+		}
+		return Action{Verb: "relinked", Rel: e.Rel}, SyncDir(filepath.Dir(p))
+	}
+	return Action{}, fmt.Errorf("unknown entry kind %d", e.Kind)
+}
+
+func (r Root) repairMode(p string, e Entry, st fs.FileInfo) (Action, error) {
+	want := e.Mode & (fs.ModePerm | fs.ModeSticky | fs.ModeSetgid)
+	have := st.Mode() & (fs.ModePerm | fs.ModeSticky | fs.ModeSetgid)
+	if have == want {
+		return Action{}, nil
+	}
+	if err := os.Chmod(p, want); err != nil {
+		return Action{}, err
+	}
+	return Action{Verb: "repaired", Rel: e.Rel, Detail: fmt.Sprintf("mode %s, was %s", modeString(want), modeString(have))}, nil
+}
+
+// linkOrCopy hard-links src to dst, or copies it when they are on different
+// filesystems (the copy is still a regular executable file that CTX_PATH
+// lookup accepts; doctor reports it).
+func linkOrCopy(src, dst string, mode fs.FileMode) error {
+	err := os.Link(src, dst)
+	if !errors.Is(err, syscall.EXDEV) {
+		if err == nil {
+			return SyncDir(filepath.Dir(dst))
+		}
+		return err
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return WriteNew(dst, b, mode)
+}
+
+func sameContents(p string, want []byte, st fs.FileInfo) (bool, error) {
+	if st.Size() != int64(len(want)) {
+		return false, nil
+	}
+	f, err := OpenRegular(p)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	have, err := readLimited(f, p, int64(len(want)))
+	if err != nil {
+		return false, err
+	}
+	return bytes.Equal(have, want), nil
+}
+
+func modeString(m fs.FileMode) string {
+	v := uint32(m.Perm())
+	if m&fs.ModeSticky != 0 {
+		v |= 0o1000
+	}
+	if m&fs.ModeSetgid != 0 {
+		v |= 0o2000
+	}
+	return fmt.Sprintf("%04o", v)
+}
+
+// Finding is one line of ctx doctor: a check of one managed path.
+type Finding struct {
+	Status string // ok, missing, invalid, stale, unexpected
+	Rel    string
+	Detail string
+}
+
+func (f Finding) String() string {
+	if f.Detail == "" {
+		return f.Status + " " + f.Rel
+	}
+	return f.Status + " " + f.Rel + ": " + f.Detail
+}
+
+// Inspect checks entries against the tree without writing anything.
+func (r Root) Inspect(entries []Entry) []Finding {
+	var out []Finding
+	for _, e := range entries {
+		out = append(out, r.inspectOne(e))
+	}
+	return out
+}
+
+func (r Root) inspectOne(e Entry) Finding {
+	p := r.Path(filepath.FromSlash(e.Rel))
+	rel := e.Rel
+	if e.Kind == KindDir {
+		rel += "/"
+	}
+	st, err := os.Lstat(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Finding{"missing", rel, ""}
+	}
+	if err != nil {
+		return Finding{"invalid", rel, err.Error()}
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return Finding{"invalid", rel, "is a symlink"}
+	}
+	switch e.Kind {
+	case KindDir:
+		if !st.IsDir() {
+			return Finding{"invalid", rel, "not a directory"}
+		}
+	case KindFile:
+		if !st.Mode().IsRegular() {
+			return Finding{"invalid", rel, "not a regular file"}
+		}
+		if e.Owned {
+			same, err := sameContents(p, e.Data, st)
+			if err != nil {
+				return Finding{"invalid", rel, err.Error()}
+			}
+			if !same {
+				return Finding{"stale", rel, "differs from this ctx binary's copy; run ctx bootstrap"}
+			}
+		}
+	case KindLink:
+		tst, err := os.Stat(r.Path(filepath.FromSlash(e.LinkTo)))
+		if err != nil {
+			return Finding{"invalid", rel, err.Error()}
+		}
+		if !st.Mode().IsRegular() {
+			return Finding{"invalid", rel, "not a regular file"}
+		}
+		if !os.SameFile(st, tst) {
+			return Finding{"stale", rel, "not a hard link of " + e.LinkTo + "; run ctx bootstrap"}
+		}
+		return Finding{"ok", rel, ""}
+	}
+	want := e.Mode & (fs.ModePerm | fs.ModeSticky | fs.ModeSetgid)
+	have := st.Mode() & (fs.ModePerm | fs.ModeSticky | fs.ModeSetgid)
+	if want != have {
+		return Finding{"invalid", rel, fmt.Sprintf("mode %s, want %s", modeString(have), modeString(want))}
+	}
+	return Finding{"ok", rel, ""}
+}
+
+// RelPath returns p relative to the root in slash form, or "" when p is not
+// inside the root.
+func (r Root) RelPath(p string) string {
+	rel, err := filepath.Rel(r.Dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}
