@@ -1,0 +1,229 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+)
+
+// listJobs returns the names in pending/ that may be jobs, in claim order
+// (byte order of names; generated names sort by publication time). Entries
+// the kernel reports as something other than a regular file are dropped
+// here; each survivor is checked again with lstat before it is claimed.
+func (q *Queue) listJobs() ([]string, error) {
+	ents, err := readDir(q.fd[dPending], q.path("pending"))
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		if (e.Type == unix.DT_REG || e.Type == unix.DT_UNKNOWN) && ValidJobName(e.Name) == nil {
+			names = append(names, e.Name)
+		}
+	}
+	return names, nil
+}
+
+// Claim claims one pending job for owner and returns its name and lease.
+// When it returns without error the claim move and the lease are both
+// durable and the job may be executed; its request is at ClaimedPath.
+//
+// Jobs are tried oldest name first. For each: a pending entry that is not
+// a regular file, or a job whose lease/J is still present (residue that
+// check reports), is skipped; mkdir claimed/J decides the race (EEXIST:
+// another claimer has it); the winner renames pending/J into claimed/J/
+// (ENOENT: the request was taken meanwhile, so the empty claimed/J is
+// removed again). It returns ErrEmpty when nothing in a fresh listing of
+// pending/ could be claimed.
+func (q *Queue) Claim(owner Owner) (string, Lease, error) {
+	lease, err := newLease(owner, time.Now())
+	if err != nil {
+		return "", Lease{}, err
+	}
+	fresh := false
+	for {
+		if len(q.candidates) == 0 {
+			if fresh {
+				return "", Lease{}, ErrEmpty
+			}
+			if q.candidates, err = q.listJobs(); err != nil {
+				return "", Lease{}, err
+			}
+			fresh = true
+			if len(q.candidates) == 0 {
+				return "", Lease{}, ErrEmpty
+			}
+		}
+		job := q.candidates[0]
+		q.candidates = q.candidates[1:]
+		ok, err := q.tryClaim(job, lease)
+		if err != nil {
+			return "", Lease{}, err
+		}
+		if ok {
+			q.logEvent(fsops.Event{Type: "queue.claim", Object: q.object(job), Status: "ok",
+				Worker: lease.Worker, PID: lease.PID})
+			return job, lease, nil
+		}
+	}
+}
+
+// tryClaim claims job if it can. false without error means someone else
+// has it or it is not claimable now.
+func (q *Queue) tryClaim(job string, lease Lease) (bool, error) {
+	pfd, cfd := q.fd[dPending], q.fd[dClaimed]
+	st, err := lstatAt(pfd, job)
+	if err != nil || !isReg(&st) {
+		return false, nil // gone, or not a job (symlink, directory, ...)
+	}
+	if held, err := exists(q.fd[dLease], job); err != nil || held {
+		return false, nil
+	}
+	if err := unix.Mkdirat(cfd, job, jobDirMode&0o777); err != nil {
+		if err == unix.EEXIST {
+			return false, nil
+		}
+		return false, pathErr("mkdir", q.path("claimed", job), err)
+	}
+	step("claim.mkdir")
+	cjPath := q.path("claimed", job)
+	cj, err := openDirAt(cfd, job)
+	if err != nil {
+		// Someone replaced our fresh directory: not ours to remove.
+		return false, pathErr("open", cjPath, err)
+	}
+	defer unix.Close(cj)
+	if err := fixMode(cj, jobDirMode, cjPath); err != nil {
+		q.dropClaimDir(job)
+		return false, err
+	}
+	if err := moveNoReplace(pfd, job, cj, job); err != nil {
+		if rerr := q.dropClaimDir(job); rerr != nil {
+			return false, rerr
+		}
+		if err == unix.ENOENT {
+			return false, nil // another claimer moved it first
+		}
+		return false, pathErr("rename", q.PendingPath(job)+" -> "+q.ClaimedPath(job), err)
+	}
+	step("claim.renamed")
+	// The rename moved whatever was at pending/J a moment after our lstat.
+	// If that was swapped for something that is not a regular file, it is
+	// not a job: put it back untouched.
+	if st, err := lstatAt(cj, job); err != nil || !isReg(&st) {
+		if err := moveNoReplace(cj, job, pfd, job); err != nil {
+			return false, pathErr("rename", q.ClaimedPath(job)+" -> "+q.PendingPath(job), err)
+		}
+		return false, q.dropClaimDir(job)
+	}
+	// Sync the claim move: the request's new and old directories, and
+	// claimed/ which gained claimed/J.
+	if err := q.syncAll(cj, cjPath, pfd, q.path("pending"), cfd, q.path("claimed")); err != nil {
+		return false, err
+	}
+	step("claim.synced")
+	if err := q.writeLease(job, lease); err != nil {
+		return false, q.undoClaim(job, cj, err)
+	}
+	return true, nil
+}
+
+func (q *Queue) syncAll(pairs ...any) error {
+	for i := 0; i < len(pairs); i += 2 {
+		if err := fsyncFd(pairs[i].(int), pairs[i+1].(string)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dropClaimDir removes claimed/J if it is empty (rmdir never removes a
+// directory holding a request) and fsyncs claimed/.
+func (q *Queue) dropClaimDir(job string) error {
+	_, err := removeEntry(q.fd[dClaimed], q.path("claimed"), job, true)
+	if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+		return nil
+	}
+	return err
+}
+
+// writeLease creates lease/J/worker: mkdir lease/J, write and fsync a
+// sibling temporary, rename it to worker without replacement, fsync
+// lease/J/ and lease/. A lease/J that already exists is never touched.
+func (q *Queue) writeLease(job string, lease Lease) error {
+	lfd := q.fd[dLease]
+	ljPath := q.path("lease", job)
+	if err := unix.Mkdirat(lfd, job, jobDirMode&0o777); err != nil {
+		if err == unix.EEXIST {
+			return conflictf("job %s: %s already exists", job, ljPath)
+		}
+		return pathErr("mkdir", ljPath, err)
+	}
+	step("lease.mkdir")
+	lj, err := openDirAt(lfd, job)
+	if err != nil {
+		return pathErr("open", ljPath, err)
+	}
+	defer unix.Close(lj)
+	if err := fixMode(lj, jobDirMode, ljPath); err != nil {
+		return err
+	}
+	tmp, err := writeTemp(lj, ljPath, "worker", lease.Marshal(), FileMode, "lease")
+	if err != nil {
+		return err
+	}
+	if err := installTemp(lj, tmp, "worker"); err != nil {
+		unix.Unlinkat(lj, tmp, 0)
+		return pathErr("rename", q.path("lease", job, "worker"), err)
+	}
+	step("lease.renamed")
+	if err := q.syncAll(lj, ljPath, lfd, q.path("lease")); err != nil {
+		return err
+	}
+	step("lease.synced")
+	return nil
+}
+
+// undoClaim puts a claimed request back in pending/ after its lease could
+// not be written, so a failed claim leaves the job as it found it. Only
+// the lease directory this claim created is removed; a lease/J that was
+// there before the claim is evidence and is left alone.
+func (q *Queue) undoClaim(job string, cj int, cause error) error {
+	if !errors.Is(cause, ErrConflict) {
+		lj, err := openDirAt(q.fd[dLease], job)
+		if err == nil {
+			removeTemps(lj, "worker")
+			unix.Unlinkat(lj, "worker", 0)
+			unix.Close(lj)
+			removeEntry(q.fd[dLease], q.path("lease"), job, true)
+		}
+	}
+	if err := moveNoReplace(cj, job, q.fd[dPending], job); err != nil {
+		return fmt.Errorf("%w; and returning the claim failed: %v (run ctx queue check)", cause, pathErr("rename", q.ClaimedPath(job)+" -> "+q.PendingPath(job), err))
+	}
+	if err := q.syncAll(cj, q.path("claimed", job), q.fd[dPending], q.path("pending")); err != nil {
+		return fmt.Errorf("%w; and %v", cause, err)
+	}
+	if err := q.dropClaimDir(job); err != nil {
+		return fmt.Errorf("%w; and %v", cause, err)
+	}
+	return cause
+}
+
+// removeTemps removes the temporaries of target inside dirfd, whoever
+// wrote them. Used only where the target's writer is known to be done.
+func removeTemps(dirfd int, target string) {
+	ents, err := readDir(dirfd, "")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if t, _, ok := parseTempName(e.Name); ok && t == target {
+			unix.Unlinkat(dirfd, e.Name, 0)
+		}
+	}
+}

@@ -1,0 +1,189 @@
+package queue
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+)
+
+// FinishOptions are optional checks and facts for Finish.
+type FinishOptions struct {
+	// Worker, when set, must be the worker named in the job's lease.
+	Worker string
+	// Exit is recorded in the queue.finish event (exec sets it).
+	Exit *int
+}
+
+// Finish ends claimed job with status st and the result bytes. The result
+// is written to a sibling temporary in done/ (or failed/), fsynced and
+// renamed to J.result without replacement, the directory fsynced; then
+// the request is renamed from claimed/J/J beside it without replacement,
+// both directories fsynced; then lease/J/worker, lease/J and claimed/J are
+// removed, each parent fsynced. It returns the terminal request path.
+//
+// The job must be claimed with its lease present. Nothing is overwritten:
+// an existing result or terminal request makes Finish fail with
+// ErrConflict, leaving the claim as it was (or, if the result was already
+// placed, in the state interrupted-finish that recover completes).
+func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) (path string, err error) {
+	if _, err := ParseStatus(string(st)); err != nil {
+		return "", err
+	}
+	if err := ValidJobName(job); err != nil {
+		return "", fmt.Errorf("%w: job: %v", ErrInvalid, err)
+	}
+	if len(result) > MaxResult {
+		return "", fmt.Errorf("%w: job %s: result is %d bytes, more than %d", ErrInvalid, job, len(result), MaxResult)
+	}
+	defer func() {
+		ev := fsops.Event{Type: "queue.finish", Object: q.object(job), Status: string(st), Worker: opt.Worker, Exit: opt.Exit}
+		if err != nil {
+			ev.Status, ev.Errno, ev.Detail = "error", errnoName(err), err.Error()
+		}
+		q.logEvent(ev)
+	}()
+	cj, lj, err := q.openClaim(job)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(cj)
+	defer unix.Close(lj)
+	if opt.Worker != "" {
+		l, err := readLease(lj, q.path("lease", job, "worker"))
+		if err != nil {
+			return "", fmt.Errorf("%w: job %s: %v", ErrConflict, job, err)
+		}
+		if l.Worker != opt.Worker {
+			return "", conflictf("job %s is leased to worker %s, not %s", job, l.Worker, opt.Worker)
+		}
+	}
+	// A request or result anywhere else would make two states at once.
+	other := Done
+	if st == Done {
+		other = Failed
+	}
+	for _, c := range []struct {
+		d    int
+		name string
+	}{{dPending, job}, {other.dir(), job}, {other.dir(), resultName(job)}, {st.dir(), job}} {
+		if ok, err := exists(q.fd[c.d], c.name); err != nil || ok {
+			if err != nil {
+				return "", pathErr("stat", q.path(StateDirs[c.d], c.name), err)
+			}
+			return "", conflictf("job %s: %s already exists", job, q.path(StateDirs[c.d], c.name))
+		}
+	}
+	tfd, tdir := q.fd[st.dir()], q.path(string(st))
+	tmp, err := writeTemp(tfd, tdir, resultName(job), result, FileMode, "finish")
+	if err != nil {
+		return "", err
+	}
+	if err := installTemp(tfd, tmp, resultName(job)); err != nil {
+		unix.Unlinkat(tfd, tmp, 0)
+		if err == unix.EEXIST {
+			return "", conflictf("job %s: %s already exists", job, q.ResultPath(st, job))
+		}
+		return "", pathErr("rename", q.ResultPath(st, job), err)
+	}
+	step("finish.result-renamed")
+	if err := fsyncFd(tfd, tdir); err != nil {
+		return "", err
+	}
+	step("finish.result-synced")
+	if err := moveNoReplace(cj, job, tfd, job); err != nil {
+		if err == unix.EEXIST {
+			err = conflictf("%s already exists", q.TerminalPath(st, job))
+		} else {
+			err = pathErr("rename", q.ClaimedPath(job)+" -> "+q.TerminalPath(st, job), err)
+		}
+		return "", fmt.Errorf("job %s: result written but request not moved (ctx queue recover completes it): %w", job, err)
+	}
+	step("finish.request-renamed")
+	if err := q.syncAll(cj, q.path("claimed", job), tfd, tdir); err != nil {
+		return "", err
+	}
+	step("finish.request-synced")
+	if err := q.cleanup(job, "finish"); err != nil {
+		return "", err
+	}
+	return q.TerminalPath(st, job), nil
+}
+
+// openClaim opens claimed/J and lease/J of a claimed job and checks that
+// claimed/J/J and lease/J/worker are regular files. When they are not, the
+// error names the job's actual state.
+func (q *Queue) openClaim(job string) (cj, lj int, err error) {
+	cj, err = openDirAt(q.fd[dClaimed], job)
+	if err == nil {
+		lj, err = openDirAt(q.fd[dLease], job)
+		if err == nil {
+			a, aerr := lstatAt(cj, job)
+			b, berr := lstatAt(lj, "worker")
+			if aerr == nil && berr == nil && isReg(&a) && isReg(&b) {
+				return cj, lj, nil
+			}
+			unix.Close(lj)
+		}
+		unix.Close(cj)
+	}
+	ev, ierr := q.Inspect(job)
+	if ierr != nil {
+		return -1, -1, ierr
+	}
+	st, why := Classify(ev)
+	switch st {
+	case StateAbsent:
+		return -1, -1, fmt.Errorf("%w: %s", ErrNotFound, job)
+	case StateInterruptedFinish:
+		return -1, -1, conflictf("job %s: an earlier finish was interrupted (%s); ctx queue recover completes it", job, why)
+	}
+	msg := fmt.Sprintf("job %s is not claimed with a lease: it is %s", job, st)
+	if why != "" {
+		msg += " (" + why + ")"
+	}
+	return -1, -1, conflictf("%s", msg)
+}
+
+// cleanup removes what a claim leaves once its request has moved on:
+// lease/J/worker (and lease temporaries), lease/J, then claimed/J, each
+// removal followed by an fsync of its parent. Entries already gone are
+// fine, so a cleanup that was interrupted can simply run again; a
+// directory that still holds something is not removed and is an error.
+func (q *Queue) cleanup(job, prefix string) error {
+	if lj, err := openDirAt(q.fd[dLease], job); err == nil {
+		removeTemps(lj, "worker")
+		_, err := removeEntry(lj, q.path("lease", job), "worker", false)
+		unix.Close(lj)
+		if err != nil {
+			return err
+		}
+	} else if err != unix.ENOENT {
+		return pathErr("open", q.path("lease", job), err)
+	}
+	step(prefix + ".lease-removed")
+	if _, err := removeEntry(q.fd[dLease], q.path("lease"), job, true); err != nil {
+		return err
+	}
+	step(prefix + ".lease-dir-removed")
+	if _, err := removeEntry(q.fd[dClaimed], q.path("claimed"), job, true); err != nil {
+		return err
+	}
+	step(prefix + ".claim-dir-removed")
+	return nil
+}
+
+// ReadRequest reads the request of a claimed job through claimed/J,
+// without following symlinks, at most MaxRequest bytes.
+func (q *Queue) ReadRequest(job string) ([]byte, error) {
+	if err := ValidJobName(job); err != nil {
+		return nil, fmt.Errorf("%w: job: %v", ErrInvalid, err)
+	}
+	cj, err := openDirAt(q.fd[dClaimed], job)
+	if err != nil {
+		return nil, pathErr("open", q.path("claimed", job), err)
+	}
+	defer unix.Close(cj)
+	return readFileAt(cj, job, q.ClaimedPath(job), MaxRequest)
+}

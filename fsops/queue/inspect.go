@@ -1,0 +1,477 @@
+package queue
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// State is what the evidence on disk says about one job name.
+type State string
+
+// The four complete states of the seed, and absence.
+const (
+	StateAbsent  State = "absent"  // no evidence at all
+	StatePending State = "pending" // pending/J
+	StateClaimed State = "claimed" // claimed/J/J + lease/J/worker
+	StateDone    State = "done"    // done/J + done/J.result
+	StateFailed  State = "failed"  // failed/J + failed/J.result
+)
+
+// The incomplete states: every other combination of evidence. check
+// reports them; recover handles the first two.
+const (
+	// StateResidue: the request is in one complete state, and a claim
+	// directory (empty) or lease of an earlier claim is left over — a
+	// finish, recover or claim stopped during its cleanup. recover
+	// removes the leftovers.
+	StateResidue State = "residue"
+	// StateInterruptedFinish: claimed/J/J and its lease, and the result
+	// already in done/ or failed/ — a finish stopped between its two
+	// renames. recover completes it (the request joins its result).
+	StateInterruptedFinish State = "interrupted-finish"
+	// StateUnleasedClaim: claimed/J/J without lease/J/worker — a claim
+	// stopped between the claim move and the lease. The job never ran
+	// (execution starts only after the lease is durable), but the seed
+	// allows recover only with both claim and lease evidence, so this
+	// needs explicit reconciliation by an operator.
+	StateUnleasedClaim State = "unleased-claim"
+	// StateConflict: evidence that no sequence of protocol steps
+	// produces (a request in two states, a result beside the wrong
+	// request, a request without its result, foreign entries in a job
+	// directory). Explicit reconciliation only.
+	StateConflict State = "conflict"
+	// StateOrphan: a result, claim directory or lease with no request
+	// anywhere. Explicit reconciliation only.
+	StateOrphan State = "orphan"
+)
+
+// Complete reports whether s is one of the seed's durable states (or
+// absence), as opposed to an incomplete pair.
+func (s State) Complete() bool {
+	switch s {
+	case StateAbsent, StatePending, StateClaimed, StateDone, StateFailed:
+		return true
+	}
+	return false
+}
+
+// Evidence is every entry on disk that belongs to one job name. Only
+// regular files count as requests, results and leases, and only real
+// directories as claim and lease directories; anything else at those
+// names (a symlink, a FIFO) is not evidence and is listed as ignored.
+type Evidence struct {
+	Job          string
+	Pending      bool // pending/J
+	ClaimDir     bool // claimed/J
+	Claimed      bool // claimed/J/J
+	LeaseDir     bool // lease/J
+	Lease        bool // lease/J/worker
+	Done         bool // done/J
+	DoneResult   bool // done/J.result
+	Failed       bool // failed/J
+	FailedResult bool // failed/J.result
+	// Extra counts entries in claimed/J or lease/J other than J, worker
+	// and lease temporaries: they would make rmdir fail.
+	Extra int
+	// LeaseData is the parsed lease when Lease is set and it parses;
+	// otherwise LeaseErr says why not.
+	LeaseData *Lease
+	LeaseErr  error
+}
+
+// Paths lists the evidence as paths relative to queue/.
+func (ev *Evidence) Paths() []string {
+	j := ev.Job
+	var out []string
+	add := func(ok bool, p string) {
+		if ok {
+			out = append(out, p)
+		}
+	}
+	add(ev.Pending, "pending/"+j)
+	add(ev.ClaimDir && !ev.Claimed, "claimed/"+j+"/")
+	add(ev.Claimed, "claimed/"+j+"/"+j)
+	add(ev.LeaseDir && !ev.Lease, "lease/"+j+"/")
+	add(ev.Lease, "lease/"+j+"/worker")
+	add(ev.Done, "done/"+j)
+	add(ev.DoneResult, "done/"+resultName(j))
+	add(ev.Failed, "failed/"+j)
+	add(ev.FailedResult, "failed/"+resultName(j))
+	return out
+}
+
+func count(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
+}
+
+// Classify names the state of the evidence and, for incomplete states,
+// why. It is pure: the same evidence always gives the same answer.
+func Classify(ev *Evidence) (State, string) {
+	reqs := count(ev.Pending, ev.Claimed, ev.Done, ev.Failed)
+	results := count(ev.DoneResult, ev.FailedResult)
+	leftover := (ev.ClaimDir && !ev.Claimed) || ev.LeaseDir
+	switch {
+	case reqs == 0 && results == 0 && !ev.ClaimDir && !ev.LeaseDir:
+		return StateAbsent, ""
+	case reqs > 1:
+		return StateConflict, fmt.Sprintf("the request is in %d states at once", reqs)
+	case results > 1:
+		return StateConflict, "results in both done/ and failed/"
+	case ev.Extra > 0:
+		return StateConflict, "a claim or lease directory holds foreign entries"
+	case reqs == 0 && results > 0:
+		return StateOrphan, "a result without its request"
+	case reqs == 0:
+		return StateOrphan, "a claim or lease directory without a request"
+	case ev.Pending && results > 0:
+		return StateConflict, "a pending request with a result"
+	case ev.Pending && leftover:
+		return StateResidue, "pending, with a claim or lease directory left over"
+	case ev.Pending:
+		return StatePending, ""
+	case ev.Claimed && !ev.Lease && results > 0:
+		return StateConflict, "a claimed request with a result but no lease"
+	case ev.Claimed && !ev.Lease:
+		return StateUnleasedClaim, "claimed without a lease (stopped between claim and lease)"
+	case ev.Claimed && results > 0:
+		return StateInterruptedFinish, "result written, request not yet moved beside it"
+	case ev.Claimed:
+		return StateClaimed, ""
+	case ev.Done && !ev.DoneResult:
+		return StateConflict, "done/" + ev.Job + " without done/" + resultName(ev.Job)
+	case ev.Failed && !ev.FailedResult:
+		return StateConflict, "failed/" + ev.Job + " without failed/" + resultName(ev.Job)
+	case leftover:
+		return StateResidue, "finished, with a claim or lease directory left over"
+	case ev.Done:
+		return StateDone, ""
+	}
+	return StateFailed, ""
+}
+
+// Finding is one incomplete job in a check report.
+type Finding struct {
+	Job      string
+	State    State
+	Reason   string
+	Evidence []string // paths relative to queue/
+}
+
+// TempFile is a sibling temporary left in the queue, with the pid that
+// wrote it (in the writer's PID namespace).
+type TempFile struct {
+	Path   string // relative to queue/
+	Target string
+	PID    int
+	Alive  bool // a process with that pid exists here now
+}
+
+// Ignored is an entry that is not part of any job: an invalid name, a
+// symlink, a FIFO or directory where a file belongs, and so on.
+type Ignored struct {
+	Path   string // relative to queue/
+	Reason string
+}
+
+// Report is a snapshot of the whole queue.
+type Report struct {
+	Jobs     []*Evidence // every job name with evidence, sorted
+	States   map[string]State
+	Inbox    []string // names in inbox/ that are not temporaries
+	Temps    []TempFile
+	Ignored  []Ignored
+	findings []Finding
+}
+
+// Incomplete lists the jobs whose evidence is not one complete state.
+func (r *Report) Incomplete() []Finding { return r.findings }
+
+// Scan reads the whole queue, read-only. It is a snapshot: a job that a
+// live process is moving at that instant may be seen half-way.
+func (q *Queue) Scan() (*Report, error) {
+	r := &Report{States: map[string]State{}}
+	jobs := map[string]*Evidence{}
+	get := func(j string) *Evidence {
+		ev := jobs[j]
+		if ev == nil {
+			ev = &Evidence{Job: j}
+			jobs[j] = ev
+		}
+		return ev
+	}
+	for d := dInbox; d < numDirs; d++ {
+		dirName := StateDirs[d]
+		ents, err := readDir(q.fd[d], q.path(dirName))
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range ents {
+			rel := dirName + "/" + e.Name
+			if target, pid, ok := parseTempName(e.Name); ok {
+				r.Temps = append(r.Temps, TempFile{Path: rel, Target: target, PID: pid, Alive: pidExists(pid)})
+				continue
+			}
+			if d == dInbox {
+				if !strings.HasPrefix(e.Name, ".") {
+					r.Inbox = append(r.Inbox, e.Name)
+				}
+				continue
+			}
+			st, err := lstatAt(q.fd[d], e.Name)
+			if err == unix.ENOENT {
+				continue // moved meanwhile
+			}
+			if err != nil {
+				return nil, pathErr("stat", q.path(rel), err)
+			}
+			job, isJob := e.Name, ValidJobName(e.Name) == nil
+			isResult := false
+			if !isJob && (d == dDone || d == dFailed) {
+				job, isResult = jobOfResult(e.Name)
+			}
+			if !isJob && !isResult {
+				r.Ignored = append(r.Ignored, Ignored{rel, "not a job name"})
+				continue
+			}
+			wantDir := d == dClaimed || d == dLease
+			switch {
+			case wantDir && !isDir(&st):
+				r.Ignored = append(r.Ignored, Ignored{rel, "a " + kindOf(&st) + ", not a directory"})
+				continue
+			case !wantDir && !isReg(&st):
+				r.Ignored = append(r.Ignored, Ignored{rel, "a " + kindOf(&st) + ", not a regular file"})
+				continue
+			}
+			ev := get(job)
+			switch d {
+			case dPending:
+				ev.Pending = true
+			case dDone:
+				ev.Done, ev.DoneResult = ev.Done || isJob, ev.DoneResult || isResult
+			case dFailed:
+				ev.Failed, ev.FailedResult = ev.Failed || isJob, ev.FailedResult || isResult
+			case dClaimed:
+				ev.ClaimDir = true
+				if err := q.inspectClaimDir(ev, r); err != nil {
+					return nil, err
+				}
+			case dLease:
+				ev.LeaseDir = true
+				if err := q.inspectLeaseDir(ev, r); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(jobs))
+	for j := range jobs {
+		names = append(names, j)
+	}
+	sort.Strings(names)
+	for _, j := range names {
+		ev := jobs[j]
+		r.Jobs = append(r.Jobs, ev)
+		st, why := Classify(ev)
+		r.States[j] = st
+		if !st.Complete() {
+			r.findings = append(r.findings, Finding{Job: j, State: st, Reason: why, Evidence: ev.Paths()})
+		}
+	}
+	sort.Slice(r.Temps, func(i, j int) bool { return r.Temps[i].Path < r.Temps[j].Path })
+	sort.Slice(r.Ignored, func(i, j int) bool { return r.Ignored[i].Path < r.Ignored[j].Path })
+	return r, nil
+}
+
+// inspectClaimDir fills Claimed and Extra from the entries of claimed/J.
+// r, when not nil, collects what is ignored there.
+func (q *Queue) inspectClaimDir(ev *Evidence, r *Report) error {
+	j := ev.Job
+	cj, err := openDirAt(q.fd[dClaimed], j)
+	if err != nil {
+		if err == unix.ENOENT {
+			ev.ClaimDir = false
+			return nil
+		}
+		return pathErr("open", q.path("claimed", j), err)
+	}
+	defer unix.Close(cj)
+	ents, err := readDir(cj, q.path("claimed", j))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		rel := "claimed/" + j + "/" + e.Name
+		st, err := lstatAt(cj, e.Name)
+		if err != nil {
+			continue
+		}
+		if e.Name == j && isReg(&st) {
+			ev.Claimed = true
+			continue
+		}
+		ev.Extra++
+		if r != nil {
+			reason := "not part of a claim"
+			if e.Name == j {
+				reason = "a " + kindOf(&st) + ", not a regular file"
+			}
+			r.Ignored = append(r.Ignored, Ignored{rel, reason})
+		}
+	}
+	return nil
+}
+
+// inspectLeaseDir fills Lease, LeaseData/LeaseErr and Extra from lease/J.
+func (q *Queue) inspectLeaseDir(ev *Evidence, r *Report) error {
+	j := ev.Job
+	lj, err := openDirAt(q.fd[dLease], j)
+	if err != nil {
+		if err == unix.ENOENT {
+			ev.LeaseDir = false
+			return nil
+		}
+		return pathErr("open", q.path("lease", j), err)
+	}
+	defer unix.Close(lj)
+	ents, err := readDir(lj, q.path("lease", j))
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		rel := "lease/" + j + "/" + e.Name
+		if target, pid, ok := parseTempName(e.Name); ok && target == "worker" {
+			if r != nil {
+				r.Temps = append(r.Temps, TempFile{Path: rel, Target: target, PID: pid, Alive: pidExists(pid)})
+			}
+			continue
+		}
+		st, err := lstatAt(lj, e.Name)
+		if err != nil {
+			continue
+		}
+		if e.Name == "worker" && isReg(&st) {
+			ev.Lease = true
+			l, err := readLease(lj, q.path("lease", j, "worker"))
+			if err != nil {
+				ev.LeaseErr = err
+			} else {
+				ev.LeaseData = &l
+			}
+			continue
+		}
+		ev.Extra++
+		if r != nil {
+			reason := "not part of a lease"
+			if e.Name == "worker" {
+				reason = "a " + kindOf(&st) + ", not a regular file"
+			}
+			r.Ignored = append(r.Ignored, Ignored{rel, reason})
+		}
+	}
+	return nil
+}
+
+// readLease reads and parses lease/J/worker through the lease/J
+// descriptor, without following a symlink.
+func readLease(lj int, path string) (Lease, error) {
+	b, err := readFileAt(lj, "worker", path, MaxLease)
+	if err != nil {
+		return Lease{}, err
+	}
+	return ParseLease(b)
+}
+
+// readFileAt reads at most limit bytes of the regular file name inside
+// dirfd; a symlink, a non-regular file or a larger file is an error.
+func readFileAt(dirfd int, name, path string, limit int64) ([]byte, error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, pathErr("open", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, pathErr("stat", path, err)
+	}
+	if !isReg(&st) {
+		return nil, pathErr("open", path, fmt.Errorf("is a %s, not a regular file", kindOf(&st)))
+	}
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, pathErr("read", path, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, pathErr("read", path, fmt.Errorf("larger than %d bytes", limit))
+	}
+	return b, nil
+}
+
+// Inspect gathers the evidence for one job without scanning the queue.
+func (q *Queue) Inspect(job string) (*Evidence, error) {
+	if err := ValidJobName(job); err != nil {
+		return nil, fmt.Errorf("%w: job: %v", ErrInvalid, err)
+	}
+	ev := &Evidence{Job: job}
+	regular := func(d int, name string) (bool, error) {
+		st, err := lstatAt(q.fd[d], name)
+		if err == unix.ENOENT {
+			return false, nil
+		}
+		if err != nil {
+			return false, pathErr("stat", q.path(StateDirs[d], name), err)
+		}
+		return isReg(&st), nil
+	}
+	var err error
+	for _, c := range []struct {
+		dst  *bool
+		d    int
+		name string
+	}{
+		{&ev.Pending, dPending, job},
+		{&ev.Done, dDone, job}, {&ev.DoneResult, dDone, resultName(job)},
+		{&ev.Failed, dFailed, job}, {&ev.FailedResult, dFailed, resultName(job)},
+	} {
+		if *c.dst, err = regular(c.d, c.name); err != nil {
+			return nil, err
+		}
+	}
+	ev.ClaimDir, ev.LeaseDir = true, true
+	if err := q.inspectClaimDir(ev, nil); err != nil {
+		if !isNotDir(err) {
+			return nil, err
+		}
+		ev.ClaimDir = false
+	}
+	if err := q.inspectLeaseDir(ev, nil); err != nil {
+		if !isNotDir(err) {
+			return nil, err
+		}
+		ev.LeaseDir = false
+	}
+	return ev, nil
+}
+
+// isNotDir reports an open failure meaning "no directory here" (a
+// symlink or a file stands at the name): such an entry is not evidence.
+func isNotDir(err error) bool {
+	return errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
+}
+
+// pidExists reports whether a process with this pid exists here.
+func pidExists(pid int) bool {
+	return unix.Kill(pid, 0) != unix.ESRCH
+}

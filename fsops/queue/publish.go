@@ -1,0 +1,81 @@
+package queue
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// checkRequest validates a request body: at most MaxRequest bytes of one
+// JSON value (jobs are named *.req.json).
+func checkRequest(data []byte) error {
+	if len(data) > MaxRequest {
+		return fmt.Errorf("%w: request is %d bytes, more than %d", ErrInvalid, len(data), MaxRequest)
+	}
+	if !json.Valid(data) {
+		return fmt.Errorf("%w: request is not valid JSON", ErrInvalid)
+	}
+	return nil
+}
+
+// nameTaken refuses a job name that already has evidence anywhere in the
+// queue (a request, result, claim directory or lease directory, of any
+// file type): publishing it again would put one job in two states.
+func (q *Queue) nameTaken(job string) error {
+	checks := []struct {
+		dir  int
+		name string
+	}{
+		{dPending, job}, {dClaimed, job}, {dLease, job},
+		{dDone, job}, {dDone, resultName(job)}, {dFailed, job}, {dFailed, resultName(job)},
+	}
+	for _, c := range checks {
+		ok, err := exists(q.fd[c.dir], c.name)
+		if err != nil {
+			return pathErr("stat", q.path(StateDirs[c.dir], c.name), err)
+		}
+		if ok {
+			return conflictf("job %s: %s already exists", job, q.path(StateDirs[c.dir], c.name))
+		}
+	}
+	return nil
+}
+
+// Publish makes data the pending job name (a fresh GenerateName when name
+// is empty) and returns the job name. The request is written to a sibling
+// temporary in pending/, fsynced, renamed to pending/J without replacement
+// and pending/ is fsynced, so the job appears whole or not at all.
+func (q *Queue) Publish(name string, data []byte) (string, error) {
+	if name == "" {
+		name = GenerateName(time.Now())
+	}
+	if err := ValidJobName(name); err != nil {
+		return "", fmt.Errorf("%w: job: %v", ErrInvalid, err)
+	}
+	if err := checkRequest(data); err != nil {
+		return "", fmt.Errorf("job %s: %w", name, err)
+	}
+	if err := q.nameTaken(name); err != nil {
+		return "", err
+	}
+	pfd, pdir := q.fd[dPending], q.path("pending")
+	tmp, err := writeTemp(pfd, pdir, name, data, FileMode, "publish")
+	if err != nil {
+		return "", err
+	}
+	if err := installTemp(pfd, tmp, name); err != nil {
+		unix.Unlinkat(pfd, tmp, 0)
+		if err == unix.EEXIST {
+			return "", conflictf("job %s: %s already exists", name, q.PendingPath(name))
+		}
+		return "", pathErr("rename", q.PendingPath(name), err)
+	}
+	step("publish.renamed")
+	if err := fsyncFd(pfd, pdir); err != nil {
+		return name, err
+	}
+	step("publish.synced")
+	return name, nil
+}

@@ -1,0 +1,354 @@
+package queue
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+)
+
+// Every file operation of the protocol goes through the helpers in this
+// file. They are relative to directory descriptors opened with O_NOFOLLOW,
+// so a name is resolved exactly once, inside the directory we opened, and a
+// symlink is never followed; and they count fsyncs, so tests and benchmarks
+// can state exactly what durability costs.
+
+// syncCount counts fsync(2) calls made by this package.
+var syncCount atomic.Int64
+
+// Syncs returns the number of fsync calls the package has made in this
+// process. Benchmarks divide it by the number of jobs.
+func Syncs() int64 { return syncCount.Load() }
+
+// stepHook, when set, is called at every step boundary of the protocol with
+// the step's name (see Steps). It exists only for the crash tests, which set
+// it in a re-executed test binary to kill the process at one boundary. It is
+// unexported and nothing outside this package's tests assigns it, so a
+// production binary has no way — no environment variable, flag or file — to
+// reach it.
+var stepHook func(step string)
+
+// step marks a step boundary.
+func step(name string) {
+	if stepHook != nil {
+		stepHook(name)
+	}
+}
+
+func pathErr(op, path string, err error) error {
+	if err == unix.ELOOP {
+		err = fsops.ErrSymlink
+	}
+	return &os.PathError{Op: op, Path: path, Err: err}
+}
+
+// openDirAt opens the directory name inside dirfd without following a
+// symlink (ELOOP) and refusing anything that is not a directory (ENOTDIR).
+func openDirAt(dirfd int, name string) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		return fd, err
+	}
+}
+
+// fsyncFd fsyncs fd; path names it in errors.
+func fsyncFd(fd int, path string) error {
+	syncCount.Add(1)
+	for {
+		err := unix.Fsync(fd)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return pathErr("fsync", path, err)
+		}
+		return nil
+	}
+}
+
+// lstatAt stats name inside dirfd without following a symlink.
+func lstatAt(dirfd int, name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return st, err
+}
+
+func isReg(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFREG }
+func isDir(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
+
+// kindOf names the file type of st for messages.
+func kindOf(st *unix.Stat_t) string {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return "regular file"
+	case unix.S_IFDIR:
+		return "directory"
+	case unix.S_IFLNK:
+		return "symlink"
+	case unix.S_IFIFO:
+		return "fifo"
+	case unix.S_IFSOCK:
+		return "socket"
+	case unix.S_IFCHR, unix.S_IFBLK:
+		return "device"
+	}
+	return "unknown file type"
+}
+
+// exists reports whether anything (of any type, symlinks included) is at
+// name inside dirfd.
+func exists(dirfd int, name string) (bool, error) {
+	_, err := lstatAt(dirfd, name)
+	switch {
+	case err == nil:
+		return true, nil
+	case err == unix.ENOENT:
+		return false, nil
+	}
+	return false, err
+}
+
+// noReplaceUnsupported is set once renameat2(RENAME_NOREPLACE) has failed
+// with EINVAL or ENOSYS: the filesystem (some FUSE or network filesystems)
+// cannot do it, and the fallbacks below are used from then on.
+var noReplaceUnsupported atomic.Bool
+
+func renameNoReplace(olddir int, oldname string, newdir int, newname string) error {
+	if !noReplaceUnsupported.Load() {
+		err := unix.Renameat2(olddir, oldname, newdir, newname, unix.RENAME_NOREPLACE)
+		if err != unix.EINVAL && err != unix.ENOSYS {
+			return err
+		}
+		noReplaceUnsupported.Store(true)
+	}
+	return errNoReplaceUnsupported
+}
+
+var errNoReplaceUnsupported = errors.New("RENAME_NOREPLACE unsupported")
+
+// installTemp moves the fsynced temporary tmp to name in the same directory
+// without replacing anything there. Without RENAME_NOREPLACE it links and
+// unlinks: link(2) fails with EEXIST on any existing entry, and the worst a
+// crash between the two calls leaves is a stale temporary beside the file.
+func installTemp(dirfd int, tmp, name string) error {
+	err := renameNoReplace(dirfd, tmp, dirfd, name)
+	if err != errNoReplaceUnsupported {
+		return err
+	}
+	if err := unix.Linkat(dirfd, tmp, dirfd, name, 0); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(dirfd, tmp, 0); err != nil && err != unix.ENOENT {
+		return err
+	}
+	return nil
+}
+
+// moveNoReplace moves a request from one state directory to another
+// without replacing anything. A request must never have two names at once,
+// so the fallback is not link+unlink but a check for the target followed by
+// rename(2); only on filesystems without RENAME_NOREPLACE is there a window
+// in which a racing writer of the same target could be replaced.
+func moveNoReplace(olddir int, oldname string, newdir int, newname string) error {
+	err := renameNoReplace(olddir, oldname, newdir, newname)
+	if err != errNoReplaceUnsupported {
+		return err
+	}
+	if ok, err := exists(newdir, newname); err != nil {
+		return err
+	} else if ok {
+		return unix.EEXIST
+	}
+	return unix.Renameat(olddir, oldname, newdir, newname)
+}
+
+// processUmask is the umask, read once from /proc/self/status (reading it
+// with umask(2) would briefly change it for every thread). When unknown,
+// 022 is assumed, which only makes us chmod more often.
+var processUmask = sync.OnceValue(func() uint32 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
+				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
+					return uint32(m)
+				}
+			}
+		}
+	}
+	return 0o022
+})
+
+// fixMode sets mode on fd when the umask has removed some of its bits, so
+// that the documented modes hold whatever umask the caller runs with.
+func fixMode(fd int, mode uint32, path string) error {
+	if processUmask()&mode&0o777 == 0 {
+		return nil
+	}
+	if err := unix.Fchmod(fd, mode); err != nil {
+		return pathErr("chmod", path, err)
+	}
+	return nil
+}
+
+// tempName returns ".<target>.tmp-<pid>-<12 hex>", the name of a sibling
+// temporary file for target. Dot names are never jobs.
+func tempName(target string) string {
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return "." + target + ".tmp-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(r[:])
+}
+
+// parseTempName splits a temporary name made by tempName into its target
+// and the pid of the process that wrote it.
+func parseTempName(name string) (target string, pid int, ok bool) {
+	if !strings.HasPrefix(name, ".") {
+		return "", 0, false
+	}
+	i := strings.LastIndex(name, ".tmp-")
+	if i < 1 {
+		return "", 0, false
+	}
+	pidStr, rnd, ok := strings.Cut(name[i+len(".tmp-"):], "-")
+	if !ok || len(rnd) != 12 || strings.Trim(rnd, "0123456789abcdef") != "" {
+		return "", 0, false
+	}
+	pid, err := strconv.Atoi(pidStr)
+	if err != nil || pid <= 0 || strconv.Itoa(pid) != pidStr {
+		return "", 0, false
+	}
+	return name[1:i], pid, true
+}
+
+// writeTemp creates a sibling temporary for target inside dirfd with
+// O_EXCL|O_NOFOLLOW, writes data, fsyncs and closes it, and returns its
+// name. The three step boundaries are prefix+".temp-created", ".temp-written"
+// and ".temp-synced". On failure the temporary is removed.
+func writeTemp(dirfd int, dirPath, target string, data []byte, mode uint32, prefix string) (string, error) {
+	tmp := tempName(target)
+	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return "", pathErr("create", filepath.Join(dirPath, tmp), err)
+	}
+	step(prefix + ".temp-created")
+	fail := func(op string, err error) (string, error) {
+		unix.Close(fd)
+		unix.Unlinkat(dirfd, tmp, 0)
+		return "", pathErr(op, filepath.Join(dirPath, tmp), err)
+	}
+	if err := fixMode(fd, mode, filepath.Join(dirPath, tmp)); err != nil {
+		return fail("chmod", errors.Unwrap(err))
+	}
+	for off := 0; off < len(data); {
+		n, err := unix.Write(fd, data[off:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return fail("write", err)
+		}
+		off += n
+	}
+	step(prefix + ".temp-written")
+	if err := fsyncFd(fd, filepath.Join(dirPath, tmp)); err != nil {
+		return fail("fsync", errors.Unwrap(err))
+	}
+	if err := unix.Close(fd); err != nil {
+		unix.Unlinkat(dirfd, tmp, 0)
+		return "", pathErr("close", filepath.Join(dirPath, tmp), err)
+	}
+	step(prefix + ".temp-synced")
+	return tmp, nil
+}
+
+// dirEntry is one entry of a directory listing, with the type the kernel
+// reported (unix.DT_UNKNOWN when the filesystem does not report types).
+type dirEntry struct {
+	Name string
+	Type uint8
+}
+
+// readDir lists the directory open at dirfd, sorted by name, without "."
+// and "..". It reads through a fresh descriptor for the same directory so
+// the caller's descriptor keeps its offset.
+func readDir(dirfd int, path string) ([]dirEntry, error) {
+	fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, pathErr("open", path, err)
+	}
+	defer unix.Close(fd)
+	var out []dirEntry
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, pathErr("readdir", path, err)
+		}
+		if n <= 0 {
+			break
+		}
+		// struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen;
+		// u8 d_type; char d_name[]; }
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, pathErr("readdir", path, unix.EIO)
+			}
+			typ := b[18]
+			name := b[19:reclen]
+			if i := indexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			if s := string(name); s != "." && s != ".." {
+				out = append(out, dirEntry{Name: s, Type: typ})
+			}
+			b = b[reclen:]
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func indexByte(b []byte, c byte) int {
+	for i, x := range b {
+		if x == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// removeEntry unlinks name (a file, or an empty directory when dir) inside
+// dirfd and fsyncs the directory. A missing entry is not an error: removal
+// is part of idempotent cleanup that a crashed process may have half done.
+// It reports whether it removed something.
+func removeEntry(dirfd int, dirPath, name string, dir bool) (bool, error) {
+	flags := 0
+	if dir {
+		flags = unix.AT_REMOVEDIR
+	}
+	if err := unix.Unlinkat(dirfd, name, flags); err != nil {
+		if err == unix.ENOENT {
+			return false, nil
+		}
+		return false, pathErr("remove", filepath.Join(dirPath, name), err)
+	}
+	return true, fsyncFd(dirfd, dirPath)
+}
