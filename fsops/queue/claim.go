@@ -40,7 +40,7 @@ func (q *Queue) listJobs() ([]string, error) {
 // removed again). It returns ErrEmpty when nothing in a fresh listing of
 // pending/ could be claimed.
 func (q *Queue) Claim(owner Owner) (string, Lease, error) {
-	lease, err := newLease(owner, time.Now())
+	lease, err := newLease(owner, time.Now(), q.leases)
 	if err != nil {
 		return "", Lease{}, err
 	}
@@ -60,7 +60,7 @@ func (q *Queue) Claim(owner Owner) (string, Lease, error) {
 		}
 		job := q.candidates[0]
 		q.candidates = q.candidates[1:]
-		ok, err := q.tryClaim(job, lease)
+		ok, err := q.tryClaim(job, lease, !fresh)
 		if err != nil {
 			return "", Lease{}, err
 		}
@@ -73,12 +73,17 @@ func (q *Queue) Claim(owner Owner) (string, Lease, error) {
 }
 
 // tryClaim claims job if it can. false without error means someone else
-// has it or it is not claimable now.
-func (q *Queue) tryClaim(job string, lease Lease) (bool, error) {
+// has it or it is not claimable now. stale says the name comes from an
+// earlier listing: it is then checked to still be there, which saves a
+// mkdir and rmdir for each job other workers took meanwhile. (A fresh
+// listing's file type is rechecked after the rename, which is what makes
+// claiming a non-file impossible either way.)
+func (q *Queue) tryClaim(job string, lease Lease, stale bool) (bool, error) {
 	pfd, cfd := q.fd[dPending], q.fd[dClaimed]
-	st, err := lstatAt(pfd, job)
-	if err != nil || !isReg(&st) {
-		return false, nil // gone, or not a job (symlink, directory, ...)
+	if stale {
+		if st, err := lstatAt(pfd, job); err != nil || !isReg(&st) {
+			return false, nil // gone, or not a job (symlink, directory, ...)
+		}
 	}
 	if held, err := exists(q.fd[dLease], job); err != nil || held {
 		return false, nil

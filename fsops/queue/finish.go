@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"errors"
 	"fmt"
 
 	"golang.org/x/sys/unix"
@@ -59,21 +60,20 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 			return "", conflictf("job %s is leased to worker %s, not %s", job, l.Worker, opt.Worker)
 		}
 	}
-	// A request or result anywhere else would make two states at once.
+	// A result in the other terminal directory means an earlier finish
+	// with the other status was interrupted: finishing again would give
+	// the job two results. (A result or request in this status's
+	// directory is refused by the renames themselves, which never
+	// replace.)
 	other := Done
 	if st == Done {
 		other = Failed
 	}
-	for _, c := range []struct {
-		d    int
-		name string
-	}{{dPending, job}, {other.dir(), job}, {other.dir(), resultName(job)}, {st.dir(), job}} {
-		if ok, err := exists(q.fd[c.d], c.name); err != nil || ok {
-			if err != nil {
-				return "", pathErr("stat", q.path(StateDirs[c.d], c.name), err)
-			}
-			return "", conflictf("job %s: %s already exists", job, q.path(StateDirs[c.d], c.name))
+	if ok, err := exists(q.fd[other.dir()], resultName(job)); err != nil || ok {
+		if err != nil {
+			return "", pathErr("stat", q.ResultPath(other, job), err)
 		}
+		return "", conflictf("job %s: an earlier finish was interrupted (%s exists); ctx queue recover completes it", job, q.ResultPath(other, job))
 	}
 	tfd, tdir := q.fd[st.dir()], q.path(string(st))
 	tmp, err := writeTemp(tfd, tdir, resultName(job), result, FileMode, "finish")
@@ -152,18 +152,26 @@ func (q *Queue) openClaim(job string) (cj, lj int, err error) {
 // fine, so a cleanup that was interrupted can simply run again; a
 // directory that still holds something is not removed and is an error.
 func (q *Queue) cleanup(job, prefix string) error {
-	if lj, err := openDirAt(q.fd[dLease], job); err == nil {
-		removeTemps(lj, "worker")
-		_, err := removeEntry(lj, q.path("lease", job), "worker", false)
-		unix.Close(lj)
-		if err != nil {
+	lj, err := openDirAt(q.fd[dLease], job)
+	switch {
+	case err == nil:
+		defer unix.Close(lj)
+		if _, err := removeEntry(lj, q.path("lease", job), "worker", false); err != nil {
 			return err
 		}
-	} else if err != unix.ENOENT {
+	case err != unix.ENOENT:
 		return pathErr("open", q.path("lease", job), err)
 	}
 	step(prefix + ".lease-removed")
-	if _, err := removeEntry(q.fd[dLease], q.path("lease"), job, true); err != nil {
+	_, err = removeEntry(q.fd[dLease], q.path("lease"), job, true)
+	if errors.Is(err, unix.ENOTEMPTY) && lj >= 0 {
+		// A lease temporary left by a claim that stopped between its
+		// link and unlink (filesystems without RENAME_NOREPLACE), or
+		// by a crashed claim: never evidence.
+		removeTemps(lj, "worker")
+		_, err = removeEntry(q.fd[dLease], q.path("lease"), job, true)
+	}
+	if err != nil {
 		return err
 	}
 	step(prefix + ".lease-dir-removed")

@@ -86,6 +86,7 @@ func childMain(role string) int {
 		// Acknowledgements go straight to stdout (unbuffered): a line
 		// printed is a step the parent may hold us to.
 		prefix := os.Getenv("QUEUE_TEST_PREFIX")
+		fmt.Println("R")
 		for i := 0; ; i++ {
 			name := fmt.Sprintf("%s-%05d.req.json", prefix, i)
 			if _, err := q.Publish(name, requestBytes(name)); err != nil {
@@ -143,8 +144,10 @@ func childOp(q *Queue, op, job string) error {
 // requestBytes and resultBytes are the deterministic contents every test
 // job is published and finished with, so an audit can tell whole files
 // from partial, foreign or overwritten ones.
-func requestBytes(job string) []byte { return []byte(`{"job":"` + job + `","pad":"` + strings.Repeat("r", 100) + `"}`) }
-func resultBytes(job string) []byte  { return []byte("result of " + job + "\n") }
+func requestBytes(job string) []byte {
+	return []byte(`{"job":"` + job + `","pad":"` + strings.Repeat("r", 100) + `"}`)
+}
+func resultBytes(job string) []byte { return []byte("result of " + job + "\n") }
 
 func chaosStatus(job string) Status {
 	if len(job)%2 == 0 {

@@ -212,7 +212,18 @@ type Owner struct {
 }
 
 // newLease makes the lease for owner at time now. The process must exist.
-func newLease(o Owner, now time.Time) (Lease, error) {
+// The identity part (host, pid, start time) is computed once per owner and
+// kept in cache, since a claiming loop would otherwise read /proc for every
+// job; a process other than this one is checked to still exist each time.
+func newLease(o Owner, now time.Time, cache map[Owner]Lease) (Lease, error) {
+	if l, ok := cache[o]; ok {
+		if o.PID != 0 && unix.Kill(o.PID, 0) == unix.ESRCH {
+			delete(cache, o)
+			return Lease{}, fmt.Errorf("%w: pid %d: no such process", ErrInvalid, o.PID)
+		}
+		l.ClaimedAt = now.UTC().Format(time.RFC3339Nano)
+		return l, nil
+	}
 	if err := ValidWorkerName(o.Worker); err != nil {
 		return Lease{}, fmt.Errorf("%w: worker: %v", ErrInvalid, err)
 	}
@@ -231,8 +242,12 @@ func newLease(o Owner, now time.Time) (Lease, error) {
 	if err != nil {
 		start = 0 // unknown: such a lease can only be recovered with force
 	}
-	return Lease{Worker: o.Worker, Host: host, PID: pid, PIDStart: start,
-		ClaimedAt: now.UTC().Format(time.RFC3339Nano)}, nil
+	l := Lease{Worker: o.Worker, Host: host, PID: pid, PIDStart: start,
+		ClaimedAt: now.UTC().Format(time.RFC3339Nano)}
+	if cache != nil {
+		cache[o] = l
+	}
+	return l, nil
 }
 
 // Holder is what can be known about a lease's process from here.

@@ -20,17 +20,17 @@ func checkRequest(data []byte) error {
 	return nil
 }
 
-// nameTaken refuses a job name that already has evidence anywhere in the
-// queue (a request, result, claim directory or lease directory, of any
-// file type): publishing it again would put one job in two states.
+// nameTaken refuses a job name that is already in the queue: an entry
+// of any file type at claimed/J, done/J or failed/J (pending/J is refused
+// by the rename itself, which never replaces). Every state the protocol
+// can leave a job in, complete or incomplete, has one of these; a result
+// or lease without any of them exists only where the queue was edited by
+// hand, and even then the later finish cannot overwrite it.
 func (q *Queue) nameTaken(job string) error {
 	checks := []struct {
 		dir  int
 		name string
-	}{
-		{dPending, job}, {dClaimed, job}, {dLease, job},
-		{dDone, job}, {dDone, resultName(job)}, {dFailed, job}, {dFailed, resultName(job)},
-	}
+	}{{dClaimed, job}, {dDone, job}, {dFailed, job}}
 	for _, c := range checks {
 		ok, err := exists(q.fd[c.dir], c.name)
 		if err != nil {
@@ -47,8 +47,13 @@ func (q *Queue) nameTaken(job string) error {
 // is empty) and returns the job name. The request is written to a sibling
 // temporary in pending/, fsynced, renamed to pending/J without replacement
 // and pending/ is fsynced, so the job appears whole or not at all.
+//
+// A name the caller chose is first checked against the rest of the queue
+// (nameTaken); a generated name, unique by its time and 32 random bits,
+// is not.
 func (q *Queue) Publish(name string, data []byte) (string, error) {
-	if name == "" {
+	generated := name == ""
+	if generated {
 		name = GenerateName(time.Now())
 	}
 	if err := ValidJobName(name); err != nil {
@@ -57,8 +62,10 @@ func (q *Queue) Publish(name string, data []byte) (string, error) {
 	if err := checkRequest(data); err != nil {
 		return "", fmt.Errorf("job %s: %w", name, err)
 	}
-	if err := q.nameTaken(name); err != nil {
-		return "", err
+	if !generated {
+		if err := q.nameTaken(name); err != nil {
+			return "", err
+		}
 	}
 	pfd, pdir := q.fd[dPending], q.path("pending")
 	tmp, err := writeTemp(pfd, pdir, name, data, FileMode, "publish")

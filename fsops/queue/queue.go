@@ -89,6 +89,8 @@ type Queue struct {
 	// order. Claim works through it before listing again, so a worker
 	// taking many jobs reads the directory once per batch, not per job.
 	candidates []string
+	// leases caches the identity part of each owner's lease.
+	leases map[Owner]Lease
 }
 
 // Open opens the queue of shared space space under the /ctx tree root. The
@@ -113,7 +115,7 @@ func Open(root, space string) (*Queue, error) {
 		}
 		fd = next
 	}
-	q := &Queue{Space: space, Dir: path, qfd: fd, logFd: -1}
+	q := &Queue{Space: space, Dir: path, qfd: fd, logFd: -1, leases: map[Owner]Lease{}}
 	for i := range q.fd {
 		q.fd[i] = -1
 	}

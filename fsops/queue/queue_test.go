@@ -175,9 +175,9 @@ func TestPublishRefusesExistingEvidence(t *testing.T) {
 		t.Fatalf("republish: %v", err)
 	}
 	mustFile(t, qpath(root, "pending", "a.req.json"), requestBytes("a.req.json"))
-	// A leftover claim or lease directory, or a result, also blocks the name.
-	os.Mkdir(qpath(root, "lease", "b.req.json"), 0o770)
-	os.WriteFile(qpath(root, "failed", "c.req.json.result"), []byte("r"), 0o640)
+	// A leftover claim directory or a terminal request also blocks the name.
+	os.Mkdir(qpath(root, "claimed", "b.req.json"), 0o770)
+	os.WriteFile(qpath(root, "done", "c.req.json"), []byte("r"), 0o640)
 	for _, j := range []string{"b.req.json", "c.req.json"} {
 		if _, err := q.Publish(j, []byte(`{}`)); !errors.Is(err, ErrConflict) {
 			t.Fatalf("publish %s: %v", j, err)
@@ -200,6 +200,20 @@ func TestPublishRefusesExistingEvidence(t *testing.T) {
 	if len(r.Temps) > 0 {
 		t.Fatalf("temporaries left: %v", r.Temps)
 	}
+	// An orphan result (only hand edits make one) does not block
+	// publishing, and the later finish cannot overwrite it.
+	orphan := qpath(root, "failed", "d.req.json.result")
+	os.WriteFile(orphan, []byte("orphan"), 0o640)
+	mustPublish(t, q, "d.req.json")
+	os.Remove(qpath(root, "pending", "a.req.json"))
+	if j, _, err := q.Claim(Owner{Worker: "w"}); err != nil || j != "d.req.json" {
+		t.Fatal(j, err)
+	}
+	if _, err := q.Finish("d.req.json", Failed, []byte("mine"), FinishOptions{}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("finish over orphan result: %v", err)
+	}
+	mustFile(t, orphan, []byte("orphan"))
+	mustState(t, q, "d.req.json", StateInterruptedFinish)
 }
 
 func TestFinishRefusals(t *testing.T) {
@@ -387,7 +401,7 @@ func TestIngest(t *testing.T) {
 	want := map[string]string{
 		"bad.json": "not a job name", "notjson.req.json": "not valid JSON",
 		"link.req.json": "symlink", "hard.req.json": "2 hard links",
-		"fifo.req.json": "fifo", "dup.req.json": "already in the queue",
+		"fifo.req.json": "fifo", "dup.req.json": "already pending",
 	}
 	for name, frag := range want {
 		if !strings.Contains(reasons[name], frag) {

@@ -99,9 +99,8 @@ func (q *Queue) Recover(job string, force bool) (rec Recovery, err error) {
 			rec.To, _ = Classify(after)
 		}
 	case StateUnleasedClaim:
-		return rec, conflictf("job %s: %s; recover needs both claim and lease evidence. "+
-			"If no worker runs it, reconcile by hand: mv -n claimed/%s/%s pending/%s; rmdir claimed/%s lease/%s",
-			job, why, job, job, job, job, job)
+		return rec, conflictf("job %s: %s; recover needs both claim and lease evidence, so if no worker runs it, "+
+			"reconcile by hand (ctx man ctx.shared, \"Reconciling an unleased claim\")", job, why)
 	case StateConflict, StateOrphan:
 		return rec, conflictf("job %s: %s: %s; reconcile by hand (see ctx man ctx.shared)", job, state, why)
 	}

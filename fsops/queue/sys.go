@@ -205,12 +205,16 @@ func fixMode(fd int, mode uint32, path string) error {
 	return nil
 }
 
+// selfPID is this process's pid in decimal. Go never forks without exec,
+// so it cannot change; caching it saves a getpid(2) per temporary.
+var selfPID = sync.OnceValue(func() string { return strconv.Itoa(os.Getpid()) })
+
 // tempName returns ".<target>.tmp-<pid>-<12 hex>", the name of a sibling
 // temporary file for target. Dot names are never jobs.
 func tempName(target string) string {
 	var r [6]byte
 	_, _ = rand.Read(r[:])
-	return "." + target + ".tmp-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(r[:])
+	return "." + target + ".tmp-" + selfPID() + "-" + hex.EncodeToString(r[:])
 }
 
 // parseTempName splits a temporary name made by tempName into its target
@@ -283,14 +287,12 @@ type dirEntry struct {
 }
 
 // readDir lists the directory open at dirfd, sorted by name, without "."
-// and "..". It reads through a fresh descriptor for the same directory so
-// the caller's descriptor keeps its offset.
-func readDir(dirfd int, path string) ([]dirEntry, error) {
-	fd, err := unix.Openat(dirfd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, pathErr("open", path, err)
+// and "..". It rewinds and reads dirfd itself: every descriptor of a Queue
+// belongs to one goroutine, and a listing always starts from the top.
+func readDir(fd int, path string) ([]dirEntry, error) {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return nil, pathErr("seek", path, err)
 	}
-	defer unix.Close(fd)
 	var out []dirEntry
 	buf := make([]byte, 32<<10)
 	for {
