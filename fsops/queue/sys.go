@@ -54,12 +54,20 @@ func pathErr(op, path string, err error) error {
 }
 
 // openDirAt opens the directory name inside dirfd without following a
-// symlink (ELOOP) and refusing anything that is not a directory (ENOTDIR).
+// symlink (ELOOP) and refusing anything else that is not a directory
+// (ENOTDIR).
 func openDirAt(dirfd int, name string) (int, error) {
 	for {
 		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err == unix.EINTR {
 			continue
+		}
+		if err == unix.ENOTDIR {
+			// O_DIRECTORY is checked before O_NOFOLLOW: name a symlink
+			// for what it is.
+			if st, serr := lstatAt(dirfd, name); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				err = unix.ELOOP
+			}
 		}
 		return fd, err
 	}
