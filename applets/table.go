@@ -37,6 +37,8 @@ func init() {
 		{"set", runSet},
 		{"which", runWhich},
 		{"man", runMan},
+		{"queue", runQueue},
+		{"shared", runShared},
 		{"validate-name", runValidateName},
 	}
 	sort.Slice(ctxCommands, func(i, j int) bool { return ctxCommands[i].Name < ctxCommands[j].Name })
