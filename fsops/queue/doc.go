@@ -40,6 +40,11 @@
 //	recover.claim-dir-removed
 //	ingest.synced ingest.renamed ingest.dirs-synced
 //
+// The crash tests reach each boundary through stepHook, an unexported
+// variable that only this package's tests assign, in a re-executed test
+// binary that then SIGKILLs itself there. Nothing in a production binary
+// (no flag, environment variable or file) can set it.
+//
 // Concurrency: any number of processes may operate on one queue at once;
 // they arbitrate only through the filesystem. A Queue value is for one
 // goroutine.
