@@ -101,7 +101,12 @@ func (q *Queue) tryClaim(job string, lease Lease, stale bool) (bool, error) {
 		// Someone replaced our fresh directory: not ours to remove.
 		return false, pathErr("open", cjPath, err)
 	}
-	defer unix.Close(cj)
+	kept := false
+	defer func() {
+		if !kept {
+			unix.Close(cj)
+		}
+	}()
 	if err := fixMode(cj, jobDirMode, cjPath); err != nil {
 		q.dropClaimDir(job)
 		return false, err
@@ -131,11 +136,51 @@ func (q *Queue) tryClaim(job string, lease Lease, stale bool) (bool, error) {
 		return false, err
 	}
 	step("claim.synced")
-	if err := q.writeLease(job, lease); err != nil {
-		return false, q.undoClaim(job, cj, err)
+	lj, err := q.writeLease(job, lease)
+	if err != nil {
+		if uerr := q.undoClaim(job, cj, err); uerr != nil {
+			return false, uerr
+		}
+		if errors.Is(err, ErrConflict) {
+			return false, nil // lease/J appeared meanwhile: not claimable now
+		}
+		return false, err
 	}
+	q.hold(job, cj, lj)
+	kept = true
 	return true, nil
 }
+
+// maxHeld bounds the claims whose directory descriptors a Queue keeps.
+const maxHeld = 64
+
+// hold keeps the descriptors of claimed/J and lease/J of a claim this
+// Queue made, for its Finish: a worker that claims and finishes in one
+// process then reopens nothing, and Finish acts on exactly the
+// directories of its own claim. (If the claim was taken away meanwhile —
+// recover --force, then another claimer — those directories are gone and
+// Finish refuses, instead of finishing someone else's claim of the same
+// name.)
+func (q *Queue) hold(job string, cj, lj int) {
+	if len(q.held) >= maxHeld {
+		for j := range q.held {
+			q.release(j)
+			break
+		}
+	}
+	q.held[job] = heldClaim{cj, lj}
+}
+
+// release closes the held descriptors of job, if any.
+func (q *Queue) release(job string) {
+	if h, ok := q.held[job]; ok {
+		unix.Close(h.cj)
+		unix.Close(h.lj)
+		delete(q.held, job)
+	}
+}
+
+type heldClaim struct{ cj, lj int }
 
 func (q *Queue) syncAll(pairs ...any) error {
 	for i := 0; i < len(pairs); i += 2 {
@@ -158,45 +203,51 @@ func (q *Queue) dropClaimDir(job string) error {
 
 // writeLease creates lease/J/worker: mkdir lease/J, write and fsync a
 // sibling temporary, rename it to worker without replacement, fsync
-// lease/J/ and lease/. A lease/J that already exists is never touched.
-func (q *Queue) writeLease(job string, lease Lease) error {
+// lease/J/ and lease/. A lease/J that already exists is never touched. It
+// returns lease/J open.
+func (q *Queue) writeLease(job string, lease Lease) (lj int, err error) {
 	lfd := q.fd[dLease]
 	ljPath := q.path("lease", job)
 	if err := unix.Mkdirat(lfd, job, jobDirMode&0o777); err != nil {
 		if err == unix.EEXIST {
-			return conflictf("job %s: %s already exists", job, ljPath)
+			return -1, conflictf("job %s: %s already exists", job, ljPath)
 		}
-		return pathErr("mkdir", ljPath, err)
+		return -1, pathErr("mkdir", ljPath, err)
 	}
 	step("lease.mkdir")
-	lj, err := openDirAt(lfd, job)
+	lj, err = openDirAt(lfd, job)
 	if err != nil {
-		return pathErr("open", ljPath, err)
+		return -1, pathErr("open", ljPath, err)
 	}
-	defer unix.Close(lj)
+	defer func() {
+		if err != nil {
+			unix.Close(lj)
+		}
+	}()
 	if err := fixMode(lj, jobDirMode, ljPath); err != nil {
-		return err
+		return -1, err
 	}
 	tmp, err := writeTemp(lj, ljPath, "worker", lease.Marshal(), FileMode, "lease")
 	if err != nil {
-		return err
+		return -1, err
 	}
 	if err := installTemp(lj, tmp, "worker"); err != nil {
 		unix.Unlinkat(lj, tmp, 0)
-		return pathErr("rename", q.path("lease", job, "worker"), err)
+		return -1, pathErr("rename", q.path("lease", job, "worker"), err)
 	}
 	step("lease.renamed")
 	if err := q.syncAll(lj, ljPath, lfd, q.path("lease")); err != nil {
-		return err
+		return -1, err
 	}
 	step("lease.synced")
-	return nil
+	return lj, nil
 }
 
 // undoClaim puts a claimed request back in pending/ after its lease could
-// not be written, so a failed claim leaves the job as it found it. Only
-// the lease directory this claim created is removed; a lease/J that was
-// there before the claim is evidence and is left alone.
+// not be written (cause), so a failed claim leaves the job as it found it.
+// Only the lease directory this claim created is removed; a lease/J that
+// was there before the claim is evidence and is left alone. It returns nil
+// when the job is back in pending/, else an error that includes cause.
 func (q *Queue) undoClaim(job string, cj int, cause error) error {
 	if !errors.Is(cause, ErrConflict) {
 		lj, err := openDirAt(q.fd[dLease], job)
@@ -216,7 +267,7 @@ func (q *Queue) undoClaim(job string, cj int, cause error) error {
 	if err := q.dropClaimDir(job); err != nil {
 		return fmt.Errorf("%w; and %v", cause, err)
 	}
-	return cause
+	return nil
 }
 
 // removeTemps removes the temporaries of target inside dirfd, whoever

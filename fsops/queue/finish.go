@@ -49,8 +49,7 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 	if err != nil {
 		return "", err
 	}
-	defer unix.Close(cj)
-	defer unix.Close(lj)
+	defer q.release(job)
 	if opt.Worker != "" {
 		l, err := readLease(lj, q.path("lease", job, "worker"))
 		if err != nil {
@@ -105,28 +104,35 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 		return "", err
 	}
 	step("finish.request-synced")
-	if err := q.cleanup(job, "finish"); err != nil {
+	if err := q.cleanupAt(job, lj, "finish"); err != nil {
 		return "", err
 	}
 	return q.TerminalPath(st, job), nil
 }
 
-// openClaim opens claimed/J and lease/J of a claimed job and checks that
-// claimed/J/J and lease/J/worker are regular files. When they are not, the
-// error names the job's actual state.
+// openClaim returns claimed/J and lease/J of a claimed job, open and held
+// until release: the ones this Queue's own Claim kept, else opened now. It
+// checks that claimed/J/J and lease/J/worker are regular files; when they
+// are not, the error names the job's actual state.
 func (q *Queue) openClaim(job string) (cj, lj int, err error) {
-	cj, err = openDirAt(q.fd[dClaimed], job)
-	if err == nil {
-		lj, err = openDirAt(q.fd[dLease], job)
-		if err == nil {
-			a, aerr := lstatAt(cj, job)
-			b, berr := lstatAt(lj, "worker")
-			if aerr == nil && berr == nil && isReg(&a) && isReg(&b) {
-				return cj, lj, nil
+	h, ok := q.held[job]
+	if !ok {
+		if h.cj, err = openDirAt(q.fd[dClaimed], job); err == nil {
+			if h.lj, err = openDirAt(q.fd[dLease], job); err != nil {
+				unix.Close(h.cj)
 			}
-			unix.Close(lj)
 		}
-		unix.Close(cj)
+		if err == nil {
+			q.held[job], ok = h, true
+		}
+	}
+	if ok {
+		a, aerr := lstatAt(h.cj, job)
+		b, berr := lstatAt(h.lj, "worker")
+		if aerr == nil && berr == nil && isReg(&a) && isReg(&b) {
+			return h.cj, h.lj, nil
+		}
+		q.release(job)
 	}
 	ev, ierr := q.Inspect(job)
 	if ierr != nil {
@@ -156,14 +162,21 @@ func (q *Queue) cleanup(job, prefix string) error {
 	switch {
 	case err == nil:
 		defer unix.Close(lj)
-		if _, err := removeEntry(lj, q.path("lease", job), "worker", false); err != nil {
-			return err
-		}
 	case err != unix.ENOENT:
 		return pathErr("open", q.path("lease", job), err)
 	}
+	return q.cleanupAt(job, lj, prefix)
+}
+
+// cleanupAt is cleanup with lease/J already open as lj (-1: no lease/J).
+func (q *Queue) cleanupAt(job string, lj int, prefix string) error {
+	if lj >= 0 {
+		if _, err := removeEntry(lj, q.path("lease", job), "worker", false); err != nil {
+			return err
+		}
+	}
 	step(prefix + ".lease-removed")
-	_, err = removeEntry(q.fd[dLease], q.path("lease"), job, true)
+	_, err := removeEntry(q.fd[dLease], q.path("lease"), job, true)
 	if errors.Is(err, unix.ENOTEMPTY) && lj >= 0 {
 		// A lease temporary left by a claim that stopped between its
 		// link and unlink (filesystems without RENAME_NOREPLACE), or
@@ -187,6 +200,9 @@ func (q *Queue) cleanup(job, prefix string) error {
 func (q *Queue) ReadRequest(job string) ([]byte, error) {
 	if err := ValidJobName(job); err != nil {
 		return nil, fmt.Errorf("%w: job: %v", ErrInvalid, err)
+	}
+	if h, ok := q.held[job]; ok {
+		return readFileAt(h.cj, job, q.ClaimedPath(job), MaxRequest)
 	}
 	cj, err := openDirAt(q.fd[dClaimed], job)
 	if err != nil {

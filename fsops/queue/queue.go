@@ -91,6 +91,9 @@ type Queue struct {
 	candidates []string
 	// leases caches the identity part of each owner's lease.
 	leases map[Owner]Lease
+	// held are the directories of claims this Queue made and has not
+	// finished (see hold).
+	held map[string]heldClaim
 }
 
 // Open opens the queue of shared space space under the /ctx tree root. The
@@ -115,7 +118,7 @@ func Open(root, space string) (*Queue, error) {
 		}
 		fd = next
 	}
-	q := &Queue{Space: space, Dir: path, qfd: fd, logFd: -1, leases: map[Owner]Lease{}}
+	q := &Queue{Space: space, Dir: path, qfd: fd, logFd: -1, leases: map[Owner]Lease{}, held: map[string]heldClaim{}}
 	for i := range q.fd {
 		q.fd[i] = -1
 	}
@@ -130,6 +133,9 @@ func Open(root, space string) (*Queue, error) {
 
 // Close releases the queue's descriptors.
 func (q *Queue) Close() error {
+	for j := range q.held {
+		q.release(j)
+	}
 	for i, fd := range q.fd {
 		if fd >= 0 {
 			unix.Close(fd)

@@ -331,6 +331,31 @@ func TestRecoverHolderRules(t *testing.T) {
 	}
 }
 
+// TestClaimUndoesWithoutLease: when lease/J appears between the claim move
+// and the lease (here planted at that very step), the claim puts the
+// request back in pending/ and leaves the foreign lease/J untouched.
+func TestClaimUndoesWithoutLease(t *testing.T) {
+	root, q := newQueue(t, "")
+	mustPublish(t, q, "a.req.json")
+	planted := qpath(root, "lease", "a.req.json")
+	stepHook = func(s string) {
+		if s == "claim.synced" {
+			os.Mkdir(planted, 0o700)
+			os.WriteFile(filepath.Join(planted, "worker"), []byte("foreign"), 0o600)
+		}
+	}
+	defer func() { stepHook = nil }()
+	if _, _, err := q.Claim(Owner{Worker: "w"}); !errors.Is(err, ErrEmpty) {
+		t.Fatalf("claim: %v", err)
+	}
+	mustFile(t, qpath(root, "pending", "a.req.json"), requestBytes("a.req.json"))
+	mustFile(t, filepath.Join(planted, "worker"), []byte("foreign"))
+	if _, err := os.Lstat(qpath(root, "claimed", "a.req.json")); !os.IsNotExist(err) {
+		t.Fatalf("claimed/a.req.json left: %v", err)
+	}
+	mustState(t, q, "a.req.json", StateResidue)
+}
+
 func TestClassify(t *testing.T) {
 	type E = Evidence
 	lease := func(e E) E { e.LeaseDir, e.Lease = true, true; return e }

@@ -40,6 +40,7 @@ type Recovery struct {
 // evidence.
 func (q *Queue) Recover(job string, force bool) (rec Recovery, err error) {
 	rec.Job = job
+	q.release(job) // a claim this Queue held is being judged from disk now
 	ev, err := q.Inspect(job)
 	if err != nil {
 		return rec, err
