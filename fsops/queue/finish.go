@@ -116,6 +116,7 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 // are not, the error names the job's actual state.
 func (q *Queue) openClaim(job string) (cj, lj int, err error) {
 	h, ok := q.held[job]
+	wasHeld := ok
 	if !ok {
 		if h.cj, err = openDirAt(q.fd[dClaimed], job); err == nil {
 			if h.lj, err = openDirAt(q.fd[dLease], job); err != nil {
@@ -139,6 +140,9 @@ func (q *Queue) openClaim(job string) (cj, lj int, err error) {
 		return -1, -1, ierr
 	}
 	st, why := Classify(ev)
+	if wasHeld {
+		return -1, -1, conflictf("job %s: the claim this process made no longer exists (recovered meanwhile); the job is now %s", job, st)
+	}
 	switch st {
 	case StateAbsent:
 		return -1, -1, fmt.Errorf("%w: %s", ErrNotFound, job)

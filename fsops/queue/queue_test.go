@@ -356,6 +356,36 @@ func TestClaimUndoesWithoutLease(t *testing.T) {
 	mustState(t, q, "a.req.json", StateResidue)
 }
 
+// TestFinishActsOnItsOwnClaim: a worker whose claim was taken away
+// (recover --force by an operator, then another worker's claim of the same
+// job) cannot finish the other worker's claim.
+func TestFinishActsOnItsOwnClaim(t *testing.T) {
+	root, q := newQueue(t, "")
+	q2, err := Open(root, "proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q2.Close()
+	mustPublish(t, q, "a.req.json")
+	if _, _, err := q.Claim(Owner{Worker: "w1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q2.Recover("a.req.json", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := q2.Claim(Owner{Worker: "w2"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Finish("a.req.json", Done, []byte("w1"), FinishOptions{}); !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "no longer exists") {
+		t.Fatalf("stale finish: %v", err)
+	}
+	mustState(t, q, "a.req.json", StateClaimed)
+	if _, err := q2.Finish("a.req.json", Done, resultBytes("a.req.json"), FinishOptions{Worker: "w2"}); err != nil {
+		t.Fatal(err)
+	}
+	audit(t, root, q)
+}
+
 func TestClassify(t *testing.T) {
 	type E = Evidence
 	lease := func(e E) E { e.LeaseDir, e.Lease = true, true; return e }
