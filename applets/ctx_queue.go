@@ -152,15 +152,15 @@ func queuePublish(e *Env, args []string) int {
 			return fail(e, exitUsage, "--name: %s", ptyterm.Escape(err.Error()))
 		}
 	}
-	data, code := queueInput(e, pos, 1, queue.MaxRequest, "request")
-	if code != exitOK {
-		return code
-	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
 	if code != exitOK {
 		return code
 	}
 	defer q.Close()
+	data, code := queueInput(e, pos, 1, queue.MaxRequest, "request")
+	if code != exitOK {
+		return code
+	}
 	job, err := q.Publish(name, data)
 	if err != nil {
 		return queueFail(e, err)
@@ -233,16 +233,16 @@ func queueFinish(e *Env, args []string) int {
 	if worker != "" && queue.ValidWorkerName(worker) != nil {
 		return fail(e, exitUsage, "--worker: invalid name %q", ptyterm.Escape(worker))
 	}
-	result, code := queueInput(e, pos, 2, queue.MaxResult, "result")
-	if code != exitOK {
-		return code
-	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
 	if code != exitOK {
 		return code
 	}
 	defer q.Close()
 	job, code := queueJobArg(e, q, pos[1])
+	if code != exitOK {
+		return code
+	}
+	result, code := queueInput(e, pos, 2, queue.MaxResult, "result")
 	if code != exitOK {
 		return code
 	}
@@ -434,16 +434,16 @@ func queueExec(e *Env, args []string) int {
 		}
 		timeout = d
 	}
-	// Resolve the command before claiming, so a typo never takes a job.
-	path, code := queueLookCommand(e, f.Command[0])
-	if code != exitOK {
-		return code
-	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
 	if code != exitOK {
 		return code
 	}
 	defer q.Close()
+	// Resolve the command before claiming, so a typo never takes a job.
+	path, code := queueLookCommand(e, f.Command[0])
+	if code != exitOK {
+		return code
+	}
 	job, _, err := q.Claim(queue.Owner{Worker: worker}) // the lease is ours: we live until finish
 	if err != nil {
 		return queueFail(e, err)
