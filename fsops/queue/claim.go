@@ -128,6 +128,9 @@ func (q *Queue) tryClaim(job string, lease Lease, stale bool) (bool, error) {
 		if err := moveNoReplace(cj, job, pfd, job); err != nil {
 			return false, pathErr("rename", q.ClaimedPath(job)+" -> "+q.PendingPath(job), err)
 		}
+		if err := q.syncAll(cj, cjPath, pfd, q.path("pending")); err != nil {
+			return false, err
+		}
 		return false, q.dropClaimDir(job)
 	}
 	// Sync the claim move: the request's new and old directories, and
@@ -253,7 +256,7 @@ func (q *Queue) undoClaim(job string, cj int, cause error) error {
 		lj, err := openDirAt(q.fd[dLease], job)
 		if err == nil {
 			removeTemps(lj, "worker")
-			unix.Unlinkat(lj, "worker", 0)
+			removeEntry(lj, q.path("lease", job), "worker", false)
 			unix.Close(lj)
 			removeEntry(q.fd[dLease], q.path("lease"), job, true)
 		}
@@ -271,15 +274,20 @@ func (q *Queue) undoClaim(job string, cj int, cause error) error {
 }
 
 // removeTemps removes the temporaries of target inside dirfd, whoever
-// wrote them. Used only where the target's writer is known to be done.
+// wrote them, and fsyncs the directory if it removed any. Used only where
+// the target's writer is known to be done.
 func removeTemps(dirfd int, target string) {
 	ents, err := readDir(dirfd, "")
 	if err != nil {
 		return
 	}
+	removed := false
 	for _, e := range ents {
 		if t, _, ok := parseTempName(e.Name); ok && t == target {
-			unix.Unlinkat(dirfd, e.Name, 0)
+			removed = unix.Unlinkat(dirfd, e.Name, 0) == nil || removed
 		}
+	}
+	if removed {
+		fsyncFd(dirfd, "")
 	}
 }

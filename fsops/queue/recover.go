@@ -35,9 +35,10 @@ type Recovery struct {
 // seed lets a claim return to pending only when claim and lease evidence
 // both exist, and never lets evidence be overwritten.
 //
-// In every case Recover also removes J's temporaries whose writing process
-// no longer exists (all of them with force); temporaries are never
-// evidence.
+// Unless it refuses, Recover also removes J's temporaries whose writing
+// process no longer exists (all of them with force); temporaries are never
+// evidence. A job with nothing but such temporaries (a publish that died
+// before its rename) is "recovered" by removing them.
 func (q *Queue) Recover(job string, force bool) (rec Recovery, err error) {
 	rec.Job = job
 	q.release(job) // a claim this Queue held is being judged from disk now
