@@ -46,9 +46,9 @@ func runShared(e *Env, args []string) int {
 	return exitOK
 }
 
-// agentIdentityPath is where `ctx agent start` puts a sandboxed run's
+// sharedAgentIdentity is where `ctx agent start` puts a sandboxed run's
 // identity (policy.IdentityPath in the policy work).
-const agentIdentityPath = "/mnt/proc/identity"
+const sharedAgentIdentity = "/mnt/proc/identity"
 
 // inSharedAgentContext reports whether this process runs as an agent:
 // CTX_AGENT is set (iso=shared runs) or the sandbox identity file exists.
@@ -56,7 +56,7 @@ func inSharedAgentContext(e *Env) bool {
 	if e.Getenv("CTX_AGENT") != "" {
 		return true
 	}
-	_, err := os.Lstat(agentIdentityPath)
+	_, err := os.Lstat(sharedAgentIdentity)
 	return err == nil || !errors.Is(err, os.ErrNotExist)
 }
 
