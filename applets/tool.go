@@ -118,6 +118,9 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 		if code, layer, ok := authorizeTool(e, t.Name); !ok {
 			return &toolError{Errno: syscall.EACCES, Exit: code, Msg: "permission denied (" + layer + ")"}
 		}
+		if errs := runHooks(e, t.Name, "pre", "", nil); len(errs) > 0 {
+			return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Msg: "permission denied (hook): " + errs[0].Error()}
+		}
 		call.args = args
 		if !t.Passthrough {
 			input, err := readToolInput(e, t, args)
@@ -141,7 +144,7 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 		ev.Errno = errnoName(te.Errno)
 		if te.Errno == syscall.EACCES && strings.HasPrefix(te.Msg, "permission denied (") {
 			ev.Status = "denied"
-			ev.Layer = strings.TrimSuffix(strings.TrimPrefix(te.Msg, "permission denied ("), ")")
+			ev.Layer, _, _ = strings.Cut(strings.TrimPrefix(te.Msg, "permission denied ("), ")")
 		}
 		if call.native {
 			frames.message(message.String())
@@ -153,6 +156,12 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 		frames.message(message.String())
 	}
 	frames.done(err == nil && code == 0)
+	if ev.Layer != "hook" {
+		for _, herr := range runHooks(e, t.Name, "post", ev.Status, &code) {
+			fmt.Fprintf(e.Stderr, "%s: warning: %v\n", t.Name, herr)
+			ev.Detail = herr.Error()
+		}
+	}
 	ev.Exit = &code
 	ev.DurMS = float64(time.Since(start).Microseconds()) / 1000
 	recordToolEvent(e, t.Name, ev)
