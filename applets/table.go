@@ -1,6 +1,10 @@
 package applets
 
-import "sort"
+import (
+	"sort"
+
+	"ctx/fsops"
+)
 
 // builtinTools are the tools implemented inside ctx, by name.
 var builtinTools = map[string]*builtinTool{}
@@ -17,6 +21,7 @@ func toolApplet(t *builtinTool) Applet {
 func init() {
 	table = []Applet{
 		{Name: "ctx", Run: runCtx},
+		{Name: fsops.SandboxInitApplet, Run: runSandboxInit, Hidden: true},
 		toolApplet(fsReadTool),
 		toolApplet(fsListTool),
 		toolApplet(fsStatTool),
