@@ -50,6 +50,13 @@ func ParseIdentity(data []byte) (Identity, error) {
 		if !ok {
 			return controlErr("identity", num, "", KindInvalidValue, "%s is not KEY=VALUE", quote(string(line)))
 		}
+		known := false
+		for _, k := range identityKeys {
+			known = known || k == key
+		}
+		if !known {
+			return controlErr("identity", num, "", KindInvalidValue, "unknown key %s", quote(key))
+		}
 		if first, dup := seen[key]; dup {
 			return controlErr("identity", num, key, KindDuplicate, "key %s already on line %d", quote(key), first)
 		}
@@ -90,8 +97,6 @@ func ParseIdentity(data []byte) (Identity, error) {
 			} else {
 				id.GID = n
 			}
-		default:
-			return controlErr("identity", num, "", KindInvalidValue, "unknown key %s", quote(key))
 		}
 		return nil
 	})

@@ -332,7 +332,11 @@ func ParseParent(data []byte) (Parent, error) {
 		case i == 0 && key != "agent":
 			return Parent{}, controlErr("parent", 1, "agent", KindInvalidValue, "must start with agent:NAME, found %s", quote(part))
 		case k < 0:
-			return Parent{}, controlErr("parent", 1, key, KindInvalidValue, "field %s is not session:S or run:R in that order (fields are separated by one space)", quote(part))
+			field := "" // an unknown key is untrusted text: it goes in the quoted reason only
+			if key == "agent" || key == "session" || key == "run" {
+				field = key
+			}
+			return Parent{}, controlErr("parent", 1, field, KindInvalidValue, "field %s is not session:S or run:R in that order (fields are separated by one space)", quote(part))
 		}
 		if err := ValidName(val); err != nil {
 			return Parent{}, controlErr("parent", 1, keys[k], KindInvalidName, "%s %s: %s", keys[k], quote(val), nameReason(err))

@@ -312,13 +312,20 @@ func (p *Policy) add(r Rule) {
 // One bad line rejects the whole file; the error is a *ControlError naming
 // the line and field.
 func ParsePolicy(data []byte) (*Policy, error) {
-	p := &Policy{set: make(map[ruleKey]struct{}, bytes.Count(data, []byte{'\n'})+1)}
-	// Subjects repeat on nearly every line; interning them saves an
-	// allocation per rule. Lookups with string(b) keys do not allocate.
-	subjects := map[string]string{}
-	var fields [4][]byte
-	err := eachLine(data, func(num int, line []byte, _ bool) error {
-		n := 0
+	// One conversion for the whole file: every subject and object name is
+	// then a substring of it, so a rule costs no string allocation.
+	text := string(data)
+	n := strings.Count(text, "\n") + 1
+	p := &Policy{rules: make([]Rule, 0, n), set: make(map[ruleKey]struct{}, n)}
+	var fields [4]string
+	for num := 1; len(text) > 0; num++ {
+		line := text
+		if i := strings.IndexByte(text, '\n'); i >= 0 {
+			line, text = text[:i], text[i+1:]
+		} else {
+			text = ""
+		}
+		nf := 0
 		for i := 0; i < len(line); {
 			for i < len(line) && isSpace(line[i]) {
 				i++
@@ -330,49 +337,47 @@ func ParsePolicy(data []byte) (*Policy, error) {
 			for i < len(line) && !isSpace(line[i]) {
 				i++
 			}
-			if n < len(fields) {
-				fields[n] = line[start:i]
+			if nf < len(fields) {
+				fields[nf] = line[start:i]
 			}
-			n++
+			nf++
 		}
-		if n == 0 {
-			return nil // blank line
+		if nf == 0 {
+			continue // blank line (a trailing CR counts as blank space)
 		}
-		if n != 4 {
-			return controlErr("policy", num, "", KindFieldCount, "expected 4 fields (allow SUBJECT CLASS:NAME PERMISSION), found %d", n)
+		r, err := parseRule(num, nf, fields)
+		if err != nil {
+			return nil, err
 		}
-		if string(fields[0]) != "allow" {
-			return controlErr("policy", num, "statement", KindExpectedAllow, "expected \"allow\", found %s", quote(string(fields[0])))
-		}
-		subject, ok := subjects[string(fields[1])]
-		if !ok {
-			subject = string(fields[1])
-			if err := ValidName(subject); err != nil {
-				return controlErr("policy", num, "subject", KindInvalidName, "subject %s: %s", quote(subject), nameReason(err))
-			}
-			subjects[subject] = subject
-		}
-		cls, name, ok := bytes.Cut(fields[2], []byte{':'})
-		if !ok || len(cls) == 0 {
-			return controlErr("policy", num, "object", KindInvalidObject, "object %s is not CLASS:NAME", quote(string(fields[2])))
-		}
-		c, ok := LookupClass(string(cls))
-		if !ok {
-			return controlErr("policy", num, "class", KindUnknownClass, "unknown class %s (tool model shared session mount agent network)", quote(string(cls)))
-		}
-		objName := string(name)
-		if reason, ok := validObjectName(c, objName); !ok {
-			return controlErr("policy", num, "name", KindInvalidName, "%s name %s: %s", c, quote(objName), reason)
-		}
-		perm, ok := lookupPermission(c, string(fields[3]))
-		if !ok {
-			return controlErr("policy", num, "permission", KindUnknownPermission, "unknown permission %s for class %s (%s)", quote(string(fields[3])), c, permList(c))
-		}
-		p.add(Rule{subject, Object{c, objName}, perm})
-		return nil
-	})
-	if err != nil {
-		return nil, err
+		p.add(r)
 	}
 	return p, nil
+}
+
+func parseRule(num, nf int, f [4]string) (Rule, error) {
+	if nf != 4 {
+		return Rule{}, controlErr("policy", num, "", KindFieldCount, "expected 4 fields (allow SUBJECT CLASS:NAME PERMISSION), found %d", nf)
+	}
+	if f[0] != "allow" {
+		return Rule{}, controlErr("policy", num, "statement", KindExpectedAllow, "expected \"allow\", found %s", quote(f[0]))
+	}
+	if err := ValidName(f[1]); err != nil {
+		return Rule{}, controlErr("policy", num, "subject", KindInvalidName, "subject %s: %s", quote(f[1]), nameReason(err))
+	}
+	cls, name, ok := strings.Cut(f[2], ":")
+	if !ok || cls == "" {
+		return Rule{}, controlErr("policy", num, "object", KindInvalidObject, "object %s is not CLASS:NAME", quote(f[2]))
+	}
+	c, ok := LookupClass(cls)
+	if !ok {
+		return Rule{}, controlErr("policy", num, "class", KindUnknownClass, "unknown class %s (tool model shared session mount agent network)", quote(cls))
+	}
+	if reason, ok := validObjectName(c, name); !ok {
+		return Rule{}, controlErr("policy", num, "name", KindInvalidName, "%s name %s: %s", c, quote(name), reason)
+	}
+	perm, ok := lookupPermission(c, f[3])
+	if !ok {
+		return Rule{}, controlErr("policy", num, "permission", KindUnknownPermission, "unknown permission %s for class %s (%s)", quote(f[3]), c, permList(c))
+	}
+	return Rule{f[1], Object{c, name}, perm}, nil
 }
