@@ -12,7 +12,9 @@ func init() {
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 
 	ctxCommands = []subcommand{
+		{"agent", runAgent},
 		{"man", runMan},
+		{"policy", runPolicy},
 		{"validate-name", runValidateName},
 	}
 	sort.Slice(ctxCommands, func(i, j int) bool { return ctxCommands[i].Name < ctxCommands[j].Name })

@@ -25,6 +25,8 @@ type Agent struct {
 	ABI      ABI      // abi control; default argv-v1
 	Model    string   // model control; default "" (no model)
 	Mounts   []Mount  // mount control; default none
+	Root     string   // root control: a host directory holding the agent's own root filesystem; default "" (a fresh tmpfs)
+	Cwd      string   // cwd control: the working directory inside the sandbox; default "" (the sandbox's /workspace)
 	Policy   *Policy  // policy control
 }
 
@@ -34,7 +36,7 @@ type Agent struct {
 var AgentControlNames = []string{
 	"label", "perm", "uid", "gid", "policy", // required
 	"owner", "groups", "iso", "life", "parent", "env", "path", "tools",
-	"window", "approval", "abi", "model", "mount",
+	"window", "approval", "abi", "model", "mount", "root", "cwd",
 }
 
 // RequiredControls are the controls an agent cannot be defined without:
@@ -118,6 +120,10 @@ func ParseAgent(name string, controls map[string][]byte) (*Agent, error) {
 			a.Model, err = ParseModel(data)
 		case "mount":
 			a.Mounts, err = ParseMounts(data)
+		case "root":
+			a.Root, err = ParsePathControl(c, data)
+		case "cwd":
+			a.Cwd, err = ParsePathControl(c, data)
 		}
 		if err != nil {
 			return nil, err
@@ -133,8 +139,9 @@ func ParseAgent(name string, controls map[string][]byte) (*Agent, error) {
 }
 
 // Controls renders the agent back into control files, every control in
-// canonical form (defaults written out), except iso when unset, model when
-// empty and parent for a top-level agent, which are left absent. ParseAgent of the result gives an
+// canonical form (defaults written out), except iso when unset, model,
+// root and cwd when empty and parent for a top-level agent, which are left
+// absent. ParseAgent of the result gives an
 // equal Agent.
 func (a *Agent) Controls() map[string][]byte {
 	line := func(s string) []byte { return []byte(s + "\n") }
@@ -164,6 +171,12 @@ func (a *Agent) Controls() map[string][]byte {
 	}
 	if a.Model != "" {
 		c["model"] = line(a.Model)
+	}
+	if a.Root != "" {
+		c["root"] = line(a.Root)
+	}
+	if a.Cwd != "" {
+		c["cwd"] = line(a.Cwd)
 	}
 	return c
 }

@@ -67,6 +67,8 @@ func TestParseAgentEveryControl(t *testing.T) {
 		"abi", "sdk-envelope-v1\n",
 		"model", "openai/gpt-5.6\n",
 		"mount", "/srv/p\t/work\trw\trbind,nosuid,nodev\n",
+		"root", "/ctx/home/1000/agent/coder/root\n",
+		"cwd", "/workspace/src\n",
 		"status", "garbage that is not a control ParseAgent reads\n",
 	)
 	a, err := ParseAgent("coder", c)
@@ -77,7 +79,8 @@ func TestParseAgentEveryControl(t *testing.T) {
 		a.Parent != (Parent{"architect", "default", "ctx-1"}) || !reflect.DeepEqual(a.Env, []EnvVar{{"EDITOR", "vi"}}) ||
 		!reflect.DeepEqual(a.Path, []string{"/ctx/tool"}) || !reflect.DeepEqual(a.Tools, []string{"fs.read"}) ||
 		a.Window != (Window{Tokens: 4096}) || a.Approval != ApprovalAsk || a.ABI != ABISDKEnvelope ||
-		a.Model != "openai/gpt-5.6" || len(a.Mounts) != 1 || a.Isolation(0) != IsoShared {
+		a.Model != "openai/gpt-5.6" || len(a.Mounts) != 1 || a.Isolation(0) != IsoShared ||
+		a.Root != "/ctx/home/1000/agent/coder/root" || a.Cwd != "/workspace/src" {
 		t.Errorf("parsed %+v", a)
 	}
 	// Every known control name is in AgentControlNames exactly once.
@@ -130,6 +133,8 @@ func TestParseAgentRefusals(t *testing.T) {
 		{"bad env", "coder", "env", "CTX_AGENT=other\n"},
 		{"bad tools", "coder", "tools", "tsh\n"},
 		{"bad owner", "coder", "owner", "-1\n"},
+		{"relative cwd", "coder", "cwd", "work\n"},
+		{"root with ..", "coder", "root", "/ctx/../etc\n"},
 	}
 	for _, tt := range tests {
 		c := coderControls()
@@ -149,7 +154,7 @@ func TestAgentControlsRoundTrip(t *testing.T) {
 		coderControls(),
 		withControls(coderControls(), "owner", "0\n", "groups", "27\n", "iso", "userns\n", "parent", "agent:a run:r\n",
 			"env", "A=1\nB= x \n", "path", "/x\n/ctx/tool\n", "tools", "fs.read\nfs.list\n", "window", "9\n",
-			"approval", "ask\n", "model", "main\n", "mount", "/a\t/b\tro\tnoexec,bind\n/c\t/d\trw\t-\n"),
+			"approval", "ask\n", "model", "main\n", "root", "/r\n", "cwd", "/w\n", "mount", "/a\t/b\tro\tnoexec,bind\n/c\t/d\trw\t-\n"),
 	} {
 		a, err := ParseAgent("x", c)
 		if err != nil {

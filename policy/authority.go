@@ -178,7 +178,7 @@ func toolLinux(a *Agent, f *FileFacts) Verdict {
 	vd := Verdict{Layer: LayerLinux}
 	switch {
 	case f == nil:
-		vd.Reason = "no such tool"
+		vd.Reason = "no such tool (not found in the tool path)"
 	case !f.Mode.IsRegular():
 		vd.Reason = fmt.Sprintf("%s is not a regular file", quote(f.Path))
 	case a.UID == 0:

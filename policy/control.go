@@ -473,6 +473,19 @@ func FormatLines(items []string) []byte {
 	return b.Bytes()
 }
 
+// ParsePathControl parses a one-line control holding one absolute canonical
+// path (root, cwd); control names the file for errors.
+func ParsePathControl(control string, data []byte) (string, error) {
+	s, err := singleLine(control, data)
+	if err != nil {
+		return "", err
+	}
+	if reason, ok := checkAbsPath(s); !ok {
+		return "", controlErr(control, 1, control, KindInvalidPath, "%s", reason)
+	}
+	return s, nil
+}
+
 // ---- tools ----
 
 // ParseTools parses the tools control, the static direct-native tool set:

@@ -53,6 +53,8 @@ func parseAny(control string, data []byte) (string, error) {
 		return w.String(), err
 	case "model":
 		return ParseModel(data)
+	case "root", "cwd":
+		return ParsePathControl(control, data)
 	case "mount":
 		m, err := ParseMounts(data)
 		return string(FormatMounts(m)), err
@@ -397,10 +399,28 @@ func TestMountGrammar(t *testing.T) {
 	})
 }
 
+func TestPathControlGrammar(t *testing.T) {
+	var cases []grammarCase
+	for _, c := range []string{"root", "cwd"} {
+		cases = append(cases,
+			grammarCase{control: c, input: "/workspace\n", want: "/workspace"},
+			grammarCase{control: c, input: "/", want: "/"},
+			grammarCase{control: c, input: "/a b\r\n", want: "/a b"},
+			grammarCase{control: c, input: "\n", line: 1, field: c, kind: KindInvalidPath},
+			grammarCase{control: c, input: "workspace\n", line: 1, field: c, kind: KindInvalidPath},
+			grammarCase{control: c, input: "/a/../b\n", line: 1, field: c, kind: KindInvalidPath},
+			grammarCase{control: c, input: "/a/\n", line: 1, field: c, kind: KindInvalidPath},
+			grammarCase{control: c, input: "/a\n/b\n", line: 2, kind: KindExtraLine},
+		)
+	}
+	runGrammarCases(t, cases)
+}
+
 func TestSingleValueControlsRefuseExtraLines(t *testing.T) {
 	for control, valid := range map[string]string{
 		"label": "a", "perm": "rwx", "uid": "1", "gid": "1", "owner": "1", "iso": "uid", "life": "temp",
 		"approval": "ask", "abi": "argv-v1", "window": "auto", "model": "main", "parent": "agent:a",
+		"root": "/r", "cwd": "/w",
 	} {
 		for _, input := range []string{valid + "\n" + valid + "\n", valid + "\n\n", valid + "\r\n\r\n", valid + "\nx"} {
 			_, err := parseAny(control, []byte(input))
