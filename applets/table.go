@@ -35,6 +35,7 @@ func init() {
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 
 	ctxCommands = []subcommand{
+		{"agent", runAgent},
 		{"bootstrap", runBootstrap},
 		{"cat", runCat},
 		{"doctor", runDoctor},
@@ -42,6 +43,7 @@ func init() {
 		{"set", runSet},
 		{"which", runWhich},
 		{"man", runMan},
+		{"policy", runPolicy},
 		{"validate-name", runValidateName},
 	}
 	sort.Slice(ctxCommands, func(i, j int) bool { return ctxCommands[i].Name < ctxCommands[j].Name })
