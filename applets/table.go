@@ -8,11 +8,14 @@ import "sort"
 func init() {
 	table = []Applet{
 		{Name: "ctx", Run: runCtx},
+		{Name: "tsh", Run: runTsh, Tool: true},
+		{Name: "tsh.config", Run: runTshConfig, Tool: true},
 	}
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 
 	ctxCommands = []subcommand{
 		{"man", runMan},
+		{"tool", runCtxTool},
 		{"validate-name", runValidateName},
 	}
 	sort.Slice(ctxCommands, func(i, j int) bool { return ctxCommands[i].Name < ctxCommands[j].Name })

@@ -100,10 +100,12 @@ func tshrcDir(comp string, scope TshrcScope) (string, error) {
 		dir = path.Join(scope.Root, comp[len(defaultRootPrefix):])
 	}
 	if !IsToolTier(dir, scope) {
-		return "", fmt.Errorf("%s is not a tool tier (allowed: %s, %s, %s)", tshQuote(comp),
-			path.Join(scope.Root, "tool"),
-			path.Join(scope.Root, "home", strconv.Itoa(scope.UID), "tool"),
-			path.Join(scope.Root, "shared", "SPACE", "tool"))
+		allowed := []string{path.Join(scope.Root, "tool"), path.Join(scope.Root, "home", strconv.Itoa(scope.UID), "tool")}
+		if h := path.Join(scope.Home, "tool"); scope.Home != "" && h != allowed[1] {
+			allowed = append(allowed, h)
+		}
+		allowed = append(allowed, path.Join(scope.Root, "shared", "SPACE", "tool"))
+		return "", fmt.Errorf("%s is not a tool tier (allowed: %s)", tshQuote(comp), strings.Join(allowed, ", "))
 	}
 	return dir, nil
 }
