@@ -90,6 +90,14 @@ func TestTshrcErrorNamesAllowedTiers(t *testing.T) {
 	}
 }
 
+func TestTshrcErrorNamesCtxHomeTier(t *testing.T) {
+	_, err := ParseTshrc([]byte("CTX_PATH=/etc"), TshrcScope{Root: "/ctx", UID: 7, Home: "/srv/me"})
+	want := `line 1: component 1: "/etc" is not a tool tier (allowed: /ctx/tool, /ctx/home/7/tool, /srv/me/tool, /ctx/shared/SPACE/tool)`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error = %v\nwant    %s", err, want)
+	}
+}
+
 func TestIsToolTier(t *testing.T) {
 	for dir, want := range map[string]bool{
 		"/ctx/tool":              true,

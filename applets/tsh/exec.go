@@ -84,7 +84,6 @@ func (sh *Shell) runTool(name string, args []string) int {
 	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
 		return sh.printToolHelp(hit)
 	}
-	sh.loaded.Touch(name)
 	if !agentContext(sh.env) {
 		sh.errorf("cannot execute %s: no agent context; run it inside an agent sandbox (ctx agent start) or join one with ctx agent attach AGENT", name)
 		return exitUnavailable
@@ -97,6 +96,7 @@ func (sh *Shell) runTool(name string, args []string) int {
 		sh.errorf("%s needs input; pass arguments instead of leaving stdin open (see: help %s)", name, name)
 		return exitUsage
 	}
+	sh.loaded.Touch(name)
 	return sh.execTool(hit, args)
 }
 

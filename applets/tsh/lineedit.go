@@ -40,6 +40,7 @@ const defaultWidth = 80
 
 type editor struct {
 	in, out *os.File
+	saved   *unix.Termios // the terminal's mode outside line reading
 	history []string
 
 	// State of the line being edited.
@@ -48,7 +49,7 @@ type editor struct {
 	pos     int    // cursor index in buf
 	size    int    // UTF-8 length of buf, bounded by MaxLine
 	histIdx int    // index into history; len(history) is the line being typed
-	saved   []rune // the line being typed while walking the history
+	typed   []rune // the line being typed while walking the history
 	cursor  int    // screen offset of the cursor from the prompt start
 	newline string // what ends a row: "\n" when the terminal adds the CR
 }
@@ -89,10 +90,17 @@ var ctrlKeys = map[byte]key{
 // empty line or when the terminal goes away.
 func (ed *editor) ReadLine(prompt string) (string, error) {
 	fd := int(ed.in.Fd())
-	saved, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-	if err != nil {
-		return "", err
+	if ed.saved == nil {
+		// The mode found at the first prompt is the one every line ends
+		// in, so a tool that dies leaving the terminal raw or silent does
+		// not leave it that way for the next tool.
+		t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		if err != nil {
+			return "", err
+		}
+		ed.saved = t
 	}
+	saved := ed.saved
 	raw := *saved
 	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
 	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
@@ -179,7 +187,7 @@ func (ed *editor) ReadLine(prompt string) (string, error) {
 
 func (ed *editor) reset() {
 	ed.buf, ed.pos, ed.size, ed.cursor = nil, 0, 0, 0
-	ed.histIdx, ed.saved = len(ed.history), nil
+	ed.histIdx, ed.typed = len(ed.history), nil
 }
 
 // remember appends a non-empty line to the history unless it repeats the
@@ -201,10 +209,10 @@ func (ed *editor) walkHistory(dir int) {
 		return
 	}
 	if ed.histIdx == len(ed.history) {
-		ed.saved = append([]rune{}, ed.buf...)
+		ed.typed = append([]rune{}, ed.buf...)
 	}
 	ed.histIdx = i
-	line := ed.saved
+	line := ed.typed
 	if i < len(ed.history) {
 		line = []rune(ed.history[i])
 	}
