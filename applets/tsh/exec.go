@@ -164,7 +164,11 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
-		sh.errorf("cannot execute %s: %s", hit.Name, errnoName(err))
+		if _, perr := os.Stat("/proc/self/fd"); perr != nil {
+			sh.errorf("cannot execute %s: %s (tools are executed through /proc/self/fd; is /proc mounted?)", hit.Name, errnoName(err))
+		} else {
+			sh.errorf("cannot execute %s: %s", hit.Name, errnoName(err))
+		}
 		return exitNotExec
 	}
 	err = cmd.Wait()

@@ -114,6 +114,9 @@ func TestExecExitCodesAndSignals(t *testing.T) {
 			t.Errorf("%q: exit %d (stderr %q), want %d", tc.args, r.code, r.stderr, tc.code)
 		}
 	}
+	// Executable bit but not a program: 126, the errno named.
+	os.WriteFile(filepath.Join(f.sys, "garbage"), []byte("\x00\x01 not a program"), 0o755)
+	f.tsh(t, agent, "", "garbage").check(t, 126, "", "tsh: cannot execute garbage: ENOEXEC\n")
 	// Plain output, inherited stdio: arguments and stdin reach the tool.
 	f.tsh(t, agent, "from stdin", "echoer", "a b", "").check(t, 0, "a b||from stdin", "")
 	// In the REPL a tool's status is the REPL's last status.
