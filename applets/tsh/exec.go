@@ -105,7 +105,7 @@ func (sh *Shell) runTool(name string, args []string) int {
 // (and the authority check) saw; it is then executed through that
 // descriptor, so a rename or symlink swap after the check cannot substitute
 // another program. argv[0] is the tool name, the tool's argv is args as
-// given, stdio is inherited and the environment is tool Environ. The exit
+// given, stdio is inherited and the environment is toolEnviron's. The exit
 // code is the tool's, or 128+N when signal N killed it.
 func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 	// O_PATH needs no read permission, so an execute-only tool still runs.
