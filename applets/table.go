@@ -15,6 +15,13 @@ func toolApplet(t *builtinTool) Applet {
 	return Applet{Name: t.Name, Tool: true, Run: func(e *Env, args []string) int { return runBuiltinTool(e, t, args) }}
 }
 
+// ownRunner makes the row of a tool implemented by its own applet (tsh,
+// tsh.config) that still needs the metadata bootstrap writes.
+func ownRunner(t *builtinTool, run func(*Env, []string) int) Applet {
+	builtinTools[t.Name] = t
+	return Applet{Name: t.Name, Tool: true, Run: run}
+}
+
 // The table is filled in init, not in a composite literal, because the ctx
 // applet lists the table and a literal would be an initialization cycle
 // (cmd/go fills its command list in init for the same reason).
@@ -31,6 +38,8 @@ func init() {
 		toolApplet(bashTool),
 		toolApplet(tmuxTool),
 		toolApplet(zellijTool),
+		ownRunner(tshTool, runTsh),
+		ownRunner(tshConfigTool, runTshConfig),
 	}
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 
@@ -44,6 +53,7 @@ func init() {
 		{"which", runWhich},
 		{"man", runMan},
 		{"policy", runPolicy},
+		{"tool", runCtxTool},
 		{"validate-name", runValidateName},
 	}
 	sort.Slice(ctxCommands, func(i, j int) bool { return ctxCommands[i].Name < ctxCommands[j].Name })
