@@ -2,9 +2,8 @@ package applets
 
 import (
 	"errors"
-	"io/fs"
-	"os"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
@@ -60,27 +59,12 @@ func loadAgent(e *Env, root fsops.Root, name string) (*policy.Agent, int, bool) 
 	if err := policy.ValidName(name); err != nil {
 		return nil, usageError(e, "agent %s", ptyterm.Escape(err.Error())), false
 	}
-	dir := root.AgentControl(name)
-	st, err := os.Lstat(dir)
+	a, err := authority.LoadAgent(root, name)
 	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fail(e, exitNotFound, "unknown agent %s (no %s)", name, ptyterm.Escape(dir)), false
+	case errors.Is(err, authority.ErrNoAgent):
+		return nil, fail(e, exitNotFound, "%s", ptyterm.Escape(err.Error())), false
 	case err != nil:
 		return nil, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
-	case !st.IsDir():
-		// A symlinked control directory is refused like a symlinked
-		// control file: the agent's authority is never read through one.
-		return nil, fail(e, exitUnavailable, "%s is not a directory (a %s)", ptyterm.Escape(dir), st.Mode().Type()), false
-	}
-	controls, err := fsops.ReadControls(dir, policy.AgentControlNames)
-	if err != nil {
-		return nil, fail(e, exitUnavailable, "agent %s: %s", name, ptyterm.Escape(err.Error())), false
-	}
-	a, err := policy.ParseAgent(name, controls)
-	if err != nil {
-		// The error starts with the control's file name, so prefixing the
-		// directory names the exact file: agent/coder.d/perm: line 1: ...
-		return nil, fail(e, exitUnavailable, "agent/%s.d/%s", name, ptyterm.Escape(err.Error())), false
 	}
 	return a, exitOK, true
 }

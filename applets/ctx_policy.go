@@ -6,12 +6,12 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
@@ -104,17 +104,13 @@ func runPolicyExplain(e *Env, args []string) int {
 	// are re-rooted as the sandbox plan re-roots them. The sandbox adds
 	// system directories and /workspace, which hold no tools or shared
 	// spaces.
-	view := policy.View{Mounts: []policy.Mount{{Source: root.Dir, Target: policy.SandboxRoot, ReadOnly: true}}}
-	for _, m := range a.Mounts {
-		m.Source = rerootABIPath(root, m.Source)
-		view.Mounts = append(view.Mounts, m)
-	}
+	view := authority.View(root, a)
 	var facts policy.Facts
 	switch obj.Class {
 	case policy.ClassTool:
-		facts = toolFacts(root, a, obj.Name)
+		facts, _ = authority.ToolFacts(root, a, obj.Name)
 	case policy.ClassShared:
-		facts.File = fileFacts(root.SharedDir(obj.Name))
+		facts.File = authority.FileFacts(root.SharedDir(obj.Name))
 	}
 	d := policy.Check(a, view, obj, perm, facts)
 	for _, v := range d.Verdicts {
@@ -130,53 +126,6 @@ func runPolicyExplain(e *Env, args []string) int {
 	}
 	fmt.Fprintf(e.Stdout, "decision: denied by %s (%s)\n", d.Layer, unix.ErrnoName(d.Errno))
 	return exitDenied
-}
-
-// rerootABIPath maps a path as the agent sees it (/ctx/...) to the host
-// path under root; paths outside /ctx are host paths already.
-func rerootABIPath(root fsops.Root, dir string) string {
-	if dir == policy.SandboxRoot {
-		return root.Dir
-	}
-	if rest, ok := strings.CutPrefix(dir, policy.SandboxRoot+"/"); ok {
-		return filepath.Join(root.Dir, rest)
-	}
-	return dir
-}
-
-// toolFacts finds tool name through the agent's tool path as CTX_PATH
-// lookup does, and reads its policy. A tool that is not found leaves File
-// nil, which the check refuses.
-func toolFacts(root fsops.Root, a *policy.Agent, name string) policy.Facts {
-	dirs := make([]string, len(a.Path))
-	for i, d := range a.Path {
-		dirs[i] = rerootABIPath(root, d)
-	}
-	hit, err := fsops.LookupTool(dirs, name)
-	if err != nil {
-		return policy.Facts{}
-	}
-	facts := policy.Facts{File: statFacts(hit.Path, hit.Info)}
-	data, err := fsops.ReadControl(filepath.Join(hit.ControlDir, "policy"))
-	if err != nil {
-		facts.ToolPolicyErr = err
-		return facts
-	}
-	facts.ToolPolicy, err = policy.ParsePolicy(data)
-	if err != nil {
-		// "policy: line 2: ..." becomes "/ctx/tool/T.d/policy: line 2: ...".
-		facts.ToolPolicyErr = errors.New(filepath.Join(hit.ControlDir, "policy") + strings.TrimPrefix(err.Error(), "policy"))
-	}
-	return facts
-}
-
-// fileFacts lstats path; nil when it does not exist or cannot be examined.
-func fileFacts(path string) *policy.FileFacts {
-	info, err := os.Lstat(path)
-	if err != nil {
-		return nil
-	}
-	return statFacts(path, info)
 }
 
 func statFacts(path string, info fs.FileInfo) *policy.FileFacts {

@@ -63,6 +63,7 @@ type toolError struct {
 	Errno syscall.Errno
 	Exit  int
 	Msg   string
+	Layer string // the authority layer that refused; empty for other failures
 }
 
 func (e *toolError) Error() string { return e.Msg }
@@ -115,11 +116,11 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 	}
 
 	err := func() error {
-		if code, layer, ok := authorizeTool(e, t.Name); !ok {
-			return &toolError{Errno: syscall.EACCES, Exit: code, Msg: "permission denied (" + layer + ")"}
+		if te := authorizeTool(e, t.Name); te != nil {
+			return te
 		}
 		if errs := runHooks(e, t.Name, "pre", "", nil); len(errs) > 0 {
-			return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Msg: "permission denied (hook): " + errs[0].Error()}
+			return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Layer: "hook", Msg: "permission denied (hook): " + errs[0].Error()}
 		}
 		call.args = args
 		if !t.Passthrough {
@@ -142,9 +143,9 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 		code = te.Exit
 		ev.Status = "error"
 		ev.Errno = errnoName(te.Errno)
-		if te.Errno == syscall.EACCES && strings.HasPrefix(te.Msg, "permission denied (") {
+		if te.Layer != "" {
 			ev.Status = "denied"
-			ev.Layer, _, _ = strings.Cut(strings.TrimPrefix(te.Msg, "permission denied ("), ")")
+			ev.Layer = te.Layer
 		}
 		if call.native {
 			frames.message(message.String())

@@ -88,7 +88,7 @@ func (sh *Shell) runTool(name string, args []string) int {
 		sh.errorf("cannot execute %s: no agent context; run it inside an agent sandbox (ctx agent start) or join one with ctx agent attach AGENT", name)
 		return exitUnavailable
 	}
-	if errno, layer, ok := authorize(sh.env, hit); !ok {
+	if errno, layer, ok := authorize(sh.env, sh.root, hit); !ok {
 		sh.errorf("cannot execute %s: %s (%s)", name, errno, layer)
 		return exitDenied
 	}

@@ -72,7 +72,7 @@ func TestExecArgvEnvDescriptors(t *testing.T) {
 	}
 
 	// Empty argv is passed as is; a closed CTX_RUN_FD is not passed on.
-	env = map[string]string{"CTX_AGENT": "coder", "CTX_RUN_FD": "999"}
+	env = map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1", "CTX_RUN_FD": "999"}
 	res = f.tsh(t, env, "", "tsh-probe")
 	rep = probeReport{}
 	json.Unmarshal([]byte(res.stdout), &rep)
@@ -95,7 +95,7 @@ func TestExecArgvEnvDescriptors(t *testing.T) {
 func TestExecExitCodesAndSignals(t *testing.T) {
 	withAuthorizer(t, allowAll)
 	f := newFixture(t)
-	agent := map[string]string{"CTX_AGENT": "coder"}
+	agent := map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}
 	f.script(t, f.sys, "code", `exit "$1"`)
 	f.script(t, f.sys, "killself", `kill -"$1" $$; sleep 5`)
 	f.script(t, f.sys, "echoer", `printf '%s|' "$@"; cat`)
@@ -133,7 +133,7 @@ func TestExecExecuteOnlyBinary(t *testing.T) {
 	p := filepath.Join(f.sys, "true")
 	os.WriteFile(p, b, 0o111)
 	os.Chmod(p, 0o111)
-	f.tsh(t, map[string]string{"CTX_AGENT": "coder"}, "", "true").check(t, 0, "", "")
+	f.tsh(t, map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}, "", "true").check(t, 0, "", "")
 }
 
 // The executable run is the inode that was looked up (and authorized):
@@ -233,7 +233,7 @@ func TestREPLSharesStdinWithTools(t *testing.T) {
 	// A tool's stdout must be a file for the output order to be exact.
 	outF, _ := os.CreateTemp(t.TempDir(), "out")
 	defer outF.Close()
-	e := &Env{Stdin: r, Stdout: outF, Stderr: &errb, Getenv: func(k string) string { return map[string]string{"CTX_AGENT": "coder"}[k] }}
+	e := &Env{Stdin: r, Stdout: outF, Stderr: &errb, Getenv: func(k string) string { return map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}[k] }}
 	code := Run(e, []string{"--root", f.root.Dir})
 	out.WriteString(readFile(t, outF.Name()))
 	want := "tool got: for the tool\n" + f.sys + "/readone\n"
@@ -249,7 +249,7 @@ func TestNeedsInputOnlyOnTerminal(t *testing.T) {
 	f := newFixture(t)
 	marker := filepath.Join(f.root.Dir, "ran")
 	f.script(t, f.sys, "fs.read", "touch "+marker)
-	f.tsh(t, map[string]string{"CTX_AGENT": "coder"}, "fs.read\n").check(t, 0, "", "")
+	f.tsh(t, map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}, "fs.read\n").check(t, 0, "", "")
 	if !exists(marker) {
 		t.Fatal("fs.read with empty argv did not run")
 	}
@@ -271,7 +271,7 @@ func BenchmarkOneShotOverhead(b *testing.B) {
 	}
 	tool := filepath.Join(root.ToolDir(), "true")
 	os.WriteFile(tool, bin, 0o755)
-	env := &Env{Getenv: func(k string) string { return map[string]string{"CTX_AGENT": "bench"}[k] }}
+	env := &Env{Getenv: func(k string) string { return map[string]string{"CTX_AGENT": "bench", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}[k] }}
 	var direct, viaTsh time.Duration
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
@@ -313,7 +313,7 @@ func BenchmarkOneShotProcess(b *testing.B) {
 		}
 		t1 := time.Now()
 		cmd := exec.Command(self, "--root", dir, "true")
-		cmd.Env = []string{"TSH_TEST_HELPER=1", "TSH_TEST_ALLOW=1", "CTX_AGENT=bench"}
+		cmd.Env = []string{"TSH_TEST_HELPER=1", "TSH_TEST_ALLOW=1", "CTX_AGENT=bench", "CTX_SESSION=default", "CTX_RUN_ID=r1"}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.Fatalf("tsh true: %v %s", err, out)
 		}

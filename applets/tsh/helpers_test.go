@@ -35,10 +35,10 @@ func TestMain(m *testing.M) {
 }
 
 // allowAll is the test-only authorizer.
-func allowAll(*Env, fsops.ToolHit) (string, string, bool) { return "", "", true }
+func allowAll(*Env, fsops.Root, fsops.ToolHit) (string, string, bool) { return "", "", true }
 
 // withAuthorizer installs a for the duration of the test.
-func withAuthorizer(t *testing.T, a func(*Env, fsops.ToolHit) (string, string, bool)) {
+func withAuthorizer(t *testing.T, a func(*Env, fsops.Root, fsops.ToolHit) (string, string, bool)) {
 	old := authorize
 	authorize = a
 	t.Cleanup(func() { authorize = old })

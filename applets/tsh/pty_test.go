@@ -286,7 +286,7 @@ func TestPTYToolRunsAndInterrupt(t *testing.T) {
 	f.script(t, f.sys, "sleeper", `echo sleeping; exec sleep 30`)
 	f.script(t, f.sys, "fs.read", "touch "+marker)
 	f.script(t, f.sys, "breaker", "stty raw -echo")
-	s := startTsh(t, f.root.Dir, 80, "TSH_TEST_ALLOW=1", "CTX_AGENT=coder")
+	s := startTsh(t, f.root.Dir, 80, "TSH_TEST_ALLOW=1", "CTX_AGENT=coder", "CTX_SESSION=default", "CTX_RUN_ID=r1")
 	s.expect(Prompt)
 	// A tool reading the terminal gets cooked-mode input (echo, line).
 	s.send("ask\r")
@@ -324,7 +324,7 @@ func TestPTYToolRunsAndInterrupt(t *testing.T) {
 func TestPTYInterruptStatus(t *testing.T) {
 	f := newFixture(t)
 	f.script(t, f.sys, "sleeper", `echo sleeping; exec sleep 30`)
-	s := startTsh(t, f.root.Dir, 80, "TSH_TEST_ALLOW=1", "CTX_AGENT=coder")
+	s := startTsh(t, f.root.Dir, 80, "TSH_TEST_ALLOW=1", "CTX_AGENT=coder", "CTX_SESSION=default", "CTX_RUN_ID=r1")
 	s.expect(Prompt)
 	s.send("sleeper\r")
 	s.expect("sleeping\r\n")

@@ -3,10 +3,9 @@ package tsh
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
-
-	"ctx/fsops"
 )
 
 const notFoundNope = "tsh: tool not found in CTX_PATH: nope\ntry: tools\n"
@@ -76,7 +75,7 @@ func TestToolHelp(t *testing.T) {
 		"required: path\n"
 	f.tsh(t, nil, "", "help", "fs.read").check(t, 0, want, "")
 	f.tsh(t, nil, "", "fs.read", "--help").check(t, 0, want, "")
-	f.tsh(t, map[string]string{"CTX_AGENT": "coder"}, "", "fs.read", "-h").check(t, 0, want, "")
+	f.tsh(t, map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}, "", "fs.read", "-h").check(t, 0, want, "")
 	if exists(filepath.Join(f.root.Dir, "ran")) {
 		t.Fatal("--help ran the tool")
 	}
@@ -221,23 +220,49 @@ func TestExecutionRefusedWithoutAgentContext(t *testing.T) {
 	}
 }
 
-func TestExecutionDeniedByIntegrationPoint(t *testing.T) {
+// writeAgent defines agent coder under the fixture root with the given
+// perm, policy and path, as bootstrap would.
+func (f *fixture) writeAgent(t *testing.T, perm, pol string) {
+	t.Helper()
+	d := f.root.AgentControl("coder")
+	uid := strconv.Itoa(os.Getuid())
+	for name, v := range map[string]string{"label": "coder_t\n", "perm": perm + "\n", "uid": uid + "\n",
+		"gid": strconv.Itoa(os.Getgid()) + "\n", "policy": pol, "path": f.sys + "\n" + f.user + "\n"} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, name), []byte(v), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestExecutionThroughTheAuthorityCheck runs the production authorizer
+// against a real agent definition: each refusing layer stops the tool
+// before it runs, and a tool that passes every layer runs.
+func TestExecutionThroughTheAuthorityCheck(t *testing.T) {
 	f := newFixture(t)
 	marker := filepath.Join(f.root.Dir, "marker")
 	f.script(t, f.sys, "shell.exec", "touch "+marker)
-	// The production authorizer, in an agent context: refused, never run.
-	agent := map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default"}
-	f.tsh(t, agent, "", "shell.exec", "pwd").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (authority-check)\n")
-	f.tsh(t, agent, "", "shell.exec").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (authority-check)\n")
-	f.tsh(t, agent, "shell.exec x\nexit\n").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (authority-check)\n")
-	if exists(marker) {
-		t.Fatal("a tool refused by the authority check ran")
-	}
-	// The refusal names the layer the authorizer reports.
-	withAuthorizer(t, func(*Env, fsops.ToolHit) (string, string, bool) { return "EACCES", "tool-policy", false })
+	agent := map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1", "CTX_ROOT": f.root.Dir, "CTX_PATH": f.sys}
+
+	// No definition of the agent at all: the context cannot be established.
+	f.tsh(t, agent, "", "shell.exec", "pwd").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (agent-context)\n")
+
+	f.writeAgent(t, "r--", "allow coder_t tool:shell.exec execute\n")
+	f.tsh(t, agent, "", "shell.exec", "pwd").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (perm)\n")
+	f.writeAgent(t, "rwx", "")
+	f.tsh(t, agent, "shell.exec x\nexit\n").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (agent-policy)\n")
+	f.writeAgent(t, "rwx", "allow coder_t tool:shell.exec execute\n")
 	f.tsh(t, agent, "", "shell.exec").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (tool-policy)\n")
 	if exists(marker) {
 		t.Fatal("a tool refused by the authority check ran")
+	}
+
+	f.control(t, f.sys, "shell.exec", "policy", "allow coder_t tool:shell.exec execute\n")
+	f.tsh(t, agent, "", "shell.exec").check(t, 0, "", "")
+	if !exists(marker) {
+		t.Fatal("a tool allowed by every layer did not run")
 	}
 }
 
@@ -249,7 +274,9 @@ func TestAgentContextDetection(t *testing.T) {
 	if agentContext(none) {
 		t.Fatal("agent context without CTX_AGENT or identity")
 	}
-	if !agentContext(&Env{Getenv: func(k string) string { return map[string]string{"CTX_AGENT": "coder"}[k] }}) {
+	if !agentContext(&Env{Getenv: func(k string) string {
+		return map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}[k]
+	}}) {
 		t.Fatal("CTX_AGENT not detected")
 	}
 	os.WriteFile(identityFile, []byte("agent=coder\n"), 0o444)

@@ -32,8 +32,8 @@ func TestToolPathPrecedence(t *testing.T) {
 		return ToolPath(&Env{Getenv: func(k string) string { return env[k] }}, f.root)
 	}
 	envPath := map[string]string{"CTX_PATH": "/env/a::rel:/env/b"}
-	agent := map[string]string{"CTX_AGENT": "coder", "CTX_PATH": "/agent/tool"}
-	agentNoPath := map[string]string{"CTX_AGENT": "coder"}
+	agent := map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1", "CTX_PATH": "/agent/tool"}
+	agentNoPath := map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}
 
 	// No .tshrc: process CTX_PATH (empty and relative parts dropped), else
 	// the default; the same inside an agent context.
@@ -141,7 +141,7 @@ func TestToolPathPrecedenceEndToEnd(t *testing.T) {
 	os.WriteFile(filepath.Join(f.home, ".tshrc"), []byte("CTX_PATH=/ctx/home/"+uid+"/tool:/ctx/tool\n"), 0o644)
 	envSys := map[string]string{"CTX_PATH": f.sys}
 	f.tsh(t, envSys, "", "which", "fs.read").check(t, 0, f.user+"/fs.read\n", "")
-	f.tsh(t, map[string]string{"CTX_PATH": f.sys, "CTX_AGENT": "coder"}, "", "which", "fs.read").check(t, 0, f.sys+"/fs.read\n", "")
+	f.tsh(t, map[string]string{"CTX_PATH": f.sys, "CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}, "", "which", "fs.read").check(t, 0, f.sys+"/fs.read\n", "")
 	os.WriteFile(filepath.Join(f.home, ".tshrc"), []byte("export CTX_PATH=/ctx/tool\n"), 0o644)
 	f.tsh(t, envSys, "", "which", "fs.read").check(t, 2, "",
 		"tsh: "+f.home+"/.tshrc: line 1: \"export\" is shell syntax; .tshrc is data: write CTX_PATH=DIR:DIR\n")
