@@ -8,11 +8,13 @@ import "sort"
 func init() {
 	table = []Applet{
 		{Name: "ctx", Run: runCtx},
+		{Name: "ctxmcp", Run: runCtxmcp},
 	}
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 
 	ctxCommands = []subcommand{
 		{"man", runMan},
+		{"object", runObject},
 		{"validate-name", runValidateName},
 	}
 	sort.Slice(ctxCommands, func(i, j int) bool { return ctxCommands[i].Name < ctxCommands[j].Name })

@@ -32,7 +32,7 @@ func TextBlock(text string) json.RawMessage {
 // Handler supplies a server's tools. Tools is asked on every tools/list (and
 // before every call, to find the tool): a tool removed or no longer
 // permitted disappears at once. Call runs one tool; ctx is cancelled when
-// the client closes its end (EOF on the server's input).
+// the client sends notifications/cancelled for that request.
 type Handler interface {
 	Tools() ([]ServedTool, error)
 	Call(ctx context.Context, tool ServedTool, arguments json.RawMessage) (ToolResult, error)
@@ -52,7 +52,9 @@ type ServeOptions struct {
 // ping, tools/list (paged, nextCursor) and tools/call; every other request
 // gets -32601 "Method not found" (clients probing newer methods, such as
 // server/discover, need an answer to fall back), and notifications are
-// ignored. Malformed frames get a -32700 or -32600 error with a null id.
+// ignored except notifications/cancelled, which cancels that call (and its
+// response is not sent). Malformed frames get a -32700 or -32600 error with
+// a null id. At EOF, calls still running are waited for and answered.
 func Serve(in io.Reader, out io.Writer, h Handler, opts ServeOptions) error {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 100
@@ -63,9 +65,7 @@ func Serve(in io.Reader, out io.Writer, h Handler, opts ServeOptions) error {
 	if opts.Name == "" {
 		opts.Name = "ctx"
 	}
-	s := &server{out: out, h: h, opts: opts, sem: make(chan struct{}, opts.MaxConcurrent)}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	s := &server{out: out, h: h, opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), inflight: map[string]context.CancelFunc{}}
 	r := bufio.NewReaderSize(in, 64<<10)
 	var err error
 	for {
@@ -81,10 +81,8 @@ func Serve(in io.Reader, out io.Writer, h Handler, opts ServeOptions) error {
 		if len(frame) == 0 {
 			continue
 		}
-		s.handle(ctx, frame)
+		s.handle(frame)
 	}
-	// The client is gone: calls still running have no one to answer to.
-	cancel()
 	s.wg.Wait()
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return s.writeErr
@@ -100,6 +98,8 @@ type server struct {
 	writeErr error
 	wg       sync.WaitGroup
 	sem      chan struct{}
+	imu      sync.Mutex
+	inflight map[string]context.CancelFunc // request id -> cancel, for tools/call
 }
 
 func (s *server) send(v any) {
@@ -125,7 +125,7 @@ func (s *server) replyError(id json.RawMessage, code int, msg string) {
 	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": &RPCError{Code: code, Message: msg}})
 }
 
-func (s *server) handle(ctx context.Context, frame []byte) {
+func (s *server) handle(frame []byte) {
 	var probe any
 	if err := json.Unmarshal(frame, &probe); err != nil {
 		s.replyError(nil, codeParseError, "Parse error")
@@ -141,8 +141,21 @@ func (s *server) handle(ctx context.Context, frame []byte) {
 		s.replyError(nil, codeInvalidRequest, "Invalid Request")
 		return
 	}
+	if m.isNotification() && m.Method == "notifications/cancelled" {
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil {
+			s.imu.Lock()
+			if cancel, ok := s.inflight[string(p.RequestID)]; ok {
+				cancel()
+			}
+			s.imu.Unlock()
+		}
+		return
+	}
 	if !m.isRequest() {
-		return // notifications, and responses to requests we never send
+		return // other notifications, and responses to requests we never send
 	}
 	switch m.Method {
 	case "initialize":
@@ -152,10 +165,21 @@ func (s *server) handle(ctx context.Context, frame []byte) {
 	case "tools/list":
 		s.list(m)
 	case "tools/call":
+		ctx, cancel := context.WithCancel(context.Background())
+		s.imu.Lock()
+		s.inflight[string(m.ID)] = cancel
+		s.imu.Unlock()
 		s.sem <- struct{}{}
 		s.wg.Add(1)
 		go func() {
-			defer func() { <-s.sem; s.wg.Done() }()
+			defer func() {
+				s.imu.Lock()
+				delete(s.inflight, string(m.ID))
+				s.imu.Unlock()
+				cancel()
+				<-s.sem
+				s.wg.Done()
+			}()
 			s.call(ctx, m)
 		}()
 	default:
@@ -254,6 +278,9 @@ func (s *server) call(ctx context.Context, m *message) {
 		return
 	}
 	res, err := s.h.Call(ctx, *tool, args)
+	if ctx.Err() != nil {
+		return // cancelled by the client: no response is expected
+	}
 	if err != nil {
 		s.replyError(m.ID, codeInternalError, err.Error())
 		return
