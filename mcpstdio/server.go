@@ -25,7 +25,10 @@ type ToolResult struct {
 
 // TextBlock returns a text content block.
 func TextBlock(text string) json.RawMessage {
-	b, _ := json.Marshal(map[string]string{"type": "text", "text": text})
+	b, _ := json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{"text", text})
 	return b
 }
 
