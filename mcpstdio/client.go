@@ -322,9 +322,12 @@ func (c *Client) answerServerRequest(m *message) {
 	_ = c.write(encodeFrame(reply)) // a failed write surfaces on the next request
 }
 
+// write sends one frame. A server that stops reading its input cannot
+// block us forever: the write has the request timeout as its deadline.
 func (c *Client) write(frame []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	_ = c.stdin.SetWriteDeadline(time.Now().Add(c.opts.RequestTimeout))
 	_, err := c.stdin.Write(frame)
 	return err
 }

@@ -312,3 +312,38 @@ func TestStartServerExitsAtOnce(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+func TestClientToolLimits(t *testing.T) {
+	for mode, want := range map[string]string{
+		"manytools": "tools/list: more than 1024 tools",
+		"endless":   "tools/list: more than 64 pages",
+	} {
+		srv, pids := fixtureServer(t, mode)
+		c, err := Start(mode, srv, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.ListTools()
+		c.Close()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", mode, err, want)
+		}
+		assertGone(t, pids, "server")
+	}
+}
+
+// A server that stops reading cannot block a large request forever.
+func TestClientWriteToDeafServer(t *testing.T) {
+	srv, pids := fixtureServer(t, "deaf")
+	c, err := Start("deaf", srv, Options{RequestTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := json.RawMessage(`{"message":"` + strings.Repeat("a", 900<<10) + `"}`)
+	_, err = c.CallTool("echo", big)
+	if err == nil || !strings.Contains(err.Error(), "tools/call") {
+		t.Fatalf("CallTool: %v", err)
+	}
+	c.Close()
+	assertGone(t, pids, "server")
+}

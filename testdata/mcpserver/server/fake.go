@@ -37,6 +37,9 @@ import (
 //	grandcrash    spawns a grandchild, then crashes during tools/call
 //	ignoreterm    ignores SIGTERM and stdin EOF (needs SIGKILL), otherwise good
 //	iserror       tools/call returns isError with text
+//	manytools     lists 1025 tools on one page
+//	endless       every tools/list page has a nextCursor
+//	deaf          answers initialize, then stops reading its input
 //
 // Every mode also answers a call of the unlisted tool env with its environment.
 func runFake(mode string) {
@@ -67,7 +70,7 @@ func runFake(mode string) {
 		}
 		if err != nil {
 			if mode == "ignoreterm" {
-				select {} // outlive stdin too: only SIGKILL ends this one
+				time.Sleep(time.Hour) // outlive stdin too: only SIGKILL ends this one
 			}
 			return
 		}
@@ -124,6 +127,9 @@ func (f *fake) handle(line []byte) {
 	case "initialize":
 		f.initialize(m)
 	case "notifications/initialized":
+		if f.mode == "deaf" {
+			time.Sleep(time.Hour) // never reads again
+		}
 		if f.mode == "ooo" {
 			f.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 		}
@@ -212,6 +218,13 @@ func (f *fake) toolsList(m msg) {
 	switch f.mode {
 	case "slow":
 		return
+	case "manytools":
+		for i := 0; i < 1025; i++ {
+			tools = append(tools, tool(fmt.Sprintf("t%d", i), "", map[string]any{"type": "object"}))
+		}
+	case "endless":
+		tools = []any{tool("p"+p.Cursor, "", map[string]any{"type": "object"})}
+		next = p.Cursor + "x"
 	case "dup":
 		tools = []any{tool("echo", "one", objectSchema), tool("echo", "two", objectSchema)}
 	case "badname":
