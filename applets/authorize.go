@@ -4,6 +4,7 @@ import (
 	"syscall"
 
 	"ctx/applets/authority"
+	"ctx/fsops"
 )
 
 // authorizeTool decides whether the current process may run tool name.
@@ -32,4 +33,30 @@ func authorizeTool(e *Env, name string) *toolError {
 	}
 	return &toolError{Errno: d.Errno, Exit: exit, Layer: string(d.Layer),
 		Msg: "permission denied (" + string(d.Layer) + "): " + d.Reason}
+}
+
+// toolVisibleTo decides whether ctxmcp serve lists (and so may run) the
+// tool at hit. Inside an agent context the server serves that agent's own
+// tools and no other agent's; on the host, --agent A serves what A may
+// execute; with neither, a person serves every tool CTX_PATH shows.
+func toolVisibleTo(e *Env, agent string, hit fsops.ToolHit) bool {
+	c, err := authority.CurrentCaller(e.Getenv)
+	if err != nil {
+		return false
+	}
+	if c.InAgent() {
+		if agent != "" && agent != c.Agent.Name {
+			return false
+		}
+		return authority.CheckHit(c.Root, c.Agent, hit).Allowed
+	}
+	if agent == "" {
+		return true
+	}
+	root := fsops.SelectRoot(e.Getenv("CTX_ROOT"), e.Getenv)
+	a, err := authority.LoadAgent(root, agent)
+	if err != nil {
+		return false
+	}
+	return authority.CheckHit(root, a, hit).Allowed
 }

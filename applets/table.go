@@ -40,6 +40,7 @@ func init() {
 		toolApplet(zellijTool),
 		ownRunner(tshTool, runTsh),
 		ownRunner(tshConfigTool, runTshConfig),
+		{Name: "ctxmcp", Run: runCtxmcp},
 	}
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 
@@ -54,6 +55,7 @@ func init() {
 		{"man", runMan},
 		{"policy", runPolicy},
 		{"tool", runCtxTool},
+		{"object", runObject},
 		{"validate-name", runValidateName},
 	}
 	sort.Slice(ctxCommands, func(i, j int) bool { return ctxCommands[i].Name < ctxCommands[j].Name })

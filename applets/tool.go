@@ -128,7 +128,7 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 			if err != nil {
 				return err
 			}
-			if err := validateToolInput(e, t, input); err != nil {
+			if err := validateBuiltinInput(e, t, input); err != nil {
 				return err
 			}
 			call.input = input

@@ -51,7 +51,7 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 	if len(args) > 1 {
 		return usageError(e, "expects one JSON object (as the argument or on stdin)")
 	}
-	text, err := toolInput(e, args)
+	text, err := tshConfigInput(e, args)
 	if err != nil {
 		return fail(e, exitUsage, "EINVAL: %v", err)
 	}
@@ -126,7 +126,7 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 // toolInput returns a tool's JSON input: the single argument, or stdin
 // when there is none and stdin is not a terminal (a terminal means the
 // empty input, not a wait for typing). Stdin is bounded by maxToolInput.
-func toolInput(e *Env, args []string) ([]byte, error) {
+func tshConfigInput(e *Env, args []string) ([]byte, error) {
 	if len(args) == 1 {
 		return []byte(args[0]), nil
 	}
