@@ -39,7 +39,7 @@ func authorizeTool(e *Env, name string) *toolError {
 // tool at hit. Inside an agent context the server serves that agent's own
 // tools and no other agent's; on the host, --agent A serves what A may
 // execute; with neither, a person serves every tool CTX_PATH shows.
-func toolVisibleTo(e *Env, agent string, hit fsops.ToolHit) bool {
+func toolVisibleTo(e *Env, root fsops.Root, agent string, hit fsops.ToolHit) bool {
 	c, err := authority.CurrentCaller(e.Getenv)
 	if err != nil {
 		return false
@@ -53,7 +53,6 @@ func toolVisibleTo(e *Env, agent string, hit fsops.ToolHit) bool {
 	if agent == "" {
 		return true
 	}
-	root := fsops.SelectRoot(e.Getenv("CTX_ROOT"), e.Getenv)
 	a, err := authority.LoadAgent(root, agent)
 	if err != nil {
 		return false

@@ -263,7 +263,7 @@ func ctxmcpServe(e *Env, args []string) int {
 	dirs := serveToolPath(e, root, agent)
 	tools := &mcpstdio.PathTools{
 		Dirs:    dirs,
-		Visible: func(hit fsops.ToolHit) bool { return toolVisibleTo(e, agent, hit) },
+		Visible: func(hit fsops.ToolHit) bool { return toolVisibleTo(e, root, agent, hit) },
 		Env:     serveToolEnv(e, root, agent, dirs),
 		Timeout: callTimeout,
 		Warn: func(format string, args ...any) {
