@@ -1,16 +1,61 @@
 package applets
 
+import (
+	"syscall"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+)
+
 // authorizeTool decides whether the current process may run tool name.
-// Outside an agent context (a human at a shell) it allows: the tool runs with
-// the caller's own Linux permissions and nothing more. Inside an agent
-// context it must run the full authority check.
-//
-// It returns the exit code and the refusing layer when denied.
-func authorizeTool(e *Env, name string) (code int, layer string, ok bool) {
-	if e.Getenv("CTX_AGENT") == "" {
-		return 0, "", true
+// Outside an agent context (a person at a shell) it allows: the tool runs
+// with the caller's own Linux permissions and nothing more. Inside one it
+// runs the full authority check, so executing /ctx/tool/NAME or
+// /mnt/tools/NAME directly is governed exactly like a call through tsh. A
+// context that exists but cannot be established (an unreadable identity, a
+// broken agent definition) refuses.
+func authorizeTool(e *Env, name string) *toolError {
+	c, err := authority.CurrentCaller(e.Getenv)
+	if err != nil {
+		return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Layer: "agent-context",
+			Msg: "permission denied (agent-context): " + err.Error()}
 	}
-	// The policy check is wired here once package policy provides it; until
-	// then an agent context is refused rather than trusted.
-	return exitDenied, "agent-policy", false
+	if !c.InAgent() {
+		return nil
+	}
+	d := authority.CheckTool(c.Root, c.Agent, name)
+	if d.Allowed {
+		return nil
+	}
+	exit := exitDenied
+	if d.Errno == syscall.EINVAL {
+		exit = exitUsage
+	}
+	return &toolError{Errno: d.Errno, Exit: exit, Layer: string(d.Layer),
+		Msg: "permission denied (" + string(d.Layer) + "): " + d.Reason}
+}
+
+// toolVisibleTo decides whether ctxmcp serve lists (and so may run) the
+// tool at hit. Inside an agent context the server serves that agent's own
+// tools and no other agent's; on the host, --agent A serves what A may
+// execute; with neither, a person serves every tool CTX_PATH shows.
+func toolVisibleTo(e *Env, root fsops.Root, agent string, hit fsops.ToolHit) bool {
+	c, err := authority.CurrentCaller(e.Getenv)
+	if err != nil {
+		return false
+	}
+	if c.InAgent() {
+		if agent != "" && agent != c.Agent.Name {
+			return false
+		}
+		return authority.CheckHit(c.Root, c.Agent, hit).Allowed
+	}
+	if agent == "" {
+		return true
+	}
+	a, err := authority.LoadAgent(root, agent)
+	if err != nil {
+		return false
+	}
+	return authority.CheckHit(root, a, hit).Allowed
 }

@@ -1,12 +1,12 @@
 package applets
 
 import (
-	"errors"
 	"fmt"
-	"os"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/fsops/queue"
+	"ctx/policy"
 	"ctx/ptyterm"
 )
 
@@ -46,37 +46,41 @@ func runShared(e *Env, args []string) int {
 	return exitOK
 }
 
-// sharedAgentIdentity is where `ctx agent start` puts a sandboxed run's
-// identity (policy.IdentityPath in the policy work).
-const sharedAgentIdentity = "/mnt/proc/identity"
-
-// inSharedAgentContext reports whether this process runs as an agent:
-// CTX_AGENT is set (iso=shared runs) or the sandbox identity file exists.
-func inSharedAgentContext(e *Env) bool {
-	if e.Getenv("CTX_AGENT") != "" {
-		return true
-	}
-	_, err := os.Lstat(sharedAgentIdentity)
-	return err == nil || !errors.Is(err, os.ErrNotExist)
-}
-
-// authorizeShared is the single integration point for the authority check
-// of shared spaces: may this process use space with perm ("read" or
-// "write")? It returns exitOK, or prints one line and returns exitDenied.
+// authorizeShared is the single authority check of shared spaces: may
+// this process use space with perm ("read" or "write")? It returns exitOK,
+// or prints one line naming the refusing layer and returns exitDenied.
 //
 // Outside an agent context (a person at a shell) only Linux permissions
-// apply; the kernel enforces them when the space is opened.
-//
-// Inside an agent context the check must run, in the seed's order: Linux
-// uid/gid and mode bits of shared/SPACE (the kernel, at open), mount
-// visibility of shared/SPACE in the agent's mount table, then policy v0
-// `allow SUBJECT shared:SPACE PERM` in agent/AGENT.d/policy. That check is
-// package policy's; until it is wired here an agent context is refused
-// rather than trusted.
+// apply, and the kernel enforces them when the space is opened. Inside one
+// (the sandbox identity file, or CTX_AGENT with CTX_SESSION and CTX_RUN_ID)
+// policy.Check runs the shared:SPACE layers in the seed's order: the
+// agent's uid/gid against the mode of shared/SPACE, its visibility (and
+// writability) in the agent's mount view, then `allow SUBJECT shared:SPACE
+// PERM` in agent/AGENT.d/policy. A context that cannot be established — an
+// unreadable identity, an unknown agent, or CTX_AGENT set without the rest
+// of an agent environment — refuses rather than runs unchecked.
 func authorizeShared(e *Env, root fsops.Root, space, perm string) int {
-	if !inSharedAgentContext(e) {
+	deny := func(layer, reason string) int {
+		return fail(e, exitDenied, "shared:%s %s: permission denied (%s): %s", space, perm, layer, ptyterm.Escape(reason))
+	}
+	c, err := authority.CurrentCaller(e.Getenv)
+	if err != nil {
+		return deny("agent-context", err.Error())
+	}
+	if !c.InAgent() {
+		if e.Getenv("CTX_AGENT") != "" {
+			return deny("agent-context", "CTX_AGENT is set without CTX_SESSION and CTX_RUN_ID")
+		}
 		return exitOK
 	}
-	return fail(e, exitDenied, "shared:%s %s: denied in an agent context (EACCES): the shared-space policy check is not available in this build",
-		space, perm)
+	p, err := policy.ParsePermission(policy.ClassShared, perm)
+	if err != nil {
+		return fail(e, exitInternal, "%v", err)
+	}
+	facts := policy.Facts{File: authority.FileFacts(root.SharedDir(space))}
+	d := policy.Check(c.Agent, authority.View(c.Root, c.Agent), policy.Object{Class: policy.ClassShared, Name: space}, p, facts)
+	if d.Allowed {
+		return exitOK
+	}
+	return deny(string(d.Layer), d.Reason)
 }

@@ -127,28 +127,30 @@ func exitStatus(state *os.ProcessState) int {
 }
 
 // cappedBuffer keeps the first limit bytes written to it and notes that more
-// were dropped; writes never fail, so the writer is never blocked.
+// were dropped; writes never fail, so the writer is never blocked. (It wraps
+// rather than embeds bytes.Buffer: an embedded ReadFrom would let io.Copy
+// bypass the limit.)
 type cappedBuffer struct {
-	bytes.Buffer
+	buf       bytes.Buffer
 	limit     int
 	truncated bool
 }
 
 func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.limit - b.Buffer.Len(); room < len(p) {
+	if room := b.limit - b.buf.Len(); room < len(p) {
 		if room > 0 {
-			b.Buffer.Write(p[:room])
+			b.buf.Write(p[:room])
 		}
 		b.truncated = true
 		return len(p), nil
 	}
-	return b.Buffer.Write(p)
+	return b.buf.Write(p)
 }
 
 // Bytes returns the kept output, with a marker line when some was dropped.
 func (b *cappedBuffer) Bytes() []byte {
 	if !b.truncated {
-		return b.Buffer.Bytes()
+		return b.buf.Bytes()
 	}
-	return append(b.Buffer.Bytes(), fmt.Sprintf("\n[truncated at %d bytes]\n", b.limit)...)
+	return append(b.buf.Bytes(), fmt.Sprintf("\n[truncated at %d bytes]\n", b.limit)...)
 }

@@ -1,6 +1,10 @@
 package applets
 
-import "sort"
+import (
+	"sort"
+
+	"ctx/fsops"
+)
 
 // builtinTools are the tools implemented inside ctx, by name.
 var builtinTools = map[string]*builtinTool{}
@@ -11,12 +15,20 @@ func toolApplet(t *builtinTool) Applet {
 	return Applet{Name: t.Name, Tool: true, Run: func(e *Env, args []string) int { return runBuiltinTool(e, t, args) }}
 }
 
+// ownRunner makes the row of a tool implemented by its own applet (tsh,
+// tsh.config) that still needs the metadata bootstrap writes.
+func ownRunner(t *builtinTool, run func(*Env, []string) int) Applet {
+	builtinTools[t.Name] = t
+	return Applet{Name: t.Name, Tool: true, Run: run}
+}
+
 // The table is filled in init, not in a composite literal, because the ctx
 // applet lists the table and a literal would be an initialization cycle
 // (cmd/go fills its command list in init for the same reason).
 func init() {
 	table = []Applet{
 		{Name: "ctx", Run: runCtx},
+		{Name: fsops.SandboxInitApplet, Run: runSandboxInit, Hidden: true},
 		toolApplet(fsReadTool),
 		toolApplet(fsListTool),
 		toolApplet(fsStatTool),
@@ -26,10 +38,14 @@ func init() {
 		toolApplet(bashTool),
 		toolApplet(tmuxTool),
 		toolApplet(zellijTool),
+		ownRunner(tshTool, runTsh),
+		ownRunner(tshConfigTool, runTshConfig),
+		{Name: "ctxmcp", Run: runCtxmcp},
 	}
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 
 	ctxCommands = []subcommand{
+		{"agent", runAgent},
 		{"bootstrap", runBootstrap},
 		{"cat", runCat},
 		{"doctor", runDoctor},
@@ -37,6 +53,9 @@ func init() {
 		{"set", runSet},
 		{"which", runWhich},
 		{"man", runMan},
+		{"policy", runPolicy},
+		{"tool", runCtxTool},
+		{"object", runObject},
 		{"queue", runQueue},
 		{"shared", runShared},
 		{"validate-name", runValidateName},

@@ -63,6 +63,7 @@ type toolError struct {
 	Errno syscall.Errno
 	Exit  int
 	Msg   string
+	Layer string // the authority layer that refused; empty for other failures
 }
 
 func (e *toolError) Error() string { return e.Msg }
@@ -115,8 +116,11 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 	}
 
 	err := func() error {
-		if code, layer, ok := authorizeTool(e, t.Name); !ok {
-			return &toolError{Errno: syscall.EACCES, Exit: code, Msg: "permission denied (" + layer + ")"}
+		if te := authorizeTool(e, t.Name); te != nil {
+			return te
+		}
+		if errs := runHooks(e, t.Name, "pre", "", nil); len(errs) > 0 {
+			return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Layer: "hook", Msg: "permission denied (hook): " + errs[0].Error()}
 		}
 		call.args = args
 		if !t.Passthrough {
@@ -124,7 +128,7 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 			if err != nil {
 				return err
 			}
-			if err := validateToolInput(e, t, input); err != nil {
+			if err := validateBuiltinInput(e, t, input); err != nil {
 				return err
 			}
 			call.input = input
@@ -139,9 +143,9 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 		code = te.Exit
 		ev.Status = "error"
 		ev.Errno = errnoName(te.Errno)
-		if te.Errno == syscall.EACCES && strings.HasPrefix(te.Msg, "permission denied (") {
+		if te.Layer != "" {
 			ev.Status = "denied"
-			ev.Layer = strings.TrimSuffix(strings.TrimPrefix(te.Msg, "permission denied ("), ")")
+			ev.Layer = te.Layer
 		}
 		if call.native {
 			frames.message(message.String())
@@ -153,6 +157,12 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 		frames.message(message.String())
 	}
 	frames.done(err == nil && code == 0)
+	if ev.Layer != "hook" {
+		for _, herr := range runHooks(e, t.Name, "post", ev.Status, &code) {
+			fmt.Fprintf(e.Stderr, "%s: warning: %v\n", t.Name, herr)
+			ev.Detail = herr.Error()
+		}
+	}
 	ev.Exit = &code
 	ev.DurMS = float64(time.Since(start).Microseconds()) / 1000
 	recordToolEvent(e, t.Name, ev)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
 )
 
@@ -18,7 +19,7 @@ func recordToolEvent(e *Env, name string, ev fsops.Event) {
 	ev.Run = e.Getenv("CTX_RUN_ID")
 	uid := os.Getuid()
 	ev.UID = &uid
-	if sendRunEvent(e, ev) {
+	if authority.Report(e.Getenv, ev) {
 		return
 	}
 	dir := toolControlDir(e, name)
@@ -28,10 +29,4 @@ func recordToolEvent(e *Env, name string, ev fsops.Event) {
 	if err := fsops.AppendEvent(filepath.Join(dir, "log"), ev); err != nil {
 		fmt.Fprintf(e.Stderr, "%s: warning: event not logged: %v\n", name, err)
 	}
-}
-
-// sendRunEvent hands the event to the run host over the run capability
-// (CTX_RUN_FD). It reports false when there is no run capability.
-func sendRunEvent(e *Env, ev fsops.Event) bool {
-	return false
 }

@@ -1,13 +1,13 @@
 package applets
 
 import (
-	"encoding/json"
 	"errors"
 	"io/fs"
 	"path/filepath"
 	"syscall"
 
 	"ctx/fsops"
+	"ctx/policy/schema"
 )
 
 // toolSchema returns the input schema of a tool: its schema control beside
@@ -42,31 +42,20 @@ func printToolSchema(e *Env, name string) int {
 	return exitOK
 }
 
-// validateToolInput checks input against the tool's schema control.
-func validateToolInput(e *Env, t *builtinTool, input map[string]any) error {
+// validateBuiltinInput checks a builtin tool's input against its schema
+// control (or, without one, the compiled-in schema). An unusable schema
+// control is the object's fault, not the caller's: EIO, exit 1.
+func validateBuiltinInput(e *Env, t *builtinTool, input map[string]any) error {
 	b, err := toolSchema(e, t)
 	if err != nil {
 		return toolErr(syscall.EIO, exitFailure, "schema: %v", err)
 	}
-	var s struct {
-		Required             []string                   `json:"required"`
-		Properties           map[string]json.RawMessage `json:"properties"`
-		AdditionalProperties *bool                      `json:"additionalProperties"`
-	}
-	if err := json.Unmarshal(b, &s); err != nil {
+	compiled, err := schema.Compile(b)
+	if err != nil {
 		return toolErr(syscall.EIO, exitFailure, "schema: %v", err)
 	}
-	for _, k := range s.Required {
-		if _, ok := input[k]; !ok {
-			return inputErr("input: missing required field %q", k)
-		}
-	}
-	if s.AdditionalProperties != nil && !*s.AdditionalProperties {
-		for k := range input {
-			if _, ok := s.Properties[k]; !ok {
-				return inputErr("input: unexpected field %q", k)
-			}
-		}
+	if err := compiled.Validate(input); err != nil {
+		return inputErr("input %v", err)
 	}
 	return nil
 }

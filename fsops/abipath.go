@@ -27,9 +27,7 @@ func (r Root) ResolveABIPath(p string) (string, error) {
 	}
 	rel = strings.Trim(rel, "/")
 	cur := r.Dir
-	if rel == "" || rel == "." {
-		return cur, nil
-	}
+	var comps []string
 	for _, c := range strings.Split(rel, "/") {
 		switch c {
 		case "", ".":
@@ -37,13 +35,15 @@ func (r Root) ResolveABIPath(p string) (string, error) {
 		case "..":
 			return "", &os.PathError{Op: "resolve", Path: p, Err: errnoError{syscall.EINVAL, `".." is not allowed in an ABI path`}}
 		}
+		comps = append(comps, c)
+	}
+	for i, c := range comps {
 		cur = filepath.Join(cur, c)
 		st, err := os.Lstat(cur)
 		if errors.Is(err, fs.ErrNotExist) {
 			// The rest may be created by the caller (ctx set); nothing below
 			// a missing component can be a symlink.
-			rest := strings.TrimPrefix(rel, r.RelPath(cur))
-			return filepath.Join(cur, filepath.FromSlash(strings.Trim(rest, "/"))), nil
+			return filepath.Join(append([]string{cur}, comps[i+1:]...)...), nil
 		}
 		if err != nil {
 			return "", err

@@ -26,7 +26,7 @@ var pages embed.FS
 var topicAliases = map[string]string{
 	"agent": "ctx.agent", "agents": "ctx.agent",
 	"tool": "ctx.tool", "tools": "ctx.tool",
-	"policy":  "ctx.tool",
+	"policy":  "ctx.policy",
 	"session": "ctx.session", "sessions": "ctx.session",
 	"ctx": "ctx.coreutils", "coreutils": "ctx.coreutils",
 	"root": "ctx.root-abi", "abi": "ctx.root-abi", "root-abi": "ctx.root-abi",

@@ -1,0 +1,88 @@
+package applets
+
+import (
+	"sort"
+	"strings"
+	"testing"
+
+	"ctx/manual"
+)
+
+func TestTableSortedAndUnique(t *testing.T) {
+	for i := 1; i < len(table); i++ {
+		if table[i-1].Name >= table[i].Name {
+			t.Errorf("applet table not sorted or duplicate: %q before %q", table[i-1].Name, table[i].Name)
+		}
+	}
+	for i := 1; i < len(ctxCommands); i++ {
+		if ctxCommands[i-1].Name >= ctxCommands[i].Name {
+			t.Errorf("ctx commands not sorted or duplicate: %q before %q", ctxCommands[i-1].Name, ctxCommands[i].Name)
+		}
+	}
+	for _, a := range table {
+		if _, ok := lookupCommand(a.Name); ok {
+			t.Errorf("%q is both an applet and a ctx command", a.Name)
+		}
+	}
+}
+
+// TestManualMatchesTable keeps the manual in step with the applet table: every
+// visible applet and every ctx command has a page with a synopsis, and every
+// page that is not a topic documents an applet or a command.
+func TestManualMatchesTable(t *testing.T) {
+	documented := map[string]bool{}
+	for _, name := range Names() {
+		documented[name+".md"] = true
+		if _, ok := manual.Synopsis(name); !ok {
+			t.Errorf("applet %s: no manual page with a SYNOPSIS block (manual/%s.md)", name, name)
+		}
+		if manual.Summary(name) == "" {
+			t.Errorf("applet %s: page title lacks \"# %s - summary\"", name, name)
+		}
+	}
+	for _, c := range CommandNames() {
+		page := "ctx-" + c
+		documented[page+".md"] = true
+		if _, ok := manual.Synopsis(page); !ok {
+			t.Errorf("ctx %s: no manual page with a SYNOPSIS block (manual/%s.md)", c, page)
+		}
+	}
+	for _, f := range manual.Files() {
+		if manual.IsTopic(f) || documented[f] {
+			continue
+		}
+		t.Errorf("manual/%s documents no applet or ctx command", f)
+	}
+	for _, a := range table {
+		if a.Tool {
+			if _, ok := builtinTools[a.Name]; !ok {
+				t.Errorf("tool applet %s has no builtin tool metadata (description, schema, cap)", a.Name)
+			}
+		}
+	}
+}
+
+func TestManualAliasesResolve(t *testing.T) {
+	for _, topic := range []string{"agent", "tool", "session", "ctx", "root", "model", "provider", "coreutils"} {
+		f, ok := manual.Resolve(topic)
+		if !ok {
+			t.Errorf("ctx man %s: no page", topic)
+			continue
+		}
+		if !strings.HasPrefix(f, "ctx.") {
+			t.Errorf("ctx man %s resolved to %s, want a ctx.* topic", topic, f)
+		}
+	}
+	for _, c := range CommandNames() {
+		if f, ok := manual.Resolve(c); !ok || f != "ctx-"+c+".md" && !manual.IsTopic(f) {
+			t.Errorf("ctx man %s resolved to %q", c, f)
+		}
+	}
+}
+
+func TestToolNamesSorted(t *testing.T) {
+	names := ToolNames()
+	if !sort.StringsAreSorted(names) || len(names) == 0 {
+		t.Fatalf("ToolNames() = %v", names)
+	}
+}

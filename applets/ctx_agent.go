@@ -1,0 +1,70 @@
+package applets
+
+import (
+	"errors"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// agentVerbs are the verbs of `ctx agent VERB`, one file each
+// (ctx_agent_VERB.go), documented together in manual/ctx-agent.md.
+var agentVerbs = []subcommand{
+	{"env", runAgentEnv},
+}
+
+// runAgent is `ctx agent VERB ARGS`.
+func runAgent(e *Env, args []string) int {
+	return runVerb(e, "ctx-agent", agentVerbs, args)
+}
+
+// runVerb dispatches `ctx CMD VERB ARGS` to one of verbs. An unknown or
+// missing verb is a usage error; `ctx CMD VERB --help` prints the command's
+// synopsis (page).
+func runVerb(e *Env, page string, verbs []subcommand, args []string) int {
+	if len(args) == 0 {
+		return usageError(e, "missing verb (%s)", verbNames(verbs))
+	}
+	for _, v := range verbs {
+		if v.Name != args[0] {
+			continue
+		}
+		e.Name += " " + v.Name
+		if len(args) == 2 && (args[1] == "--help" || args[1] == "-h") {
+			return printHelp(e, page)
+		}
+		return v.Run(e, args[1:])
+	}
+	return usageError(e, "unknown verb %s (%s)", ptyterm.Escape(args[0]), verbNames(verbs))
+}
+
+func verbNames(verbs []subcommand) string {
+	s := ""
+	for i, v := range verbs {
+		if i > 0 {
+			s += ", "
+		}
+		s += v.Name
+	}
+	return s
+}
+
+// loadAgent reads and parses agent/NAME.d/ under root. On failure it has
+// printed the error and returns the exit code: 2 for an invalid name, 127
+// when the agent does not exist, 69 when its control directory cannot be
+// read safely or holds invalid controls.
+func loadAgent(e *Env, root fsops.Root, name string) (*policy.Agent, int, bool) {
+	if err := policy.ValidName(name); err != nil {
+		return nil, usageError(e, "agent %s", ptyterm.Escape(err.Error())), false
+	}
+	a, err := authority.LoadAgent(root, name)
+	switch {
+	case errors.Is(err, authority.ErrNoAgent):
+		return nil, fail(e, exitNotFound, "%s", ptyterm.Escape(err.Error())), false
+	case err != nil:
+		return nil, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
+	}
+	return a, exitOK, true
+}

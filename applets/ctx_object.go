@@ -1,0 +1,94 @@
+package applets
+
+import (
+	"fmt"
+	"os"
+
+	"ctx/fsops"
+	"ctx/fsops/object"
+	"ctx/ptyterm"
+)
+
+// runObject is `ctx object check|install|inspect|uninstall`.
+func runObject(e *Env, args []string) int {
+	if len(args) == 0 {
+		return usageError(e, "missing verb: check, install, inspect or uninstall")
+	}
+	verb, args := args[0], args[1:]
+	var rootFlag, source, tier string
+	var yes bool
+	f := newFlags()
+	minPos, maxPos := 2, 2
+	switch verb {
+	case "check":
+		minPos, maxPos = 1, 1
+	case "install":
+		minPos, maxPos = 1, 1
+		fallthrough
+	case "inspect", "uninstall":
+		f.String("root", &rootFlag)
+		f.String("source", &source)
+		f.String("tier", &tier)
+		if verb == "uninstall" {
+			f.Bool("yes", &yes)
+		}
+	default:
+		return usageError(e, "unknown verb %q (want check, install, inspect or uninstall)", verb)
+	}
+	pos, code, ok := parseArgs(e, f, args, minPos, maxPos)
+	if !ok {
+		return code
+	}
+	if verb == "check" {
+		m, err := object.Check(pos[0])
+		if err != nil {
+			return objectFail(e, err)
+		}
+		fmt.Fprintf(e.Stdout, "valid %s/%s\n", m.Class, m.Name)
+		return exitOK
+	}
+	if tier == "" {
+		tier = "user"
+	}
+	if tier != "user" && tier != "system" {
+		return usageError(e, "--tier %q is not user or system", ptyterm.Escape(tier))
+	}
+	if source == "" {
+		// On disk the /ctx tree is the store (DESIGN §4): --source
+		// defaults to the selected root.
+		source = fsops.SelectRoot(rootFlag, e.Getenv).Dir
+	}
+	t := object.Target{Source: source, Tier: tier, UID: os.Geteuid()}
+	var (
+		ins  *object.Installed
+		err  error
+		word = "installed"
+	)
+	switch verb {
+	case "install":
+		ins, err = object.Install(pos[0], t)
+	case "inspect":
+		ins, err = object.Inspect(t, pos[0], pos[1])
+	case "uninstall":
+		ins, err = object.Uninstall(t, pos[0], pos[1], yes)
+		word = "would-uninstall"
+		if yes {
+			word = "uninstalled"
+		}
+	}
+	if err != nil {
+		return objectFail(e, err)
+	}
+	fmt.Fprintf(e.Stdout, "%s %s\n", word, ins.Describe())
+	return exitOK
+}
+
+// objectFail reports a lifecycle error: 2 for invalid input, 69 for
+// conflicts and unavailable objects.
+func objectFail(e *Env, err error) int {
+	code := exitUnavailable
+	if object.KindOf(err) == object.Invalid {
+		code = exitUsage
+	}
+	return fail(e, code, "%s", ptyterm.Escape(err.Error()))
+}

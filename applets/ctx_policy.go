@@ -1,0 +1,137 @@
+package applets
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// policyVerbs are the verbs of `ctx policy VERB`.
+var policyVerbs = []subcommand{
+	{"check", runPolicyCheck},
+	{"explain", runPolicyExplain},
+}
+
+// runPolicy is `ctx policy VERB ARGS`.
+func runPolicy(e *Env, args []string) int {
+	return runVerb(e, "ctx-policy", policyVerbs, args)
+}
+
+// runPolicyCheck is `ctx policy check FILE`: it parses FILE as a policy
+// file (read like a control: regular, not through a symlink, at most
+// 64 KiB; "-" reads standard input) and prints "valid N rules", or the
+// first error with its line (exit 2).
+func runPolicyCheck(e *Env, args []string) int {
+	pos, code, ok := parseArgs(e, newFlags(), args, 1, 1)
+	if !ok {
+		return code
+	}
+	file := pos[0]
+	var data []byte
+	var err error
+	if file == "-" {
+		data, err = io.ReadAll(io.LimitReader(e.Stdin, fsops.ControlLimit+1))
+		if err == nil && len(data) > fsops.ControlLimit {
+			err = &os.PathError{Op: "read", Path: "-", Err: syscall.EFBIG}
+		}
+	} else {
+		data, err = fsops.ReadControl(file)
+	}
+	if err != nil {
+		return fail(e, exitFailure, "%s", describeIOError(err))
+	}
+	p, err := policy.ParsePolicy(data)
+	if err != nil {
+		var ce *policy.ControlError
+		if errors.As(err, &ce) {
+			// The file name replaces the control name "policy".
+			return fail(e, exitUsage, "%s", ptyterm.Escape(file+strings.TrimPrefix(ce.Error(), ce.Control)))
+		}
+		return fail(e, exitUsage, "%s: %s", ptyterm.Escape(file), ptyterm.Escape(err.Error()))
+	}
+	fmt.Fprintf(e.Stdout, "valid %d rules\n", p.Len())
+	return exitOK
+}
+
+// describeIOError renders a read error with its errno name.
+func describeIOError(err error) string {
+	msg := ptyterm.Escape(err.Error())
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		msg += " (" + unix.ErrnoName(errno) + ")"
+	}
+	return msg
+}
+
+// runPolicyExplain is `ctx policy explain [--root DIR] AGENT CLASS:NAME
+// PERM`: it runs the authority check for the agent as ctx would and prints
+// every layer's verdict, then the decision. Exit 0 allowed, 13 denied, 2
+// bad input, 127 unknown agent, 69 agent controls unusable.
+func runPolicyExplain(e *Env, args []string) int {
+	var rootFlag string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	pos, code, ok := parseArgs(e, f, args, 3, 3)
+	if !ok {
+		return code
+	}
+	obj, err := policy.ParseObject(pos[1])
+	if err != nil {
+		return usageError(e, "%s (EINVAL)", ptyterm.Escape(err.Error()))
+	}
+	perm, err := policy.ParsePermission(obj.Class, pos[2])
+	if err != nil {
+		return usageError(e, "%s (EINVAL)", ptyterm.Escape(err.Error()))
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	a, code, ok := loadAgent(e, root, pos[0])
+	if !ok {
+		return code
+	}
+	// The view explain can know from the host: the /ctx tree itself,
+	// read-only, then the agent's own mount control, whose /ctx/... sources
+	// are re-rooted as the sandbox plan re-roots them. The sandbox adds
+	// system directories and /workspace, which hold no tools or shared
+	// spaces.
+	view := authority.View(root, a)
+	var facts policy.Facts
+	switch obj.Class {
+	case policy.ClassTool:
+		facts, _ = authority.ToolFacts(root, a, obj.Name)
+	case policy.ClassShared:
+		facts.File = authority.FileFacts(root.SharedDir(obj.Name))
+	}
+	d := policy.Check(a, view, obj, perm, facts)
+	for _, v := range d.Verdicts {
+		verdict := "allowed"
+		if !v.Allowed {
+			verdict = "refused"
+		}
+		fmt.Fprintf(e.Stdout, "%s: %s: %s\n", v.Layer, verdict, ptyterm.Escape(v.Reason))
+	}
+	if d.Allowed {
+		fmt.Fprintln(e.Stdout, "decision: allowed")
+		return exitOK
+	}
+	fmt.Fprintf(e.Stdout, "decision: denied by %s (%s)\n", d.Layer, unix.ErrnoName(d.Errno))
+	return exitDenied
+}
+
+func statFacts(path string, info fs.FileInfo) *policy.FileFacts {
+	ff := &policy.FileFacts{Path: path, Mode: info.Mode()}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		ff.UID, ff.GID = st.Uid, st.Gid
+	}
+	return ff
+}

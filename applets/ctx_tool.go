@@ -1,0 +1,65 @@
+package applets
+
+import (
+	"errors"
+	"strings"
+	"syscall"
+
+	"ctx/applets/tsh"
+	"ctx/fsops"
+	"ctx/ptyterm"
+)
+
+// safeCoreTools are the only tools `ctx tool` runs directly: implemented
+// inside ctx and bearing no authority beyond the caller's own file
+// permissions. Running any other tool straight from CTX_PATH would skip the
+// agent and tool authorization stack, so fs.write, shell.exec and every
+// ordinary tool are refused.
+var safeCoreTools = map[string]func(e *Env, root fsops.Root, args []string) int{
+	"tsh.config": tshConfig,
+}
+
+// runCtxTool is `ctx tool [--root DIR] NAME [ARG...]`. Options come before
+// NAME; everything after NAME is the tool's.
+func runCtxTool(e *Env, args []string) int {
+	rootFlag := ""
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		a := args[0]
+		if a == "--" {
+			args = args[1:]
+			break
+		}
+		if a == "--root" {
+			if len(args) < 2 {
+				return usageError(e, "option --root needs a directory")
+			}
+			rootFlag, args = args[1], args[2:]
+		} else if v, ok := strings.CutPrefix(a, "--root="); ok {
+			rootFlag, args = v, args[1:]
+		} else {
+			return usageError(e, "unknown option %s", ptyterm.Escape(a))
+		}
+	}
+	if len(args) == 0 {
+		return usageError(e, "missing tool NAME")
+	}
+	name := args[0]
+	run, ok := safeCoreTools[name]
+	if !ok {
+		return fail(e, exitUnavailable, "refusing %s: only safe core tools implemented inside ctx (tsh.config) run directly; run other tools through tsh inside an agent context (ctx agent start)", ptyterm.Escape(name))
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	dirs, err := tsh.ToolPath(tshEnv(e), root)
+	if err != nil {
+		return fail(e, exitUsage, "%s", ptyterm.Escape(err.Error()))
+	}
+	if _, err := fsops.LookupTool(dirs, name); err != nil {
+		if errors.Is(err, syscall.ENOENT) {
+			return fail(e, exitNotFound, "tool not found in CTX_PATH: %s", name)
+		}
+		return fail(e, exitFailure, "%s", ptyterm.Escape(err.Error()))
+	}
+	te := *e
+	te.Name = name
+	return run(&te, root, args[1:])
+}

@@ -1,0 +1,98 @@
+package applets
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+)
+
+// Hook bounds: a hook gets 5 seconds and its output is kept to 64 KiB (and
+// then discarded: hooks decide, they do not talk to the caller).
+const (
+	hookTimeout   = 5 * time.Second
+	maxHookOutput = 64 << 10
+)
+
+// hookInput is the one metadata-only JSON line a hook reads on stdin. It
+// never carries the tool's input or output.
+type hookInput struct {
+	ABI     string `json:"abi"`
+	Phase   string `json:"phase"`
+	Tool    string `json:"tool"`
+	Agent   string `json:"agent"`
+	Session string `json:"session"`
+	Run     string `json:"run"`
+	Status  string `json:"status,omitempty"`
+	Exit    *int   `json:"exit,omitempty"`
+}
+
+// toolHooks lists the runnable hooks of a phase in lexical order. Symlinks
+// and files without an execute bit are skipped (ctx doctor reports them).
+func toolHooks(controlDir, phase string) []string {
+	if controlDir == "" {
+		return nil
+	}
+	dir := filepath.Join(controlDir, "hooks", phase+".d")
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, en := range entries {
+		info, err := en.Info()
+		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+			continue
+		}
+		out = append(out, filepath.Join(dir, en.Name()))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// runHooks runs the hooks of one phase. For "pre" the first failing hook
+// stops the call and is returned; "post" failures are collected.
+func runHooks(e *Env, tool, phase string, status string, exit *int) []error {
+	hooks := toolHooks(toolControlDir(e, tool), phase)
+	if len(hooks) == 0 {
+		return nil
+	}
+	in, _ := json.Marshal(hookInput{ABI: "ctx.hook/v1", Phase: phase, Tool: tool,
+		Agent: e.Getenv("CTX_AGENT"), Session: e.Getenv("CTX_SESSION"), Run: e.Getenv("CTX_RUN_ID"),
+		Status: status, Exit: exit})
+	var errs []error
+	for _, h := range hooks {
+		if err := runHook(h, append(in, '\n')); err != nil {
+			errs = append(errs, fmt.Errorf("hook %s: %w", filepath.Base(h), err))
+			if phase == "pre" {
+				break
+			}
+		}
+	}
+	return errs
+}
+
+func runHook(path string, input []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path)
+	cmd.Env = []string{"PATH=/usr/bin:/bin"}
+	cmd.Stdin = bytes.NewReader(input)
+	var out cappedBuffer
+	out.limit = maxHookOutput
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return fmt.Errorf("timed out after %s", hookTimeout)
+	}
+	return err
+}

@@ -1,0 +1,260 @@
+package tsh
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+)
+
+// cachedTool is what the path cache holds for a name: the lookup hit and
+// the index of the CTX_PATH directory it came from.
+type cachedTool struct {
+	hit  fsops.ToolHit
+	tier int
+}
+
+// resolve finds name through CTX_PATH, using the path cache. A cached hit
+// is used only if it is still exactly what a fresh lookup would return:
+// the file is the same inode and still a regular executable (lstat, no
+// symlink followed), and no earlier CTX_PATH directory has gained a tool
+// of that name. Otherwise the entry is stale and a fresh lookup replaces it.
+func (sh *Shell) resolve(name string) (fsops.ToolHit, error) {
+	if c, ok := sh.cache.Peek(name); ok {
+		if sh.stillValid(name, c) {
+			sh.cache.Access(name, c)
+			return c.hit, nil
+		}
+		sh.cache.Remove(name)
+	}
+	hit, err := fsops.LookupTool(sh.dirs, name)
+	if err != nil {
+		return hit, err
+	}
+	tier := 0
+	for i, d := range sh.dirs {
+		if d == hit.Dir {
+			tier = i
+			break
+		}
+	}
+	sh.cache.Access(name, cachedTool{hit, tier})
+	return hit, nil
+}
+
+func (sh *Shell) stillValid(name string, c cachedTool) bool {
+	for _, d := range sh.dirs[:c.tier] {
+		if st, err := os.Lstat(filepath.Join(d, name)); err == nil && isExecutableFile(st) {
+			return false
+		}
+	}
+	st, err := os.Lstat(c.hit.Path)
+	return err == nil && isExecutableFile(st) && sameFile(st, c.hit.Info)
+}
+
+func isExecutableFile(st fs.FileInfo) bool {
+	return st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+func sameFile(a, b fs.FileInfo) bool {
+	sa, ok1 := a.Sys().(*syscall.Stat_t)
+	sb, ok2 := b.Sys().(*syscall.Stat_t)
+	return ok1 && ok2 && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+// needsInput are the tools whose CLI reads its input from stdin when given
+// no arguments. In the interactive REPL, where stdin is the terminal tsh
+// reads commands from, running one of them bare would look like a hang.
+var needsInput = map[string]bool{"fs.read": true, "fs.write": true, "shell.exec": true}
+
+// runTool runs a tool: resolve, help, context, authority, then exec.
+func (sh *Shell) runTool(name string, args []string) int {
+	hit, err := sh.resolve(name)
+	if err != nil {
+		return sh.notFound(name, err, exitNotFound)
+	}
+	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
+		return sh.printToolHelp(hit)
+	}
+	if !agentContext(sh.env) {
+		sh.errorf("cannot execute %s: no agent context; run it inside an agent sandbox (ctx agent start) or join one with ctx agent attach AGENT", name)
+		return exitUnavailable
+	}
+	if errno, layer, ok := authorize(sh.env, sh.root, hit); !ok {
+		sh.errorf("cannot execute %s: %s (%s)", name, errno, layer)
+		return exitDenied
+	}
+	if sh.interactive && len(args) == 0 && needsInput[name] && isTerminal(sh.env.Stdin) {
+		sh.errorf("%s needs input; pass arguments instead of leaving stdin open (see: help %s)", name, name)
+		return exitUsage
+	}
+	sh.loaded.Touch(name)
+	return sh.execTool(hit, args)
+}
+
+// execTool runs an authorized hit and waits for it. The executable is
+// opened without following symlinks and must still be the inode the lookup
+// (and the authority check) saw; it is then executed through that
+// descriptor, so a rename or symlink swap after the check cannot substitute
+// another program. argv[0] is the tool name, the tool's argv is args as
+// given, stdio is inherited and the environment is toolEnviron's. The exit
+// code is the tool's, or 128+N when signal N killed it.
+func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
+	// O_PATH needs no read permission, so an execute-only tool still runs.
+	fd, err := unix.Open(hit.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		sh.errorf("cannot execute %s: open %s: %s", hit.Name, hit.Path, errnoName(err))
+		return exitNotExec
+	}
+	exe := os.NewFile(uintptr(fd), hit.Path)
+	defer exe.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		sh.errorf("cannot execute %s: stat %s: %s", hit.Name, hit.Path, errnoName(err))
+		return exitNotExec
+	}
+	want, _ := hit.Info.Sys().(*syscall.Stat_t)
+	if want == nil || st.Dev != want.Dev || st.Ino != want.Ino || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
+		sh.errorf("cannot execute %s: %s changed after lookup", hit.Name, hit.Path)
+		return exitNotExec
+	}
+
+	// Child descriptors: 0-2 are ours, CTX_RUN_FD keeps its number, and the
+	// executable goes in the first free slot after them. Slots left nil are
+	// closed in the child.
+	var extra []*os.File
+	env := toolEnviron(sh.env, sh.root, sh.dirs, hit)
+	if runFD, ok := runCapability(sh.env); ok {
+		dup, err := unix.FcntlInt(uintptr(runFD), unix.F_DUPFD_CLOEXEC, 3)
+		if err == nil {
+			f := os.NewFile(uintptr(dup), "run-capability")
+			defer f.Close()
+			extra = make([]*os.File, runFD-3+1)
+			extra[runFD-3] = f
+			env = append(env, "CTX_RUN_FD="+strconv.Itoa(runFD))
+		}
+	}
+	exeSlot := 3 + len(extra)
+	extra = append(extra, exe)
+
+	cmd := &exec.Cmd{
+		// The kernel resolves /proc/self/fd/N in the child to the opened
+		// inode. The descriptor stays open in the tool (dup2 clears
+		// close-on-exec), which an interpreter needs to read a #! script.
+		Path:       "/proc/self/fd/" + strconv.Itoa(exeSlot),
+		Args:       append([]string{hit.Name}, args...),
+		Env:        env,
+		Stdin:      sh.env.Stdin,
+		Stdout:     sh.env.Stdout,
+		Stderr:     sh.env.Stderr,
+		ExtraFiles: extra,
+	}
+	// While the tool runs, a terminal's ^C or ^\ is for the tool. Catching
+	// (not ignoring) the signals keeps tsh alive; caught signals revert to
+	// the default in the child at exec, ignored ones would be inherited.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGQUIT)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		if _, perr := os.Stat("/proc/self/fd"); perr != nil {
+			sh.errorf("cannot execute %s: %s (tools are executed through /proc/self/fd; is /proc mounted?)", hit.Name, errnoName(err))
+		} else {
+			sh.errorf("cannot execute %s: %s", hit.Name, errnoName(err))
+		}
+		return exitNotExec
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		sh.errorf("%s: %v", hit.Name, err)
+		return exitNotExec
+	}
+	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return cmd.ProcessState.ExitCode()
+}
+
+// toolEnvKeys are the variables a tool inherits from tsh's environment
+// (the agent's environment); everything else is cleared. CTX_RUN_FD is
+// added separately, only when its descriptor is really open.
+var toolEnvKeys = []string{
+	"CTX_HOME", "CTX_AGENT", "CTX_AGENT_SUBJECT", "CTX_SESSION", "CTX_RUN_ID",
+	"HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG",
+}
+
+// toolEnviron builds a tool's environment: the allowlisted variables that
+// are set, CTX_ROOT (the root tsh used), CTX_PATH (the process value, or
+// the default tsh used when it was unset), CTX_TOOL_MODE=cli,
+// CTX_AUTHORIZED_OBJECT (the executable's path) and PATH=/usr/bin:/bin.
+func toolEnviron(e *Env, root fsops.Root, dirs []string, hit fsops.ToolHit) []string {
+	env := []string{"CTX_ROOT=" + root.Dir}
+	for _, k := range toolEnvKeys {
+		if v := e.Getenv(k); v != "" {
+			env = append(env, k+"="+v)
+		}
+	}
+	ctxPath := e.Getenv("CTX_PATH")
+	if ctxPath == "" {
+		ctxPath = joinPath(dirs)
+	}
+	return append(env,
+		"CTX_PATH="+ctxPath,
+		"CTX_TOOL_MODE=cli",
+		"CTX_AUTHORIZED_OBJECT="+hit.Path,
+		"PATH=/usr/bin:/bin",
+	)
+}
+
+// runCapability returns CTX_RUN_FD when it names an open descriptor above
+// stderr.
+func runCapability(e *Env) (int, bool) {
+	v := e.Getenv("CTX_RUN_FD")
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 3 || strconv.Itoa(n) != v || n > 1<<16 {
+		return 0, false
+	}
+	_, err = unix.FcntlInt(uintptr(n), unix.F_GETFD, 0)
+	return n, err == nil
+}
+
+func joinPath(dirs []string) string {
+	s := ""
+	for i, d := range dirs {
+		if i > 0 {
+			s += ":"
+		}
+		s += d
+	}
+	return s
+}
+
+// errnoName reports an error as its errno name (EACCES) when it has one.
+func errnoName(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if name := unix.ErrnoName(errno); name != "" {
+			return name
+		}
+	}
+	return err.Error()
+}
+
+// isTerminal reports whether r is a file open on a terminal.
+func isTerminal(r any) bool {
+	f, ok := r.(*os.File)
+	if !ok {
+		return false
+	}
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
+}

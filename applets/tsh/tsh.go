@@ -1,0 +1,209 @@
+// Package tsh is the tool shell: the one terminal capability an agent gets.
+// It is not a host shell. It resolves the first word of a command only
+// through CTX_PATH (never PATH, never the current directory) and runs only
+// the tool object found there, with argv preserved and stdio inherited.
+// Around that it offers a few builtins to discover tools and to keep their
+// metadata in a per-process context (load, pin), a W-TinyLFU cache of
+// resolved paths, and an interactive REPL with a small line editor.
+//
+// Executing a tool needs an agent context (see agentContext) and passes the
+// authority check in authorize.go; a standalone human tsh lists and
+// inspects but never executes.
+//
+// A Shell is not safe for concurrent use: one tsh process runs one.
+package tsh
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// Env is the I/O and environment tsh runs with (the applet adapter fills
+// it from the applet's Env). Stdin, Stdout and Stderr are handed to tools
+// as they are, so they should be the process's *os.File values.
+type Env struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// Exit codes of tsh itself; a tool's own exit code is passed through.
+const (
+	exitOK          = 0
+	exitFailure     = 1   // a builtin failed (which: not found, unload: pinned)
+	exitUsage       = 2   // bad arguments, a bad REPL line, a bad .tshrc or config
+	exitDenied      = 13  // the authority check refused the tool (EACCES)
+	exitUnavailable = 69  // no agent context
+	exitNotExec     = 126 // found, but could not be executed
+	exitNotFound    = 127 // no such tool in CTX_PATH
+)
+
+// Shell is the state of one tsh process.
+type Shell struct {
+	env    *Env
+	root   fsops.Root
+	dirs   []string // the CTX_PATH directories, in search order
+	config policy.TshConfig
+	loaded *Context
+	cache  *TinyLFU[cachedTool]
+
+	interactive bool // reading commands from the REPL
+	exiting     bool // the exit builtin ran
+	last        int  // status of the last command
+}
+
+// Run is the tsh applet: `tsh [--root DIR] [--list]`, `tsh TOOL ARGS...`,
+// `tsh BUILTIN ARGS...`, `tsh '{"args":[...]}'` (the tool-call form) and,
+// without a command, the REPL.
+func Run(e *Env, args []string) int {
+	rootFlag, list, words, err := parseOptions(args)
+	if err != nil {
+		fmt.Fprintf(e.Stderr, "tsh: %s (see \"tsh --help\")\n", ptyterm.Escape(err.Error()))
+		return exitUsage
+	}
+	sh, code := NewShell(e, fsops.SelectRoot(rootFlag, e.Getenv))
+	if sh == nil {
+		return code
+	}
+	switch {
+	case list:
+		if len(words) > 0 {
+			sh.errorf("--list takes no command")
+			return exitUsage
+		}
+		return sh.builtinTools(nil)
+	case len(words) > 0:
+		return sh.Execute(words)
+	}
+	return sh.REPL()
+}
+
+// NewShell reads the configuration and chooses CTX_PATH for root. On a bad
+// .tshrc or config it prints the error and returns nil and the exit code.
+func NewShell(e *Env, root fsops.Root) (*Shell, int) {
+	sh := &Shell{env: e, root: root}
+	cfg, err := readConfig(root)
+	if err != nil {
+		sh.errorf("%v", err)
+		return nil, exitUsage
+	}
+	dirs, err := ToolPath(e, root)
+	if err != nil {
+		sh.errorf("%v", err)
+		return nil, exitUsage
+	}
+	sh.config, sh.dirs = cfg, dirs
+	sh.loaded = NewContext(cfg.MaxLoadedTools)
+	sh.cache = NewTinyLFU[cachedTool](cfg.CacheCapacity, cfg.WindowPercent)
+	return sh, exitOK
+}
+
+// parseOptions takes tsh's own options, which come before the command:
+// everything from the first non-option word on belongs to the command, so
+// `tsh fs.read --root x` passes --root to fs.read. A single argument that
+// is a JSON object is the tool-call form {"args":[WORD...]}: its words are
+// the command, with no options.
+func parseOptions(args []string) (root string, list bool, words []string, err error) {
+	if len(args) == 1 && strings.HasPrefix(args[0], "{") {
+		words, err = parseToolCall(args[0])
+		return "", false, words, err
+	}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return root, list, args[i+1:], nil
+		case a == "--list":
+			list = true
+		case a == "--root" || a == "-r":
+			if i+1 == len(args) {
+				return "", false, nil, fmt.Errorf("option %s needs a directory", a)
+			}
+			i++
+			root = args[i]
+		case strings.HasPrefix(a, "--root="):
+			root = strings.TrimPrefix(a, "--root=")
+		case strings.HasPrefix(a, "-") && a != "-":
+			return "", false, nil, fmt.Errorf("unknown option %s", a)
+		default:
+			return root, list, args[i:], nil
+		}
+	}
+	return root, list, nil, nil
+}
+
+// parseToolCall decodes {"args":["which","fs.read"]}. Other keys are
+// ignored (the tsh schema allows additional properties).
+func parseToolCall(text string) ([]string, error) {
+	var in struct {
+		Args *[]string `json:"args"`
+	}
+	if err := json.Unmarshal([]byte(text), &in); err != nil {
+		return nil, fmt.Errorf("invalid tool input: %v", err)
+	}
+	if in.Args == nil || len(*in.Args) == 0 {
+		return nil, errors.New(`invalid tool input: "args" must be a non-empty array of strings`)
+	}
+	return *in.Args, nil
+}
+
+// readConfig reads <root>/tool/tsh.d/config; a missing file means the
+// defaults. Both tsh and tsh.config use this one file (DESIGN §14), not the
+// control directory of whichever tsh CTX_PATH happens to find.
+func readConfig(root fsops.Root) (policy.TshConfig, error) {
+	b, err := ReadConfigFile(root)
+	if errors.Is(err, fs.ErrNotExist) {
+		return policy.DefaultTshConfig(), nil
+	}
+	if err != nil {
+		return policy.TshConfig{}, err
+	}
+	cfg, err := policy.ParseTshConfig(b)
+	if err != nil {
+		return policy.TshConfig{}, fmt.Errorf("%s: %w", ConfigPath(root), err)
+	}
+	return cfg, nil
+}
+
+// ReadConfigFile returns the bytes of <root>/tool/tsh.d/config, bounded,
+// with neither the file nor tsh.d followed if it is a symlink. A missing
+// file or directory is an error wrapping fs.ErrNotExist.
+func ReadConfigFile(root fsops.Root) ([]byte, error) {
+	path := ConfigPath(root)
+	dir := filepath.Dir(path)
+	st, err := os.Lstat(dir)
+	switch {
+	case err != nil:
+		return nil, err
+	case st.Mode()&fs.ModeSymlink != 0:
+		return nil, &os.PathError{Op: "open", Path: dir, Err: fsops.ErrSymlink}
+	case !st.IsDir():
+		return nil, &os.PathError{Op: "open", Path: dir, Err: syscall.ENOTDIR}
+	}
+	return fsops.ReadControl(path)
+}
+
+// ConfigPath is <root>/tool/tsh.d/config.
+func ConfigPath(root fsops.Root) string {
+	return filepath.Join(root.ToolDir(), "tsh.d", "config")
+}
+
+// Dirs returns the CTX_PATH directories the shell searches.
+func (sh *Shell) Dirs() []string { return sh.dirs }
+
+// errorf prints "tsh: message" to stderr, escaped for the terminal.
+func (sh *Shell) errorf(format string, args ...any) {
+	fmt.Fprintf(sh.env.Stderr, "tsh: %s\n", ptyterm.Escape(fmt.Sprintf(format, args...)))
+}

@@ -1,0 +1,103 @@
+package fsops
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/policy"
+)
+
+// SandboxInitApplet is the hidden applet the sandbox child runs as: the
+// parent re-executes this binary with this argv[0] inside new namespaces.
+const SandboxInitApplet = "ctx-sandbox-init"
+
+// Descriptors the sandbox child receives.
+const (
+	RunFD  = 3 // the run capability socket, passed on to the agent as CTX_RUN_FD
+	planFD = 4 // the plan, JSON, read once by the child and closed
+)
+
+// Sandbox is a plan about to be applied in a new child process.
+type Sandbox struct {
+	Cmd   *exec.Cmd
+	plan  []byte
+	planW *os.File
+}
+
+// NewSandbox prepares a child that applies plan. The caller may set Cmd's
+// Stdin/Stdout/Stderr, Cmd.SysProcAttr.Setsid/Setctty/Ctty, and the run
+// capability (SetRunFile) before Start.
+func NewSandbox(plan *policy.Plan) (*Sandbox, error) {
+	if err := plan.Validate(); err != nil {
+		return nil, err
+	}
+	data, err := json.Marshal(plan)
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := &exec.Cmd{Path: self, Args: []string{SandboxInitApplet}}
+	// The child starts with nothing from our environment: the plan carries
+	// the agent's environment, and init sets it only for the agent.
+	cmd.Env = []string{}
+	attr := &syscall.SysProcAttr{
+		// If the run host dies, so does the sandbox: nothing outlives it.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	ns := plan.Namespaces
+	for _, f := range []struct {
+		on   bool
+		flag uintptr
+	}{{ns.User, syscall.CLONE_NEWUSER}, {ns.Mount, syscall.CLONE_NEWNS}, {ns.PID, syscall.CLONE_NEWPID},
+		{ns.UTS, syscall.CLONE_NEWUTS}, {ns.IPC, syscall.CLONE_NEWIPC}, {ns.Net, syscall.CLONE_NEWNET}} {
+		if f.on {
+			attr.Cloneflags |= f.flag
+		}
+	}
+	if ns.User {
+		// The new user namespace maps the agent's uid and gid onto the
+		// caller's own (the only ids an unprivileged caller may map), and
+		// owns the other new namespaces: that is what lets an unprivileged
+		// caller mount. The init keeps, as ambient capabilities across its
+		// execve, exactly what building the sandbox needs; it drops them all
+		// before the agent's program starts.
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(plan.UID), HostID: int(plan.OuterUID), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(plan.GID), HostID: int(plan.OuterGID), Size: 1}}
+		attr.GidMappingsEnableSetgroups = false
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+	}
+	cmd.SysProcAttr = attr
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.ExtraFiles = []*os.File{nil, r}
+	return &Sandbox{Cmd: cmd, plan: data, planW: w}, nil
+}
+
+// SetRunFile passes f to the sandbox as descriptor RunFD.
+func (s *Sandbox) SetRunFile(f *os.File) { s.Cmd.ExtraFiles[0] = f }
+
+// Start starts the child and hands it the plan.
+func (s *Sandbox) Start() error {
+	err := s.Cmd.Start()
+	// Our copy of the read end must go, so the child sees EOF after the plan.
+	s.Cmd.ExtraFiles[1].Close()
+	if err != nil {
+		s.planW.Close()
+		return fmt.Errorf("starting the sandbox: %w", err)
+	}
+	go func() {
+		s.planW.Write(s.plan)
+		s.planW.Close()
+	}()
+	return nil
+}

@@ -1,0 +1,296 @@
+package mcpstdio
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"sync"
+)
+
+// ServedTool is one tool a server lists.
+type ServedTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// ToolResult is what a served tool call returns.
+type ToolResult struct {
+	Content []json.RawMessage
+	IsError bool
+}
+
+// TextBlock returns a text content block.
+func TextBlock(text string) json.RawMessage {
+	b, _ := json.Marshal(struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}{"text", text})
+	return b
+}
+
+// Handler supplies a server's tools. Tools is asked on every tools/list (and
+// before every call, to find the tool): a tool removed or no longer
+// permitted disappears at once. Call runs one tool; ctx is cancelled when
+// the client sends notifications/cancelled for that request.
+type Handler interface {
+	Tools() ([]ServedTool, error)
+	Call(ctx context.Context, tool ServedTool, arguments json.RawMessage) (ToolResult, error)
+}
+
+// ServeOptions tunes Serve; zero values mean the defaults.
+type ServeOptions struct {
+	PageSize      int    // tools per tools/list page, default 100
+	MaxConcurrent int    // tools/call run at once, default 4
+	Name          string // serverInfo.name, default "ctx"
+	Version       string // serverInfo.version
+}
+
+// Serve runs an MCP server on in/out until in reaches EOF, then waits for
+// calls in progress and returns. It answers initialize (with the client's
+// version when that is one of StableVersions, else AdvertisedVersion),
+// ping, tools/list (paged, nextCursor) and tools/call; every other request
+// gets -32601 "Method not found" (clients probing newer methods, such as
+// server/discover, need an answer to fall back), and notifications are
+// ignored except notifications/cancelled, which cancels that call (and its
+// response is not sent). Malformed frames get a -32700 or -32600 error with
+// a null id. At EOF, calls still running are waited for and answered.
+func Serve(in io.Reader, out io.Writer, h Handler, opts ServeOptions) error {
+	if opts.PageSize <= 0 {
+		opts.PageSize = 100
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 4
+	}
+	if opts.Name == "" {
+		opts.Name = "ctx"
+	}
+	s := &server{out: out, h: h, opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), inflight: map[string]context.CancelFunc{}}
+	r := bufio.NewReaderSize(in, 64<<10)
+	var err error
+	for {
+		var frame []byte
+		frame, err = readFrame(r)
+		if errors.Is(err, ErrFrameTooLarge) {
+			s.replyError(nil, codeInvalidRequest, "frame exceeds 1 MiB")
+			continue
+		}
+		if err != nil {
+			break
+		}
+		if len(frame) == 0 {
+			continue
+		}
+		s.handle(frame)
+	}
+	s.wg.Wait()
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return s.writeErr
+	}
+	return err
+}
+
+type server struct {
+	out      io.Writer
+	h        Handler
+	opts     ServeOptions
+	wmu      sync.Mutex
+	writeErr error
+	wg       sync.WaitGroup
+	sem      chan struct{}
+	imu      sync.Mutex
+	inflight map[string]context.CancelFunc // request id -> cancel, for tools/call
+}
+
+func (s *server) send(v any) {
+	frame := encodeFrame(v)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if s.writeErr != nil {
+		return
+	}
+	if _, err := s.out.Write(frame); err != nil {
+		s.writeErr = err
+	}
+}
+
+func (s *server) reply(id json.RawMessage, result any) {
+	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+func (s *server) replyError(id json.RawMessage, code int, msg string) {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": &RPCError{Code: code, Message: msg}})
+}
+
+func (s *server) handle(frame []byte) {
+	var probe any
+	if err := json.Unmarshal(frame, &probe); err != nil {
+		s.replyError(nil, codeParseError, "Parse error")
+		return
+	}
+	if _, isObj := probe.(map[string]any); !isObj {
+		// Batches were removed from MCP in 2025-06-18.
+		s.replyError(nil, codeInvalidRequest, "Invalid Request")
+		return
+	}
+	m, err := parseMessage(frame)
+	if err != nil {
+		s.replyError(nil, codeInvalidRequest, "Invalid Request")
+		return
+	}
+	if m.isNotification() && m.Method == "notifications/cancelled" {
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		if json.Unmarshal(m.Params, &p) == nil {
+			s.imu.Lock()
+			if cancel, ok := s.inflight[string(p.RequestID)]; ok {
+				cancel()
+			}
+			s.imu.Unlock()
+		}
+		return
+	}
+	if !m.isRequest() {
+		return // other notifications, and responses to requests we never send
+	}
+	switch m.Method {
+	case "initialize":
+		s.initialize(m)
+	case "ping":
+		s.reply(m.ID, struct{}{})
+	case "tools/list":
+		s.list(m)
+	case "tools/call":
+		ctx, cancel := context.WithCancel(context.Background())
+		s.imu.Lock()
+		s.inflight[string(m.ID)] = cancel
+		s.imu.Unlock()
+		s.sem <- struct{}{}
+		s.wg.Add(1)
+		go func() {
+			defer func() {
+				s.imu.Lock()
+				delete(s.inflight, string(m.ID))
+				s.imu.Unlock()
+				cancel()
+				<-s.sem
+				s.wg.Done()
+			}()
+			s.call(ctx, m)
+		}()
+	default:
+		s.replyError(m.ID, codeMethodNotFound, "Method not found")
+	}
+}
+
+func (s *server) initialize(m *message) {
+	var p struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	_ = json.Unmarshal(m.Params, &p) // a missing or odd version gets ours
+	v := AdvertisedVersion
+	if isStable(p.ProtocolVersion) {
+		v = p.ProtocolVersion
+	}
+	info := map[string]string{"name": s.opts.Name, "version": s.opts.Version}
+	if info["version"] == "" {
+		info["version"] = "0"
+	}
+	s.reply(m.ID, map[string]any{
+		"protocolVersion": v,
+		"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": false}},
+		"serverInfo":      info,
+	})
+}
+
+func (s *server) list(m *message) {
+	var p struct {
+		Cursor *string `json:"cursor"`
+	}
+	if len(m.Params) > 0 && json.Unmarshal(m.Params, &p) != nil {
+		s.replyError(m.ID, codeInvalidParams, "Invalid params")
+		return
+	}
+	tools, err := s.h.Tools()
+	if err != nil {
+		s.replyError(m.ID, codeInternalError, err.Error())
+		return
+	}
+	start := 0
+	if p.Cursor != nil {
+		n, err := strconv.Atoi(*p.Cursor)
+		if err != nil || n < 0 || n > len(tools) || strconv.Itoa(n) != *p.Cursor {
+			s.replyError(m.ID, codeInvalidParams, "Invalid params: unknown cursor")
+			return
+		}
+		start = n
+	}
+	end := start + s.opts.PageSize
+	if end > len(tools) {
+		end = len(tools)
+	}
+	page := tools[start:end]
+	if page == nil {
+		page = []ServedTool{}
+	}
+	res := map[string]any{"tools": page}
+	if end < len(tools) {
+		res["nextCursor"] = strconv.Itoa(end)
+	}
+	s.reply(m.ID, res)
+}
+
+func (s *server) call(ctx context.Context, m *message) {
+	var p struct {
+		Name      *string         `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if len(m.Params) == 0 || json.Unmarshal(m.Params, &p) != nil || p.Name == nil {
+		s.replyError(m.ID, codeInvalidParams, "Invalid params: tools/call needs a name")
+		return
+	}
+	args := p.Arguments
+	if len(args) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	if args[0] != '{' {
+		s.replyError(m.ID, codeInvalidParams, "Invalid params: arguments must be an object")
+		return
+	}
+	tools, err := s.h.Tools()
+	if err != nil {
+		s.replyError(m.ID, codeInternalError, err.Error())
+		return
+	}
+	var tool *ServedTool
+	for i := range tools {
+		if tools[i].Name == *p.Name {
+			tool = &tools[i]
+			break
+		}
+	}
+	if tool == nil {
+		s.replyError(m.ID, codeInvalidParams, "Unknown tool: "+*p.Name)
+		return
+	}
+	res, err := s.h.Call(ctx, *tool, args)
+	if ctx.Err() != nil {
+		return // cancelled by the client: no response is expected
+	}
+	if err != nil {
+		s.replyError(m.ID, codeInternalError, err.Error())
+		return
+	}
+	content := res.Content
+	if content == nil {
+		content = []json.RawMessage{}
+	}
+	s.reply(m.ID, map[string]any{"content": content, "isError": res.IsError})
+}

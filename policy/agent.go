@@ -1,0 +1,209 @@
+package policy
+
+import "strconv"
+
+// Agent is an agent definition parsed from the control files of
+// agent/NAME.d/. Optional controls that were absent hold their defaults, so
+// every field is the effective value.
+type Agent struct {
+	Name     string
+	Label    string   // label control
+	Subject  string   // policy subject derived from Label
+	Ceiling  Ceiling  // perm control
+	Owner    uint32   // owner control; default UID
+	UID      uint32   // uid control
+	GID      uint32   // gid control
+	Groups   []uint32 // groups control; default none
+	Iso      Iso      // iso control; default IsoUnset (see Isolation)
+	Life     Life     // life control; default owned
+	Parent   Parent   // parent control; default top-level (zero Parent)
+	Env      []EnvVar // env control; default none
+	Path     []string // path control; default DefaultToolPath(UID)
+	Tools    []string // tools control; default none
+	Window   Window   // window control; default auto
+	Approval Approval // approval control; default auto
+	ABI      ABI      // abi control; default argv-v1
+	Model    string   // model control; default "" (no model)
+	Mounts   []Mount  // mount control; default none
+	Root     string   // root control: a host directory holding the agent's own root filesystem; default "" (a fresh tmpfs)
+	Cwd      string   // cwd control: the working directory inside the sandbox; default "" (the sandbox's /workspace)
+	Policy   *Policy  // policy control
+}
+
+// AgentControlNames lists every control file ParseAgent understands, in the
+// order it parses (and reports) them. Callers read exactly these from
+// agent/NAME.d/ (fsops.ReadControls) and pass the result to ParseAgent.
+var AgentControlNames = []string{
+	"label", "perm", "uid", "gid", "policy", // required
+	"owner", "groups", "iso", "life", "parent", "env", "path", "tools",
+	"window", "approval", "abi", "model", "mount", "root", "cwd",
+}
+
+// RequiredControls are the controls an agent cannot be defined without:
+// who it is (label), its ceiling (perm), its Linux identity (uid, gid) and
+// its authority (policy; an empty policy file is valid and grants nothing).
+var RequiredControls = []string{"label", "perm", "uid", "gid", "policy"}
+
+// DefaultToolPath is the tool path of an agent without a path control:
+// the system tier and its user's tier, as the sandbox shows them.
+func DefaultToolPath(uid uint32) []string {
+	return []string{"/ctx/tool", "/ctx/home/" + strconv.FormatUint(uint64(uid), 10) + "/tool"}
+}
+
+// ParseAgent builds an Agent from the raw bytes of its control files, keyed
+// by file name. Files not in AgentControlNames are ignored; a missing
+// required control or the first malformed control (in AgentControlNames
+// order) is a *ControlError.
+func ParseAgent(name string, controls map[string][]byte) (*Agent, error) {
+	if err := ValidName(name); err != nil {
+		return nil, &ControlError{Control: "agent", Field: "name", Kind: KindInvalidName, Reason: "agent name " + quote(name) + ": " + nameReason(err)}
+	}
+	for _, c := range RequiredControls {
+		if _, ok := controls[c]; !ok {
+			return nil, &ControlError{Control: c, Kind: KindMissing, Reason: "required control is missing"}
+		}
+	}
+	a := &Agent{
+		Name:     name,
+		Life:     LifeOwned,
+		Window:   Window{Auto: true},
+		Approval: ApprovalAuto,
+		ABI:      ABIArgv,
+	}
+	ownerGiven, pathGiven := false, false
+	for _, c := range AgentControlNames {
+		data, ok := controls[c]
+		if !ok {
+			continue
+		}
+		var err error
+		switch c {
+		case "label":
+			a.Label, a.Subject, err = ParseLabel(data)
+		case "perm":
+			a.Ceiling, err = ParseCeiling(data)
+		case "uid", "gid", "owner":
+			var id uint32
+			id, err = ParseID(c, data)
+			switch c {
+			case "uid":
+				a.UID = id
+			case "gid":
+				a.GID = id
+			default:
+				a.Owner, ownerGiven = id, true
+			}
+		case "policy":
+			a.Policy, err = ParsePolicy(data)
+		case "groups":
+			a.Groups, err = ParseGroups(data)
+		case "iso":
+			a.Iso, err = ParseIso(data)
+		case "life":
+			a.Life, err = ParseLife(data)
+		case "parent":
+			a.Parent, err = ParseParent(data)
+		case "env":
+			a.Env, err = ParseEnv(data)
+		case "path":
+			a.Path, err = ParsePath(data)
+			pathGiven = true
+		case "tools":
+			a.Tools, err = ParseTools(data)
+		case "window":
+			a.Window, err = ParseWindow(data)
+		case "approval":
+			a.Approval, err = ParseApproval(data)
+		case "abi":
+			a.ABI, err = ParseABI(data)
+		case "model":
+			a.Model, err = ParseModel(data)
+		case "mount":
+			a.Mounts, err = ParseMounts(data)
+		case "root":
+			a.Root, err = ParsePathControl(c, data)
+		case "cwd":
+			a.Cwd, err = ParsePathControl(c, data)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !ownerGiven {
+		a.Owner = a.UID
+	}
+	if !pathGiven {
+		a.Path = DefaultToolPath(a.UID)
+	}
+	return a, nil
+}
+
+// Controls renders the agent back into control files, every control in
+// canonical form (defaults written out), except iso when unset, model,
+// root and cwd when empty and parent for a top-level agent, which are left
+// absent. ParseAgent of the result gives an
+// equal Agent.
+func (a *Agent) Controls() map[string][]byte {
+	line := func(s string) []byte { return []byte(s + "\n") }
+	id := func(n uint32) []byte { return line(strconv.FormatUint(uint64(n), 10)) }
+	c := map[string][]byte{
+		"label":    line(a.Label),
+		"perm":     line(a.Ceiling.String()),
+		"uid":      id(a.UID),
+		"gid":      id(a.GID),
+		"policy":   a.Policy.Format(),
+		"owner":    id(a.Owner),
+		"groups":   FormatGroups(a.Groups),
+		"life":     line(string(a.Life)),
+		"env":      FormatEnv(a.Env),
+		"path":     FormatLines(a.Path),
+		"tools":    FormatLines(a.Tools),
+		"window":   line(a.Window.String()),
+		"approval": line(string(a.Approval)),
+		"abi":      line(string(a.ABI)),
+		"mount":    FormatMounts(a.Mounts),
+	}
+	if p := a.Parent.String(); p != "" {
+		c["parent"] = line(p)
+	}
+	if a.Iso != IsoUnset {
+		c["iso"] = line(string(a.Iso))
+	}
+	if a.Model != "" {
+		c["model"] = line(a.Model)
+	}
+	if a.Root != "" {
+		c["root"] = line(a.Root)
+	}
+	if a.Cwd != "" {
+		c["cwd"] = line(a.Cwd)
+	}
+	return c
+}
+
+// Isolation returns the isolation profile to run the agent with: its iso
+// control, or when absent "uid" for a root caller (it can switch to the
+// agent's ids) and "userns" for anyone else.
+func (a *Agent) Isolation(callerUID uint32) Iso {
+	switch {
+	case a.Iso != IsoUnset:
+		return a.Iso
+	case callerUID == 0:
+		return IsoUID
+	default:
+		return IsoUserns
+	}
+}
+
+// inGroup reports whether gid is the agent's primary or a supplementary group.
+func (a *Agent) inGroup(gid uint32) bool {
+	if gid == a.GID {
+		return true
+	}
+	for _, g := range a.Groups {
+		if g == gid {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,113 @@
+package policy
+
+import (
+	"fmt"
+	"syscall"
+)
+
+// AttenuationError names the control of a child agent that would hold more
+// authority than its parent, and the widening. It unwraps to EACCES.
+type AttenuationError struct {
+	Control string
+	Reason  string
+}
+
+func (e *AttenuationError) Error() string {
+	return "child widens " + e.Control + ": " + e.Reason
+}
+
+func (e *AttenuationError) Unwrap() error { return syscall.EACCES }
+
+func widening(control, format string, args ...any) error {
+	return &AttenuationError{Control: control, Reason: fmt.Sprintf(format, args...)}
+}
+
+// Attenuate checks that child holds no authority parent lacks. Checked in
+// this order, the first widening is returned:
+//
+//	policy  every child rule, with the child's subject re-mapped to the
+//	        parent's, is allowed by the parent's policy (rules naming any
+//	        other subject must be in the parent's policy as they are)
+//	perm    child ceiling ⊆ parent ceiling
+//	uid     the child runs as the parent's uid
+//	gid     the child's gid is the parent's gid or one of its groups
+//	groups  every child group is the parent's gid or one of its groups
+//	mount   every child entry has a parent entry with the same source and
+//	        target; rw may become ro, never the reverse; the parent's
+//	        nosuid, nodev and noexec stay; bind never becomes rbind
+//	path    the child's tool path is a subsequence of the parent's
+//
+// Whether the parent may create this child at all (agent:CHILD create in
+// its policy) is a separate Check.
+func Attenuate(parent, child *Agent) error {
+	for _, r := range child.Policy.Rules() {
+		as := r
+		if as.Subject == child.Subject {
+			as.Subject = parent.Subject
+		}
+		if !parent.Policy.Allows(as.Subject, as.Object, as.Permission) {
+			if as.Subject != r.Subject {
+				return widening("policy", "rule %q (for the parent: %q) is not in the parent's policy", r, as)
+			}
+			return widening("policy", "rule %q is not in the parent's policy", r)
+		}
+	}
+	if extra := child.Ceiling &^ parent.Ceiling; extra != 0 {
+		return widening("perm", "perm %s exceeds the parent's %s (adds %s)", child.Ceiling, parent.Ceiling, extra.letters())
+	}
+	if child.UID != parent.UID {
+		return widening("uid", "uid %d is not the parent's uid %d", child.UID, parent.UID)
+	}
+	if !parent.inGroup(child.GID) {
+		return widening("gid", "gid %d is neither the parent's gid nor one of its groups", child.GID)
+	}
+	for _, g := range child.Groups {
+		if !parent.inGroup(g) {
+			return widening("groups", "group %d is neither the parent's gid nor one of its groups", g)
+		}
+	}
+	for _, cm := range child.Mounts {
+		if err := mountWithin(cm, parent.Mounts); err != nil {
+			return err
+		}
+	}
+	if !isSubsequence(child.Path, parent.Path) {
+		return widening("path", "tool path %q is not an ordered subset of the parent's %q", child.Path, parent.Path)
+	}
+	return nil
+}
+
+func mountWithin(cm Mount, parent []Mount) error {
+	for _, pm := range parent {
+		if pm.Source != cm.Source || pm.Target != cm.Target {
+			continue
+		}
+		line := quote(cm.Source) + " -> " + quote(cm.Target)
+		switch {
+		case pm.ReadOnly && !cm.ReadOnly:
+			return widening("mount", "%s is rw where the parent's is ro", line)
+		case pm.NoSuid && !cm.NoSuid:
+			return widening("mount", "%s drops the parent's nosuid", line)
+		case pm.NoDev && !cm.NoDev:
+			return widening("mount", "%s drops the parent's nodev", line)
+		case pm.NoExec && !cm.NoExec:
+			return widening("mount", "%s drops the parent's noexec", line)
+		case cm.Bind.rank() > pm.Bind.rank():
+			return widening("mount", "%s is rbind where the parent's is a plain bind", line)
+		}
+		return nil
+	}
+	return widening("mount", "%s -> %s is not one of the parent's mounts", quote(cm.Source), quote(cm.Target))
+}
+
+// isSubsequence reports whether sub appears in seq in order (not
+// necessarily adjacent).
+func isSubsequence(sub, seq []string) bool {
+	i := 0
+	for _, s := range seq {
+		if i < len(sub) && sub[i] == s {
+			i++
+		}
+	}
+	return i == len(sub)
+}

@@ -1,0 +1,177 @@
+package policy
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+)
+
+// IdentityPath is where ctx agent start puts the identity of a sandboxed
+// run, on a read-only mount the agent cannot change.
+const IdentityPath = "/mnt/proc/identity"
+
+// Identity is the content of IdentityPath.
+type Identity struct {
+	Agent   string
+	Label   string
+	Subject string // must be the subject Label derives
+	UID     uint32
+	GID     uint32
+	Session string
+	Run     string
+}
+
+// identityKeys is the canonical key order of the identity file.
+var identityKeys = []string{"agent", "label", "subject", "uid", "gid", "session", "run"}
+
+// Format renders the identity file: one KEY=VALUE line per key in the
+// order agent, label, subject, uid, gid, session, run.
+func (id Identity) Format() []byte {
+	vals := []string{id.Agent, id.Label, id.Subject, strconv.FormatUint(uint64(id.UID), 10),
+		strconv.FormatUint(uint64(id.GID), 10), id.Session, id.Run}
+	var b bytes.Buffer
+	for i, k := range identityKeys {
+		b.WriteString(k + "=" + vals[i] + "\n")
+	}
+	return b.Bytes()
+}
+
+// ParseIdentity parses an identity file: KEY=VALUE lines, split at the
+// first "=", holding each of agent, label, subject, uid, gid, session and
+// run exactly once, in any order, and nothing else (no blank lines, no
+// unknown keys). agent, session and run are object names, label follows the
+// label grammar and subject must be the subject it derives, uid and gid are
+// canonical decimal ids. Errors name the control "identity".
+func ParseIdentity(data []byte) (Identity, error) {
+	var id Identity
+	seen := map[string]int{}
+	err := eachLine(data, func(num int, line []byte, _ bool) error {
+		key, val, ok := strings.Cut(string(line), "=")
+		if !ok {
+			return controlErr("identity", num, "", KindInvalidValue, "%s is not KEY=VALUE", quote(string(line)))
+		}
+		known := false
+		for _, k := range identityKeys {
+			known = known || k == key
+		}
+		if !known {
+			return controlErr("identity", num, "", KindInvalidValue, "unknown key %s", quote(key))
+		}
+		if first, dup := seen[key]; dup {
+			return controlErr("identity", num, key, KindDuplicate, "key %s already on line %d", quote(key), first)
+		}
+		seen[key] = num
+		bad := func(reason string) error {
+			return controlErr("identity", num, key, KindInvalidValue, "%s", reason)
+		}
+		switch key {
+		case "agent", "session", "run":
+			if err := ValidName(val); err != nil {
+				return bad(quote(val) + ": " + nameReason(err))
+			}
+			switch key {
+			case "agent":
+				id.Agent = val
+			case "session":
+				id.Session = val
+			default:
+				id.Run = val
+			}
+		case "label":
+			if _, err := LabelSubject(val); err != nil {
+				return bad(err.(*ControlError).Reason)
+			}
+			id.Label = val
+		case "subject":
+			if err := ValidName(val); err != nil {
+				return bad(quote(val) + ": " + nameReason(err))
+			}
+			id.Subject = val
+		case "uid", "gid":
+			n, reason, ok := parseID(val)
+			if !ok {
+				return bad(reason)
+			}
+			if key == "uid" {
+				id.UID = n
+			} else {
+				id.GID = n
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return Identity{}, err
+	}
+	for _, k := range identityKeys {
+		if _, ok := seen[k]; !ok {
+			return Identity{}, controlErr("identity", 0, k, KindMissing, "key %s is missing", k)
+		}
+	}
+	if subject, _ := LabelSubject(id.Label); subject != id.Subject {
+		return Identity{}, controlErr("identity", seen["subject"], "subject", KindInvalidValue,
+			"subject %s is not %s, the subject of label %s", quote(id.Subject), quote(subject), quote(id.Label))
+	}
+	return id, nil
+}
+
+// ContextSource says where an agent context came from, and so how far it
+// can be trusted.
+type ContextSource string
+
+const (
+	// ContextNone: the process is not running as an agent.
+	ContextNone ContextSource = "none"
+	// ContextSandbox: the identity file of a ctx sandbox is present. The
+	// agent cannot change it (read-only mount, no capabilities,
+	// no_new_privs), so it is authoritative.
+	ContextSandbox ContextSource = "sandbox"
+	// ContextEnvironment: CTX_AGENT, CTX_SESSION and CTX_RUN_ID are set, as
+	// ctx agent start does with iso=shared. Weak: any process of the same
+	// uid can set these variables and claim to be any agent of that uid.
+	ContextEnvironment ContextSource = "environment"
+)
+
+// AgentContext is the answer to "does this process run as an agent?".
+type AgentContext struct {
+	Source   ContextSource
+	Agent    string
+	Session  string
+	Run      string
+	Identity *Identity // the parsed identity file, in sandbox mode only
+}
+
+// Strong reports whether the context cannot be forged by the process
+// itself (sandbox mode).
+func (c AgentContext) Strong() bool { return c.Source == ContextSandbox }
+
+// DetectContext decides whether the current process runs as an agent.
+// identity is the content of IdentityPath, nil when the file is absent; the
+// caller reads it. When it is present the context is the sandbox's and the
+// environment is ignored entirely; a present but malformed identity is an
+// error, never a fall back to the environment. Otherwise the context comes
+// from CTX_AGENT, CTX_SESSION and CTX_RUN_ID when all three are set (each
+// must then be a valid name); with fewer of them there is no context.
+func DetectContext(identity []byte, getenv func(string) string) (AgentContext, error) {
+	if identity != nil {
+		id, err := ParseIdentity(identity)
+		if err != nil {
+			return AgentContext{}, err
+		}
+		return AgentContext{Source: ContextSandbox, Agent: id.Agent, Session: id.Session, Run: id.Run, Identity: &id}, nil
+	}
+	vars := [3]string{"CTX_AGENT", "CTX_SESSION", "CTX_RUN_ID"}
+	var vals [3]string
+	for i, k := range vars {
+		vals[i] = getenv(k)
+		if vals[i] == "" {
+			return AgentContext{Source: ContextNone}, nil
+		}
+	}
+	for i, k := range vars {
+		if err := ValidName(vals[i]); err != nil {
+			return AgentContext{}, controlErr("environment", 0, k, KindInvalidName, "%s %s: %s", k, quote(vals[i]), nameReason(err))
+		}
+	}
+	return AgentContext{Source: ContextEnvironment, Agent: vals[0], Session: vals[1], Run: vals[2]}, nil
+}

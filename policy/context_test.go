@@ -1,0 +1,149 @@
+package policy
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+const goodIdentity = "agent=coder\nlabel=user_u:agent_r:coder_t:s0\nsubject=coder_t\nuid=1000\ngid=1000\nsession=default\nrun=ctx-0123456789abcdef0123456789abcdef\n"
+
+func TestIdentityRoundTrip(t *testing.T) {
+	id, err := ParseIdentity([]byte(goodIdentity))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Identity{"coder", "user_u:agent_r:coder_t:s0", "coder_t", 1000, 1000, "default", "ctx-0123456789abcdef0123456789abcdef"}
+	if id != want {
+		t.Errorf("got %+v", id)
+	}
+	if got := string(id.Format()); got != goodIdentity {
+		t.Errorf("Format = %q", got)
+	}
+	// Any order, CRLF and a missing final newline are accepted.
+	lines := strings.Split(strings.TrimSuffix(goodIdentity, "\n"), "\n")
+	for i, j := 0, len(lines)-1; i < j; i, j = i+1, j-1 {
+		lines[i], lines[j] = lines[j], lines[i]
+	}
+	if id2, err := ParseIdentity([]byte(strings.Join(lines, "\r\n"))); err != nil || id2 != want {
+		t.Errorf("reordered: %+v %v", id2, err)
+	}
+}
+
+func TestIdentityRefusals(t *testing.T) {
+	replace := func(old, new string) string { return strings.Replace(goodIdentity, old, new, 1) }
+	tests := []struct {
+		name  string
+		input string
+		field string
+		kind  ErrorKind
+	}{
+		{"empty", "", "agent", KindMissing},
+		{"missing run", replace("run=ctx-0123456789abcdef0123456789abcdef\n", ""), "run", KindMissing},
+		{"duplicate agent", goodIdentity + "agent=other\n", "agent", KindDuplicate},
+		{"unknown key", goodIdentity + "home=/x\n", "", KindInvalidValue},
+		{"blank line", replace("uid=1000\n", "uid=1000\n\n"), "", KindInvalidValue},
+		{"comment", "# identity\n" + goodIdentity, "", KindInvalidValue},
+		{"bad agent", replace("agent=coder", "agent=../x"), "agent", KindInvalidValue},
+		{"bad uid", replace("uid=1000", "uid=01000"), "uid", KindInvalidValue},
+		{"bad gid", replace("gid=1000", "gid=-1"), "gid", KindInvalidValue},
+		{"bad label", replace("label=user_u:agent_r:coder_t:s0", "label=a:b"), "label", KindInvalidValue},
+		{"subject not the label's", replace("subject=coder_t", "subject=root_t"), "subject", KindInvalidValue},
+		{"padded value", replace("session=default", "session= default"), "session", KindInvalidValue},
+		{"key case", replace("agent=", "Agent="), "", KindInvalidValue},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseIdentity([]byte(tt.input))
+			var ce *ControlError
+			if !errors.As(err, &ce) || ce.Control != "identity" || ce.Field != tt.field || ce.Kind != tt.kind {
+				t.Fatalf("got %v (%+v), want field %q kind %v", err, ce, tt.field, tt.kind)
+			}
+		})
+	}
+}
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestDetectContext(t *testing.T) {
+	full := env("CTX_AGENT", "coder", "CTX_SESSION", "s", "CTX_RUN_ID", "ctx-1")
+	forged := env("CTX_AGENT", "architect", "CTX_SESSION", "x", "CTX_RUN_ID", "y")
+
+	// Sandbox: the identity file wins and the environment is ignored.
+	c, err := DetectContext([]byte(goodIdentity), forged)
+	if err != nil || c.Source != ContextSandbox || c.Agent != "coder" || c.Session != "default" || !c.Strong() || c.Identity == nil {
+		t.Errorf("sandbox: %+v %v", c, err)
+	}
+	// A present but broken identity is an error, never the environment.
+	for _, bad := range [][]byte{{}, []byte("agent=coder\n")} {
+		if c, err := DetectContext(bad, full); err == nil || !errors.Is(err, syscall.EINVAL) {
+			t.Errorf("broken identity %q: %+v %v", bad, c, err)
+		}
+	}
+	// Environment: weak.
+	c, err = DetectContext(nil, full)
+	if err != nil || c.Source != ContextEnvironment || c.Strong() || c.Agent != "coder" || c.Session != "s" || c.Run != "ctx-1" || c.Identity != nil {
+		t.Errorf("environment: %+v %v", c, err)
+	}
+	// Missing any of the three: no context.
+	for _, getenv := range []func(string) string{
+		env(),
+		env("CTX_AGENT", "coder"),
+		env("CTX_AGENT", "coder", "CTX_SESSION", "s"),
+		env("CTX_SESSION", "s", "CTX_RUN_ID", "r"),
+		env("CTX_AGENT", "", "CTX_SESSION", "s", "CTX_RUN_ID", "r"),
+	} {
+		c, err := DetectContext(nil, getenv)
+		if err != nil || !reflect.DeepEqual(c, AgentContext{Source: ContextNone}) {
+			t.Errorf("partial environment: %+v %v", c, err)
+		}
+	}
+	// Set but invalid: an error naming the variable.
+	_, err = DetectContext(nil, env("CTX_AGENT", "../etc", "CTX_SESSION", "s", "CTX_RUN_ID", "r"))
+	if err == nil || !strings.Contains(err.Error(), "CTX_AGENT") {
+		t.Errorf("invalid CTX_AGENT: %v", err)
+	}
+}
+
+func TestSandboxEnv(t *testing.T) {
+	a := mustAgent(t, "coder", withControls(coderControls(),
+		"env", "EDITOR=vi\nPATH=/opt/bin:/usr/bin:/bin\nTERM=dumb\nZ=$HOME\n",
+		"path", "/ctx/tool\n/ctx/shared/p/tool\n"))
+	got := SandboxEnv(a, RunSettings{Session: "default", Run: "ctx-1", Lang: "bad\nLANG"})
+	want := []string{
+		"CTX_ROOT=/ctx",
+		"CTX_HOME=/ctx/home/1000",
+		"CTX_AGENT=coder",
+		"CTX_AGENT_SUBJECT=coder_t",
+		"CTX_SESSION=default",
+		"CTX_RUN_ID=ctx-1",
+		"CTX_PATH=/ctx/tool:/ctx/shared/p/tool",
+		"HOME=/home/agent",
+		"USER=coder",
+		"LOGNAME=coder",
+		"SHELL=/bin/sh",
+		"TERM=dumb",
+		"LANG=C.UTF-8",
+		"PATH=/opt/bin:/usr/bin:/bin",
+		"EDITOR=vi",
+		"Z=$HOME",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A hand-built agent cannot override host keys.
+	a.Env = append(a.Env, EnvVar{"CTX_AGENT", "architect"})
+	for _, kv := range SandboxEnv(a, RunSettings{User: "u", Term: "xterm", Shell: "/bin/bash"}) {
+		if kv == "CTX_AGENT=architect" {
+			t.Error("CTX_AGENT overridden")
+		}
+	}
+}

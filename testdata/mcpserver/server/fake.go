@@ -1,0 +1,321 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Hand-written modes. Each behaves like a correct server except for the one
+// thing its name says:
+//
+//	good          three pages of tools, echo and image tools, stderr chatter
+//	version:V     answers initialize with protocolVersion V
+//	nocaps        capabilities without "tools"
+//	toolsnull     capabilities.tools is null
+//	garbage       a non-JSON line on stdout before the initialize response
+//	oversized     a 2 MiB line before the initialize response
+//	slow          never answers tools/list
+//	crash         exits 3 during tools/call, after a line on stderr
+//	serverreq     sends ping and sampling requests before answering
+//	              initialize and fails initialize unless both got the right
+//	              answers (result {} and error -32601)
+//	dup           lists the same tool twice
+//	badname       lists a tool whose name is not an object name
+//	taskreq       one tool requires MCP tasks, one does not
+//	arrayschema   a tool whose inputSchema has type "array"
+//	flood         writes 8 MiB to stderr before answering initialize
+//	ooo           answers out of order: an unknown id and a notification
+//	              first, and of two concurrent tools/call the second first
+//	grandchild    spawns a grandchild in its own process group, then is good
+//	grandcrash    spawns a grandchild, then crashes during tools/call
+//	ignoreterm    ignores SIGTERM and stdin EOF (needs SIGKILL), otherwise good
+//	iserror       tools/call returns isError with text
+//	manytools     lists 1025 tools on one page
+//	endless       every tools/list page has a nextCursor
+//	deaf          answers initialize, then stops reading its input
+//
+// Every mode also answers a call of the unlisted tool env with its environment.
+func runFake(mode string) {
+	f := &fake{mode: mode, out: bufio.NewWriter(os.Stdout)}
+	if mode == "ignoreterm" {
+		signal.Ignore(syscall.SIGTERM)
+	}
+	if mode == "grandchild" || mode == "grandcrash" {
+		cmd := exec.Command("/bin/sleep", "1000")
+		if err := cmd.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, "cannot start grandchild:", err)
+			os.Exit(1)
+		}
+		recordPid("grandchild", cmd.Process.Pid)
+	}
+	if mode == "flood" {
+		chunk := []byte(strings.Repeat("x", 1023) + "\n")
+		for i := 0; i < 8<<10; i++ {
+			os.Stderr.Write(chunk)
+		}
+	}
+	fmt.Fprintln(os.Stderr, "fake server starting in mode", mode)
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			f.handle(line)
+		}
+		if err != nil {
+			if mode == "ignoreterm" {
+				time.Sleep(time.Hour) // outlive stdin too: only SIGKILL ends this one
+			}
+			return
+		}
+	}
+}
+
+type fake struct {
+	mode string
+	out  *bufio.Writer
+
+	serverReqs  map[string]string // our request id -> method
+	pingOK      bool
+	refusedOK   bool
+	initPending json.RawMessage
+	heldCall    *msg // ooo: the first tools/call, answered after the second
+}
+
+type msg struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *struct {
+		Code int `json:"code"`
+	} `json:"error,omitempty"`
+}
+
+func (f *fake) send(v any) {
+	b, _ := json.Marshal(v)
+	f.out.Write(b)
+	f.out.WriteByte('\n')
+	f.out.Flush()
+}
+
+func (f *fake) result(id json.RawMessage, r any) {
+	f.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": r})
+}
+
+func (f *fake) rpcError(id json.RawMessage, code int, text string) {
+	f.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": text}})
+}
+
+func (f *fake) handle(line []byte) {
+	var m msg
+	if err := json.Unmarshal(line, &m); err != nil {
+		return // like the TS servers: no reply to a malformed line
+	}
+	if m.Method == "" && len(m.ID) > 0 {
+		f.clientResponse(m)
+		return
+	}
+	switch m.Method {
+	case "initialize":
+		f.initialize(m)
+	case "notifications/initialized":
+		if f.mode == "deaf" {
+			time.Sleep(time.Hour) // never reads again
+		}
+		if f.mode == "ooo" {
+			f.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+		}
+	case "ping":
+		f.result(m.ID, struct{}{})
+	case "tools/list":
+		f.toolsList(m)
+	case "tools/call":
+		f.toolsCall(m)
+	default:
+		if len(m.ID) > 0 {
+			f.rpcError(m.ID, -32601, "Method not found")
+		}
+	}
+}
+
+func (f *fake) initialize(m msg) {
+	switch f.mode {
+	case "garbage":
+		f.out.WriteString("this is not JSON\n")
+	case "oversized":
+		f.out.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("a", 2<<20) + "\"}}\n")
+	case "serverreq":
+		f.serverReqs = map[string]string{"901": "ping", "902": "sampling/createMessage"}
+		f.initPending = m.ID
+		f.send(map[string]any{"jsonrpc": "2.0", "id": 901, "method": "ping"})
+		f.send(map[string]any{"jsonrpc": "2.0", "id": 902, "method": "sampling/createMessage", "params": map[string]any{}})
+		return
+	case "ooo":
+		f.result(json.RawMessage("7777"), struct{}{}) // answers nothing the client asked
+		f.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/message", "params": map[string]any{"level": "info", "data": "hello"}})
+	}
+	f.answerInit(m.ID)
+}
+
+func (f *fake) answerInit(id json.RawMessage) {
+	version := "2025-11-25"
+	if v, ok := strings.CutPrefix(f.mode, "version:"); ok {
+		version = v
+	}
+	caps := map[string]any{"tools": map[string]any{"listChanged": true}, "logging": map[string]any{}}
+	switch f.mode {
+	case "nocaps":
+		caps = map[string]any{"prompts": map[string]any{}}
+	case "toolsnull":
+		caps = map[string]any{"tools": nil}
+	}
+	f.result(id, map[string]any{"protocolVersion": version, "capabilities": caps,
+		"serverInfo": map[string]any{"name": "fake-" + f.mode, "version": "1"}})
+}
+
+func (f *fake) clientResponse(m msg) {
+	id := string(m.ID)
+	switch f.serverReqs[id] {
+	case "ping":
+		f.pingOK = string(m.Result) == "{}" && m.Error == nil
+	case "sampling/createMessage":
+		f.refusedOK = m.Error != nil && m.Error.Code == -32601
+	default:
+		return
+	}
+	delete(f.serverReqs, id)
+	if len(f.serverReqs) == 0 {
+		if f.pingOK && f.refusedOK {
+			f.answerInit(f.initPending)
+		} else {
+			f.rpcError(f.initPending, -32000, fmt.Sprintf("client answered badly: ping ok=%v, refusal ok=%v", f.pingOK, f.refusedOK))
+		}
+	}
+}
+
+func tool(name, desc string, schema any) map[string]any {
+	return map[string]any{"name": name, "description": desc, "inputSchema": schema}
+}
+
+var objectSchema = map[string]any{"type": "object", "$schema": "http://json-schema.org/draft-07/schema#",
+	"properties": map[string]any{"message": map[string]any{"type": "string"}}, "required": []string{"message"}}
+
+func (f *fake) toolsList(m msg) {
+	var p struct {
+		Cursor string `json:"cursor"`
+	}
+	json.Unmarshal(m.Params, &p)
+	var tools []any
+	next := any(nil)
+	switch f.mode {
+	case "slow":
+		return
+	case "manytools":
+		for i := 0; i < 1025; i++ {
+			tools = append(tools, tool(fmt.Sprintf("t%d", i), "", map[string]any{"type": "object"}))
+		}
+	case "endless":
+		tools = []any{tool("p"+p.Cursor, "", map[string]any{"type": "object"})}
+		next = p.Cursor + "x"
+	case "dup":
+		tools = []any{tool("echo", "one", objectSchema), tool("echo", "two", objectSchema)}
+	case "badname":
+		tools = []any{tool("bad/name", "slash", objectSchema)}
+	case "taskreq":
+		t := tool("research", "needs tasks", objectSchema)
+		t["execution"] = map[string]any{"taskSupport": "required"}
+		u := tool("echo", "plain", objectSchema)
+		u["execution"] = map[string]any{"taskSupport": "forbidden"}
+		tools = []any{t, u}
+	case "arrayschema":
+		tools = []any{tool("list", "array input", map[string]any{"type": "array"})}
+	default:
+		// Three pages: echo, then image and add, then a last page.
+		switch p.Cursor {
+		case "":
+			tools = []any{tool("echo", "Echo a message.\r\nSecond line\x1b[31m red", objectSchema)}
+			next = "page-2"
+		case "page-2":
+			tools = []any{
+				tool("image", "Return an image block.", map[string]any{"type": "object"}),
+				tool("add", "Add two numbers.", map[string]any{"type": "object", "properties": map[string]any{
+					"a": map[string]any{"type": "number"}, "b": map[string]any{"type": "number"}}, "required": []string{"a", "b"}}),
+			}
+			next = "page-3"
+		case "page-3":
+			tools = []any{tool("fail", "Fail on purpose.", map[string]any{"type": "object"})}
+		default:
+			f.rpcError(m.ID, -32602, "bad cursor")
+			return
+		}
+	}
+	r := map[string]any{"tools": tools}
+	if next != nil {
+		r["nextCursor"] = next
+	}
+	f.result(m.ID, r)
+}
+
+func (f *fake) toolsCall(m msg) {
+	var p struct {
+		Name      string                     `json:"name"`
+		Arguments map[string]json.RawMessage `json:"arguments"`
+	}
+	json.Unmarshal(m.Params, &p)
+	switch f.mode {
+	case "crash", "grandcrash":
+		fmt.Fprintln(os.Stderr, "fatal: crashing mid-call")
+		os.Exit(3)
+	case "ooo":
+		if f.heldCall == nil {
+			held := m
+			f.heldCall = &held
+			return
+		}
+		f.answerCall(m, p.Name, p.Arguments)
+		var q struct {
+			Name      string                     `json:"name"`
+			Arguments map[string]json.RawMessage `json:"arguments"`
+		}
+		json.Unmarshal(f.heldCall.Params, &q)
+		f.answerCall(*f.heldCall, q.Name, q.Arguments)
+		f.heldCall = nil
+		return
+	}
+	f.answerCall(m, p.Name, p.Arguments)
+}
+
+func (f *fake) answerCall(m msg, name string, args map[string]json.RawMessage) {
+	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
+	switch {
+	case name == "fail" || f.mode == "iserror":
+		f.result(m.ID, map[string]any{"content": []any{text("remote failure: " + string(args["message"]))}, "isError": true})
+	case name == "echo":
+		var s string
+		json.Unmarshal(args["message"], &s)
+		if s == "sleep" {
+			time.Sleep(200 * time.Millisecond)
+		}
+		f.result(m.ID, map[string]any{"content": []any{text("Echo: " + s)}, "structuredContent": map[string]any{"echoed": s}})
+	case name == "env":
+		f.result(m.ID, map[string]any{"content": []any{text(strings.Join(os.Environ(), "\n"))}})
+	case name == "image":
+		f.result(m.ID, map[string]any{"content": []any{text("an image follows"), map[string]any{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}}})
+	case name == "add":
+		var a, b float64
+		json.Unmarshal(args["a"], &a)
+		json.Unmarshal(args["b"], &b)
+		sum, _ := json.Marshal(map[string]float64{"sum": a + b})
+		f.result(m.ID, map[string]any{"content": []any{text(string(sum))}, "structuredContent": json.RawMessage(sum)})
+	default:
+		f.result(m.ID, map[string]any{"content": []any{text("unknown tool " + name)}, "isError": true})
+	}
+}
