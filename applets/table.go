@@ -8,6 +8,7 @@ import "sort"
 func init() {
 	table = []Applet{
 		{Name: "ctx", Run: runCtx},
+		{Name: "ctxterm", Run: runCtxterm},
 	}
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 

@@ -1,0 +1,342 @@
+package ptyterm
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"ctx/fsops"
+
+	"golang.org/x/sys/unix"
+)
+
+// The terminal record is a JSONL file (session/S/terminal/<id>/events.jsonl)
+// of one event per line:
+//
+//	{"seq":1,"ts":"2026-06-22T12:00:00.123Z","type":"process.start","pid":42,"rows":24,"cols":80}
+//	{"seq":2,"ts":"...","type":"pty.output","data_b64":"aGVsbG8NCg=="}
+//	{"seq":3,"ts":"...","type":"terminal.attach","uid":1000,"pid":77}
+//	{"seq":4,"ts":"...","type":"pty.resize","rows":40,"cols":120}
+//	{"seq":5,"ts":"...","type":"terminal.detach","mode":"attach","uid":1000,"pid":77,"reason":"eof"}
+//	{"seq":6,"ts":"...","type":"process.exit","exit_code":0}
+//
+// seq increases by one per line and continues from the last seq already in
+// the file, so a resumed session keeps one sequence. Every line is shorter
+// than maxEventLine and written with one O_APPEND write, so a concurrent
+// reader never sees half a line and other writers never interleave.
+
+// Event types written to the terminal record.
+const (
+	EventStart    = "process.start"
+	EventOutput   = "pty.output"
+	EventResize   = "pty.resize"
+	EventExit     = "process.exit"
+	EventWatch    = "terminal.watch"
+	EventAttach   = "terminal.attach"
+	EventDetach   = "terminal.detach"
+	EventRefused  = "terminal.refused"
+	maxEventLine  = 4000
+	maxOutputData = 2880 // raw bytes per pty.output: 3840 base64 characters
+	// outputLinger is how long the recorder waits for more output before it
+	// writes a partial chunk: bulk output fills whole chunks, while typing
+	// echoes coalesce into fewer lines; the live clients never wait for it.
+	outputLinger = 10 * time.Millisecond
+	// maxReplayLine bounds one line read back by Replay and ReadExit.
+	maxReplayLine = 64 << 10
+)
+
+// Event is one line of the terminal record. Fields that do not apply to a
+// type are omitted.
+type Event struct {
+	Seq      uint64 `json:"seq"`
+	TS       string `json:"ts"`
+	Type     string `json:"type"`
+	DataB64  string `json:"data_b64,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Terminal string `json:"terminal,omitempty"`
+	Mode     string `json:"mode,omitempty"`
+	UID      *int   `json:"uid,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Rows     uint16 `json:"rows,omitempty"`
+	Cols     uint16 `json:"cols,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// recorder appends events to the terminal record. Output is handed to a
+// goroutine that cuts it into pty.output lines, so a slow disk delays the
+// record, never the live clients, until the channel's bound is reached.
+// With no file it discards everything.
+type recorder struct {
+	path string
+	log  func(error)
+
+	mu      sync.Mutex
+	f       *os.File
+	seq     uint64
+	failed  bool
+	output  chan []byte
+	flushed chan struct{}
+}
+
+// openRecorder opens (creating 0644) the record at path for appending and
+// finds the last seq in it. A symlink or non-regular file is refused.
+func openRecorder(path string, log func(error)) (*recorder, error) {
+	r := &recorder{path: path, log: log, output: make(chan []byte, 64), flushed: make(chan struct{})}
+	if path != "" {
+		fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o644)
+		if err != nil {
+			if err == unix.ELOOP {
+				err = fsops.ErrSymlink
+			}
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		f := os.NewFile(uintptr(fd), path)
+		st, err := f.Stat()
+		if err == nil && !st.Mode().IsRegular() {
+			err = &os.PathError{Op: "open", Path: path, Err: fsops.ErrNotRegular}
+		}
+		if err == nil {
+			r.seq, err = lastSeq(f, st.Size())
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		r.f = f
+	}
+	go r.cutOutput()
+	return r, nil
+}
+
+// lastSeq returns the highest seq in the last complete lines of f: it reads
+// the tail, and the whole file only when the tail holds no event.
+func lastSeq(f *os.File, size int64) (uint64, error) {
+	const tail = 16 << 10
+	off := max(size-tail, 0)
+	for {
+		buf := make([]byte, size-off)
+		if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+			return 0, &os.PathError{Op: "read", Path: f.Name(), Err: err}
+		}
+		var last uint64
+		found := false
+		for _, line := range bytes.Split(buf, []byte("\n")) {
+			var ev struct {
+				Seq *uint64 `json:"seq"`
+			}
+			if json.Unmarshal(line, &ev) == nil && ev.Seq != nil {
+				last, found = max(last, *ev.Seq), true
+			}
+		}
+		if found || off == 0 {
+			return last, nil
+		}
+		off = 0
+	}
+}
+
+// Output queues PTY output for the record. p is copied.
+func (r *recorder) Output(p []byte) {
+	if r.f == nil {
+		return
+	}
+	r.output <- append([]byte(nil), p...)
+}
+
+// cutOutput turns queued output into pty.output lines of at most
+// maxOutputData bytes, each stamped with the time its first byte arrived.
+func (r *recorder) cutOutput() {
+	defer close(r.flushed)
+	pending := make([]byte, 0, 4*maxOutputData)
+	var first time.Time
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	flush := func(n int) {
+		r.writeOutput(first, pending[:n])
+		pending = append(pending[:0], pending[n:]...)
+		first = time.Now()
+	}
+	for {
+		select {
+		case p, ok := <-r.output:
+			if !ok {
+				for len(pending) > 0 {
+					flush(min(len(pending), maxOutputData))
+				}
+				return
+			}
+			if len(pending) == 0 {
+				first = time.Now()
+				linger.Reset(outputLinger)
+			}
+			pending = append(pending, p...)
+			for len(pending) >= maxOutputData {
+				flush(maxOutputData)
+			}
+		case <-linger.C:
+			if len(pending) > 0 {
+				flush(len(pending))
+			}
+		}
+	}
+}
+
+// writeOutput writes one pty.output line. It is encoded by hand: it is the
+// hot path, and base64 never needs JSON escaping.
+func (r *recorder) writeOutput(t time.Time, data []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	line := make([]byte, 0, 96+base64.StdEncoding.EncodedLen(len(data)))
+	line = append(line, `{"seq":`...)
+	line = strconv.AppendUint(line, r.seq, 10)
+	line = append(line, `,"ts":"`...)
+	line = append(line, fsops.Timestamp(t)...)
+	line = append(line, `","type":"pty.output","data_b64":"`...)
+	line = base64.StdEncoding.AppendEncode(line, data)
+	line = append(line, "\"}\n"...)
+	r.appendLocked(line)
+}
+
+// Event writes one event line, filling seq and ts.
+func (r *recorder) Event(ev Event) {
+	if r.f == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	ev.Seq = r.seq
+	if ev.TS == "" {
+		ev.TS = fsops.Timestamp(time.Now())
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	r.appendLocked(append(b, '\n'))
+}
+
+func (r *recorder) appendLocked(line []byte) {
+	if r.failed {
+		return
+	}
+	if _, err := r.f.Write(line); err != nil {
+		r.fail(&os.PathError{Op: "append", Path: r.path, Err: err})
+	}
+}
+
+// fail reports the first recording failure; the terminal keeps running
+// without a record rather than dying with the agent's work in it.
+func (r *recorder) fail(err error) {
+	r.failed = true
+	if r.log != nil {
+		r.log(fmt.Errorf("recording stopped: %w", err))
+	}
+}
+
+// FlushOutput writes all queued output; no Output may follow.
+func (r *recorder) FlushOutput() {
+	if r.f == nil {
+		return
+	}
+	close(r.output)
+	<-r.flushed
+}
+
+// Close syncs and closes the record.
+func (r *recorder) Close() error {
+	if r.f == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	err := r.f.Sync()
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	r.f = nil
+	return err
+}
+
+// Replay writes the PTY output recorded in eventsFile to w, in order:
+// exactly the bytes the program wrote to its terminal, as the terminal
+// driver delivered them. Other event types are skipped. A last line without
+// its newline (a write cut short) is ignored; a malformed complete line is
+// an error naming the file and line.
+func Replay(eventsFile string, w io.Writer) error {
+	return scanEvents(eventsFile, func(ev *Event) error {
+		if ev.Type != EventOutput {
+			return nil
+		}
+		data, err := base64.StdEncoding.DecodeString(ev.DataB64)
+		if err != nil {
+			return fmt.Errorf("data_b64: %v", err)
+		}
+		if _, err := w.Write(data); err != nil {
+			return errWrite{err}
+		}
+		return nil
+	})
+}
+
+// ReadExit returns the exit code recorded by the last process.exit event
+// in eventsFile; found is false while the process has not exited (or the
+// record was cut short).
+func ReadExit(eventsFile string) (code int, found bool, err error) {
+	err = scanEvents(eventsFile, func(ev *Event) error {
+		if ev.Type == EventExit {
+			if ev.ExitCode == nil {
+				return errors.New("process.exit without exit_code")
+			}
+			code, found = *ev.ExitCode, true
+		}
+		return nil
+	})
+	return code, found, err
+}
+
+// errWrite marks an error of the destination writer in scanEvents, which
+// is not the record's fault and carries no line number.
+type errWrite struct{ error }
+
+func scanEvents(path string, each func(*Event) error) error {
+	f, err := fsops.OpenRegular(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, maxReplayLine)
+	for n := 1; ; n++ {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			return fmt.Errorf("%s:%d: line longer than %d bytes", path, n, maxReplayLine)
+		}
+		if err == io.EOF {
+			return nil // a partial last line is a write cut short
+		}
+		if err != nil {
+			return &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		if err := each(&ev); err != nil {
+			if we, ok := err.(errWrite); ok {
+				return we.error
+			}
+			return fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+	}
+}
