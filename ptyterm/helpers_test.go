@@ -2,6 +2,7 @@ package ptyterm
 
 import (
 	"bytes"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -235,4 +236,11 @@ func waitEvent(t *testing.T, path, typ string, ok func(Event) bool) Event {
 	}
 	t.Fatalf("no %s event in %s", typ, path)
 	return Event{}
+}
+
+type failingReader struct{ t *testing.T }
+
+func (r failingReader) Read([]byte) (int, error) {
+	r.t.Error("watch mode read its input")
+	return 0, io.EOF
 }

@@ -79,20 +79,27 @@ type recorder struct {
 	path string
 	log  func(error)
 
+	created bool // the record did not exist before this terminal
+
 	mu      sync.Mutex
 	f       *os.File
 	seq     uint64
 	failed  bool
-	output  chan []byte
-	flushed chan struct{}
+	output  chan []byte   // nil without a record; set once at open
+	flushed chan struct{} // closed when cutOutput has written everything
 }
 
 // openRecorder opens (creating 0644) the record at path for appending and
 // finds the last seq in it. A symlink or non-regular file is refused.
 func openRecorder(path string, log func(error)) (*recorder, error) {
-	r := &recorder{path: path, log: log, output: make(chan []byte, 64), flushed: make(chan struct{})}
+	r := &recorder{path: path, log: log}
 	if path != "" {
-		fd, err := unix.Open(path, unix.O_RDWR|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o644)
+		const flags = unix.O_RDWR | unix.O_APPEND | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
+		fd, err := unix.Open(path, flags|unix.O_CREAT|unix.O_EXCL, 0o644)
+		r.created = err == nil
+		if err == unix.EEXIST {
+			fd, err = unix.Open(path, flags, 0)
+		}
 		if err != nil {
 			if err == unix.ELOOP {
 				err = fsops.ErrSymlink
@@ -113,7 +120,10 @@ func openRecorder(path string, log func(error)) (*recorder, error) {
 		}
 		r.f = f
 	}
-	go r.cutOutput()
+	if r.f != nil {
+		r.output, r.flushed = make(chan []byte, 64), make(chan struct{})
+		go r.cutOutput()
+	}
 	return r, nil
 }
 
@@ -146,7 +156,7 @@ func lastSeq(f *os.File, size int64) (uint64, error) {
 
 // Output queues PTY output for the record. p is copied.
 func (r *recorder) Output(p []byte) {
-	if r.f == nil {
+	if r.output == nil {
 		return
 	}
 	r.output <- append([]byte(nil), p...)
@@ -209,11 +219,11 @@ func (r *recorder) writeOutput(t time.Time, data []byte) {
 
 // Event writes one event line, filling seq and ts.
 func (r *recorder) Event(ev Event) {
-	if r.f == nil {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.f == nil {
+		return // no record, or closed (a late refusal after the exit)
+	}
 	r.seq++
 	ev.Seq = r.seq
 	if ev.TS == "" {
@@ -247,20 +257,36 @@ func (r *recorder) fail(err error) {
 
 // FlushOutput writes all queued output; no Output may follow.
 func (r *recorder) FlushOutput() {
-	if r.f == nil {
+	if r.output == nil {
 		return
 	}
 	close(r.output)
 	<-r.flushed
 }
 
+// discard closes a record nothing was written to, removing it if this
+// terminal created it: a terminal that never started leaves no trace.
+func (r *recorder) discard() {
+	r.FlushOutput()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return
+	}
+	r.f.Close()
+	r.f = nil
+	if r.created {
+		_ = os.Remove(r.path) // best effort
+	}
+}
+
 // Close syncs and closes the record.
 func (r *recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.f == nil {
 		return nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	err := r.f.Sync()
 	if cerr := r.f.Close(); err == nil {
 		err = cerr

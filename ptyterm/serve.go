@@ -118,8 +118,7 @@ func Serve(cfg Config) (int, error) {
 	var sock *terminalSocket
 	if cfg.Socket != "" {
 		if sock, err = listenSocket(cfg.Socket); err != nil {
-			rec.FlushOutput()
-			rec.Close()
+			rec.discard()
 			return 1, &SetupError{1, err}
 		}
 	}
@@ -128,8 +127,7 @@ func Serve(cfg Config) (int, error) {
 		if sock != nil {
 			sock.close()
 		}
-		rec.FlushOutput()
-		rec.Close()
+		rec.discard()
 		return startErrorCode(err), &SetupError{startErrorCode(err), err}
 	}
 	rec.Event(Event{Type: EventStart, Terminal: cfg.ID, PID: pid, Rows: size.Rows, Cols: size.Cols})

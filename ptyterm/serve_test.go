@@ -445,4 +445,3 @@ func TestPipeConsole(t *testing.T) {
 		}
 	})
 }
-
