@@ -17,13 +17,16 @@ const (
 	// maxClientQueue bounds the output queued for one client. A client that
 	// falls this far behind is disconnected; the PTY and the other clients
 	// never wait for it.
-	maxClientQueue = 1 << 20
+	maxClientQueue = 4 << 20
 	// MaxClients bounds the clients connected at once (watchers and the
 	// attacher together).
 	MaxClients = 16
 	// exitFlushTimeout is how long each client may take to receive its
 	// queued output once the command has exited.
 	exitFlushTimeout = 2 * time.Second
+	// streamBatch is the pace at which streaming output is delivered to
+	// the clients, the record and the console (see deliverOutput).
+	streamBatch = time.Millisecond
 	// escapeWait is how long a held partial in-band marker (often just an
 	// Escape key press) waits for the bytes that would complete it.
 	escapeWait = 50 * time.Millisecond
@@ -82,15 +85,15 @@ type client struct {
 	leave1  sync.Once
 }
 
-// Broadcast hands PTY output to the scrollback and every client.
+// Broadcast hands PTY output to the scrollback and every client. p must
+// not be modified afterwards: the clients' queues share it.
 func (h *hub) Broadcast(p []byte) {
 	var drop []*client
 	h.mu.Lock()
 	h.scroll.Write(p)
 	if len(h.clients) > 0 {
-		shared := append([]byte(nil), p...) // clients only read it
 		for c := range h.clients {
-			if !c.enqueue(shared) {
+			if !c.enqueue(p) {
 				drop = append(drop, c)
 			}
 		}

@@ -272,4 +272,3 @@ func TestLastSeqAndReplayErrors(t *testing.T) {
 		t.Fatalf("running: %v %v", found, err)
 	}
 }
-

@@ -30,8 +30,9 @@ import (
 //
 // seq increases by one per line and continues from the last seq already in
 // the file, so a resumed session keeps one sequence. Every line is shorter
-// than maxEventLine and written with one O_APPEND write, so a concurrent
-// reader never sees half a line and other writers never interleave.
+// than maxEventLine, and every O_APPEND write(2) holds whole lines only
+// (bulk output is several lines per write), so no other appender can ever
+// cut a line.
 
 // Event types written to the terminal record.
 const (
@@ -49,6 +50,10 @@ const (
 	// writes a partial chunk: bulk output fills whole chunks, while typing
 	// echoes coalesce into fewer lines; the live clients never wait for it.
 	outputLinger = 10 * time.Millisecond
+	// recordBatch is how long streaming output gathers between writes,
+	// and maxRecordBatch how much one write may take.
+	recordBatch    = 5 * time.Millisecond
+	maxRecordBatch = 1 << 20
 	// maxReplayLine bounds one line read back by Replay and ReadExit.
 	maxReplayLine = 64 << 10
 )
@@ -121,7 +126,7 @@ func openRecorder(path string, log func(error)) (*recorder, error) {
 		r.f = f
 	}
 	if r.f != nil {
-		r.output, r.flushed = make(chan []byte, 64), make(chan struct{})
+		r.output, r.flushed = make(chan []byte, 256), make(chan struct{})
 		go r.cutOutput()
 	}
 	return r, nil
@@ -154,34 +159,46 @@ func lastSeq(f *os.File, size int64) (uint64, error) {
 	}
 }
 
-// Output queues PTY output for the record. p is copied.
+// Output queues PTY output for the record. p must not be modified
+// afterwards.
 func (r *recorder) Output(p []byte) {
 	if r.output == nil {
 		return
 	}
-	r.output <- append([]byte(nil), p...)
+	r.output <- p
 }
 
 // cutOutput turns queued output into pty.output lines of at most
 // maxOutputData bytes, each stamped with the time its first byte arrived.
 func (r *recorder) cutOutput() {
 	defer close(r.flushed)
-	pending := make([]byte, 0, 4*maxOutputData)
-	var first time.Time
+	var (
+		pending = make([]byte, 0, 32*maxOutputData)
+		batch   []byte // the lines of one flush, reused
+		first   time.Time
+	)
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	flush := func(n int) {
-		r.writeOutput(first, pending[:n])
+	// flush records whole chunks (all of pending when partial is set) in
+	// one write and keeps the remainder, moving it once.
+	flush := func(partial bool) bool {
+		n := len(pending)
+		if !partial {
+			n -= n % maxOutputData
+		}
+		if n == 0 {
+			return false
+		}
+		batch = r.writeOutput(batch[:0], first, pending[:n])
 		pending = append(pending[:0], pending[n:]...)
 		first = time.Now()
+		return true
 	}
 	for {
 		select {
 		case p, ok := <-r.output:
 			if !ok {
-				for len(pending) > 0 {
-					flush(min(len(pending), maxOutputData))
-				}
+				flush(true)
 				return
 			}
 			if len(pending) == 0 {
@@ -189,32 +206,56 @@ func (r *recorder) cutOutput() {
 				linger.Reset(outputLinger)
 			}
 			pending = append(pending, p...)
-			for len(pending) >= maxOutputData {
-				flush(maxOutputData)
+			// Take what else is queued into the same write.
+			for more := true; more && len(pending) < maxRecordBatch; {
+				select {
+				case p, ok := <-r.output:
+					if !ok {
+						flush(true)
+						return
+					}
+					pending = append(pending, p...)
+				default:
+					more = false
+				}
+			}
+			if flush(false) {
+				// Output streams: let it gather for a while, so that the
+				// PTY reader hands over without waking us for every
+				// 4 KiB read.
+				time.Sleep(recordBatch)
 			}
 		case <-linger.C:
-			if len(pending) > 0 {
-				flush(len(pending))
-			}
+			flush(true)
 		}
 	}
 }
 
-// writeOutput writes one pty.output line. It is encoded by hand: it is the
-// hot path, and base64 never needs JSON escaping.
-func (r *recorder) writeOutput(t time.Time, data []byte) {
+// writeOutput records data as pty.output lines of at most maxOutputData
+// bytes each, built in buf, with one write(2), and returns buf for reuse.
+// A write holds whole lines only, so the record never has a line cut by
+// another writer. The lines are encoded by hand: this is the hot path, and
+// base64 never needs JSON escaping.
+func (r *recorder) writeOutput(buf []byte, t time.Time, data []byte) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.seq++
-	line := make([]byte, 0, 96+base64.StdEncoding.EncodedLen(len(data)))
-	line = append(line, `{"seq":`...)
-	line = strconv.AppendUint(line, r.seq, 10)
-	line = append(line, `,"ts":"`...)
-	line = append(line, fsops.Timestamp(t)...)
-	line = append(line, `","type":"pty.output","data_b64":"`...)
-	line = base64.StdEncoding.AppendEncode(line, data)
-	line = append(line, "\"}\n"...)
-	r.appendLocked(line)
+	ts := fsops.Timestamp(t)
+	for len(data) > 0 {
+		chunk := data[:min(len(data), maxOutputData)]
+		data = data[len(chunk):]
+		r.seq++
+		buf = append(buf, `{"seq":`...)
+		buf = strconv.AppendUint(buf, r.seq, 10)
+		buf = append(buf, `,"ts":"`...)
+		buf = append(buf, ts...)
+		buf = append(buf, `","type":"pty.output","data_b64":"`...)
+		buf = base64.StdEncoding.AppendEncode(buf, chunk)
+		buf = append(buf, "\"}\n"...)
+	}
+	if r.f != nil {
+		r.appendLocked(buf)
+	}
+	return buf
 }
 
 // Event writes one event line, filling seq and ts.
@@ -280,17 +321,17 @@ func (r *recorder) discard() {
 	}
 }
 
-// Close syncs and closes the record.
+// Close closes the record. Like every event stream it is not fsynced:
+// appends are ordered and whole-line, and the kernel writes them back; an
+// fsync of a long session's record would hold the exit for the time it
+// takes to write it all to disk.
 func (r *recorder) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.f == nil {
 		return nil
 	}
-	err := r.f.Sync()
-	if cerr := r.f.Close(); err == nil {
-		err = cerr
-	}
+	err := r.f.Close()
 	r.f = nil
 	return err
 }

@@ -235,22 +235,93 @@ func exitStatus(state *os.ProcessState) (int, syscall.Signal) {
 	return state.ExitCode(), 0
 }
 
-// copyOutput reads the PTY until EOF and hands every chunk to the clients,
+// copyOutput reads the PTY until EOF and hands the output to the clients,
 // the record and the console. On Linux the master reads EIO once no
 // process holds the slave: that is the PTY's EOF, not an error.
+//
+// A PTY master yields at most 4 KiB per read, and the program writing to
+// the terminal waits while that small buffer is full, so throughput is set
+// by how soon the reader reads again. The reader therefore does nothing but
+// read: each read lands in a fresh part of a larger slab, never written
+// again, and is passed to deliverOutput, which fans it out.
 func copyOutput(master *os.File, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
-	buf := make([]byte, 64<<10)
+	const slabSize, minRead = 1 << 20, 64 << 10
+	chunks := make(chan []byte, 256)
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		deliverOutput(chunks, h, rec, con, logf)
+	}()
+	var slab []byte
 	for {
-		n, err := master.Read(buf)
+		if cap(slab)-len(slab) < minRead {
+			slab = make([]byte, 0, slabSize)
+		}
+		n, err := master.Read(slab[len(slab):cap(slab)])
 		if n > 0 {
-			h.Broadcast(buf[:n])
-			rec.Output(buf[:n])
-			con.write(buf[:n], logf)
+			// The chunk keeps the slab's capacity so deliverOutput can
+			// tell that consecutive chunks are adjacent and join them.
+			chunks <- slab[len(slab) : len(slab)+n]
+			slab = slab[:len(slab)+n]
 		}
 		if err != nil {
+			close(chunks)
+			<-delivered
 			return
 		}
 	}
+}
+
+// deliverOutput passes PTY output to the scrollback and clients, the record
+// and the console. While output streams it delivers at most once per
+// streamBatch, joining the chunks read meanwhile, so the reader's hand-over
+// is a buffered channel send instead of a goroutine wake-up per read; the
+// first output after a pause (a keystroke's echo) goes out at once.
+func deliverOutput(chunks <-chan []byte, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
+	var last time.Time
+	for {
+		if since := time.Since(last); since < streamBatch {
+			time.Sleep(streamBatch - since)
+		}
+		batch, ok := <-chunks
+		if !ok {
+			return
+		}
+		for more := true; more && len(batch) < maxDelivery; {
+			select {
+			case c, ok := <-chunks:
+				if !ok {
+					deliverBatch(batch, h, rec, con, logf)
+					return
+				}
+				if adjacent(batch, c) {
+					batch = batch[:len(batch)+len(c)]
+				} else {
+					deliverBatch(batch, h, rec, con, logf)
+					batch = c
+				}
+			default:
+				more = false
+			}
+		}
+		deliverBatch(batch, h, rec, con, logf)
+		last = time.Now()
+	}
+}
+
+// maxDelivery bounds the output one delivery gathers.
+const maxDelivery = 1 << 20
+
+// adjacent reports whether b starts right where a ends in the same slab.
+func adjacent(a, b []byte) bool {
+	return len(a) > 0 && len(b) > 0 && cap(a) > len(a) && &a[:len(a)+1][len(a)] == &b[0]
+}
+
+func deliverBatch(p []byte, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
+	p = p[:len(p):len(p)] // read-only from here on: no append may reach the slab
+	h.Broadcast(p)
+	rec.Output(p)
+	con.write(p, logf)
 }
 
 // descriptor returns f's descriptor without File.Fd, which would switch a
