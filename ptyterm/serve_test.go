@@ -276,12 +276,15 @@ func TestSignalsForwarded(t *testing.T) {
 }
 
 func TestSlowWatcherDropped(t *testing.T) {
-	// 3 MiB in 64 KiB steps: paced, so the reading client keeps up even
+	// 8 MiB in 64 KiB steps: paced, so the reading client keeps up even
 	// under the race detector, while the one that never reads falls more
 	// than maxClientQueue behind.
-	const total = 48 << 16
+	const total = 128 << 16
+	if total < 2*maxClientQueue {
+		t.Fatal("the output must exceed a client's queue")
+	}
 	s := serve(t, Config{}, "sh", "-c", `read go; stty raw -echo
-		i=0; while [ $i -lt 48 ]; do head -c 65536 /dev/zero; sleep 0.01; i=$((i+1)); done`)
+		i=0; while [ $i -lt 128 ]; do head -c 65536 /dev/zero; sleep 0.005; i=$((i+1)); done`)
 	// The slow client never reads.
 	slow, err := net.Dial("unix", s.socket)
 	if err != nil {
