@@ -3,6 +3,7 @@ package ptyterm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand"
 	"net"
@@ -324,9 +325,9 @@ func TestSlowWatcherDropped(t *testing.T) {
 	}
 }
 
-func TestSignalDuringAttachDoesNotLeak(t *testing.T) {
-	// Many clients come and go; when the command exits Serve returns
-	// with all of them closed (none blocks shutdown).
+func TestClientLimitAndShutdown(t *testing.T) {
+	// The client limit holds, and when the command exits Serve returns
+	// with every client closed (none blocks the shutdown).
 	s := serve(t, Config{}, "sh", "-c", `read x`)
 	var cs []*rawClient
 	for i := 0; i < MaxClients-1; i++ {
@@ -447,4 +448,32 @@ func TestPipeConsole(t *testing.T) {
 			t.Fatalf("console got %q", out.String())
 		}
 	})
+}
+
+func TestBackgroundHolderCutOff(t *testing.T) {
+	// A background process that ignores SIGHUP keeps the terminal open
+	// after the command exits: ctxterm stops reading after drainAfterExit
+	// instead of waiting for it.
+	s := serve(t, Config{}, "sh", "-c", `(trap "" HUP; exec sleep 60) & sleep 0.3; echo "bg=$!"`)
+	start := time.Now()
+	code := s.wait()
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	if d := time.Since(start); d > drainAfterExit+5*time.Second {
+		t.Fatalf("Serve took %v after the command exited", d)
+	}
+	out := string(replayed(t, s.events))
+	var pid int
+	if i := strings.Index(out, "bg="); i >= 0 {
+		fmt.Sscanf(out[i+3:], "%d", &pid)
+	}
+	if pid <= 0 {
+		t.Fatalf("no background pid in %q", out)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Fatalf("the background process is gone already (%v): the test proves nothing", err)
+	}
+	checkRecord(t, s.events, 1)
 }
