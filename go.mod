@@ -7,4 +7,8 @@ require (
 	golang.org/x/sys v0.50.0
 )
 
-require golang.org/x/tools v0.26.0 // indirect
+require (
+	github.com/creack/pty v1.1.24 // indirect
+	golang.org/x/term v0.48.0 // indirect
+	golang.org/x/tools v0.26.0 // indirect
+)

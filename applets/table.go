@@ -41,6 +41,7 @@ func init() {
 		ownRunner(tshTool, runTsh),
 		ownRunner(tshConfigTool, runTshConfig),
 		{Name: "ctxmcp", Run: runCtxmcp},
+		{Name: "ctxterm", Run: runCtxterm},
 	}
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
 

@@ -1,0 +1,409 @@
+package ptyterm
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"ctx/fsops"
+
+	"golang.org/x/sys/unix"
+)
+
+// The terminal record is a JSONL file (session/S/terminal/<id>/events.jsonl)
+// of one event per line:
+//
+//	{"seq":1,"ts":"2026-06-22T12:00:00.123Z","type":"process.start","pid":42,"rows":24,"cols":80}
+//	{"seq":2,"ts":"...","type":"pty.output","data_b64":"aGVsbG8NCg=="}
+//	{"seq":3,"ts":"...","type":"terminal.attach","uid":1000,"pid":77}
+//	{"seq":4,"ts":"...","type":"pty.resize","rows":40,"cols":120}
+//	{"seq":5,"ts":"...","type":"terminal.detach","mode":"attach","uid":1000,"pid":77,"reason":"eof"}
+//	{"seq":6,"ts":"...","type":"process.exit","exit_code":0}
+//
+// seq increases by one per line and continues from the last seq already in
+// the file, so a resumed session keeps one sequence. Every line is shorter
+// than maxEventLine, and every O_APPEND write(2) holds whole lines only
+// (bulk output is several lines per write), so no other appender can ever
+// cut a line.
+
+// Event types written to the terminal record.
+const (
+	EventStart    = "process.start"
+	EventOutput   = "pty.output"
+	EventResize   = "pty.resize"
+	EventExit     = "process.exit"
+	EventWatch    = "terminal.watch"
+	EventAttach   = "terminal.attach"
+	EventDetach   = "terminal.detach"
+	EventRefused  = "terminal.refused"
+	maxEventLine  = 4000
+	maxOutputData = 2880 // raw bytes per pty.output: 3840 base64 characters
+	// outputLinger is how long the recorder waits for more output before it
+	// writes a partial chunk: bulk output fills whole chunks, while typing
+	// echoes coalesce into fewer lines; the live clients never wait for it.
+	outputLinger = 10 * time.Millisecond
+	// recordBatch is how long streaming output gathers between writes,
+	// and maxRecordBatch how much one write may take.
+	recordBatch    = 5 * time.Millisecond
+	maxRecordBatch = 1 << 20
+	// maxReplayLine bounds one line read back by Replay and ReadExit.
+	maxReplayLine = 64 << 10
+)
+
+// Event is one line of the terminal record. Fields that do not apply to a
+// type are omitted.
+type Event struct {
+	Seq      uint64 `json:"seq"`
+	TS       string `json:"ts"`
+	Type     string `json:"type"`
+	DataB64  string `json:"data_b64,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	Terminal string `json:"terminal,omitempty"`
+	Mode     string `json:"mode,omitempty"`
+	UID      *int   `json:"uid,omitempty"`
+	PID      int    `json:"pid,omitempty"`
+	Rows     uint16 `json:"rows,omitempty"`
+	Cols     uint16 `json:"cols,omitempty"`
+	Reason   string `json:"reason,omitempty"`
+}
+
+// recorder appends events to the terminal record. Output is handed to a
+// goroutine that cuts it into pty.output lines, so a slow disk delays the
+// record, never the live clients, until the channel's bound is reached.
+// With no file it discards everything.
+type recorder struct {
+	path string
+	log  func(error)
+
+	created bool // the record did not exist before this terminal
+
+	mu      sync.Mutex
+	f       *os.File
+	seq     uint64
+	failed  bool
+	output  chan []byte   // nil without a record; set once at open
+	flushed chan struct{} // closed when cutOutput has written everything
+}
+
+// openRecorder opens (creating 0644) the record at path for appending and
+// finds the last seq in it. A symlink or non-regular file is refused.
+func openRecorder(path string, log func(error)) (*recorder, error) {
+	r := &recorder{path: path, log: log}
+	if path != "" {
+		const flags = unix.O_RDWR | unix.O_APPEND | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
+		fd, err := unix.Open(path, flags|unix.O_CREAT|unix.O_EXCL, 0o644)
+		r.created = err == nil
+		if err == unix.EEXIST {
+			fd, err = unix.Open(path, flags, 0)
+		}
+		if err != nil {
+			if err == unix.ELOOP {
+				err = fsops.ErrSymlink
+			}
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		f := os.NewFile(uintptr(fd), path)
+		st, err := f.Stat()
+		if err == nil && !st.Mode().IsRegular() {
+			err = &os.PathError{Op: "open", Path: path, Err: fsops.ErrNotRegular}
+		}
+		if err == nil {
+			r.seq, err = lastSeq(f, st.Size())
+		}
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		r.f = f
+	}
+	if r.f != nil {
+		r.output, r.flushed = make(chan []byte, 256), make(chan struct{})
+		go r.cutOutput()
+	}
+	return r, nil
+}
+
+// lastSeq returns the highest seq in the last complete lines of f: it reads
+// the tail, and the whole file only when the tail holds no event.
+func lastSeq(f *os.File, size int64) (uint64, error) {
+	const tail = 16 << 10
+	off := max(size-tail, 0)
+	for {
+		buf := make([]byte, size-off)
+		if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+			return 0, &os.PathError{Op: "read", Path: f.Name(), Err: err}
+		}
+		var last uint64
+		found := false
+		for _, line := range bytes.Split(buf, []byte("\n")) {
+			var ev struct {
+				Seq *uint64 `json:"seq"`
+			}
+			if json.Unmarshal(line, &ev) == nil && ev.Seq != nil {
+				last, found = max(last, *ev.Seq), true
+			}
+		}
+		if found || off == 0 {
+			return last, nil
+		}
+		off = 0
+	}
+}
+
+// Output queues PTY output for the record. p must not be modified
+// afterwards.
+func (r *recorder) Output(p []byte) {
+	if r.output == nil {
+		return
+	}
+	r.output <- p
+}
+
+// cutOutput turns queued output into pty.output lines of at most
+// maxOutputData bytes, each stamped with the time its first byte arrived.
+func (r *recorder) cutOutput() {
+	defer close(r.flushed)
+	var (
+		pending = make([]byte, 0, 32*maxOutputData)
+		batch   []byte // the lines of one flush, reused
+		first   time.Time
+	)
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	// flush records whole chunks (all of pending when partial is set) in
+	// one write and keeps the remainder, moving it once.
+	flush := func(partial bool) bool {
+		n := len(pending)
+		if !partial {
+			n -= n % maxOutputData
+		}
+		if n == 0 {
+			return false
+		}
+		batch = r.writeOutput(batch[:0], first, pending[:n])
+		pending = append(pending[:0], pending[n:]...)
+		first = time.Now()
+		return true
+	}
+	for {
+		select {
+		case p, ok := <-r.output:
+			if !ok {
+				flush(true)
+				return
+			}
+			if len(pending) == 0 {
+				first = time.Now()
+				linger.Reset(outputLinger)
+			}
+			pending = append(pending, p...)
+			// Take what else is queued into the same write.
+			for more := true; more && len(pending) < maxRecordBatch; {
+				select {
+				case p, ok := <-r.output:
+					if !ok {
+						flush(true)
+						return
+					}
+					pending = append(pending, p...)
+				default:
+					more = false
+				}
+			}
+			if flush(false) {
+				// Output streams: let it gather for a while, so that the
+				// PTY reader hands over without waking us for every
+				// 4 KiB read.
+				time.Sleep(recordBatch)
+			}
+		case <-linger.C:
+			flush(true)
+		}
+	}
+}
+
+// writeOutput records data as pty.output lines of at most maxOutputData
+// bytes each, built in buf, with one write(2), and returns buf for reuse.
+// A write holds whole lines only, so the record never has a line cut by
+// another writer. The lines are encoded by hand: this is the hot path, and
+// base64 never needs JSON escaping.
+func (r *recorder) writeOutput(buf []byte, t time.Time, data []byte) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ts := fsops.Timestamp(t)
+	for len(data) > 0 {
+		chunk := data[:min(len(data), maxOutputData)]
+		data = data[len(chunk):]
+		r.seq++
+		buf = append(buf, `{"seq":`...)
+		buf = strconv.AppendUint(buf, r.seq, 10)
+		buf = append(buf, `,"ts":"`...)
+		buf = append(buf, ts...)
+		buf = append(buf, `","type":"pty.output","data_b64":"`...)
+		buf = base64.StdEncoding.AppendEncode(buf, chunk)
+		buf = append(buf, "\"}\n"...)
+	}
+	if r.f != nil {
+		r.appendLocked(buf)
+	}
+	return buf
+}
+
+// Event writes one event line, filling seq and ts.
+func (r *recorder) Event(ev Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return // no record, or closed (a late refusal after the exit)
+	}
+	r.seq++
+	ev.Seq = r.seq
+	if ev.TS == "" {
+		ev.TS = fsops.Timestamp(time.Now())
+	}
+	b, err := json.Marshal(ev)
+	if err != nil {
+		r.fail(err)
+		return
+	}
+	r.appendLocked(append(b, '\n'))
+}
+
+func (r *recorder) appendLocked(line []byte) {
+	if r.failed {
+		return
+	}
+	if _, err := r.f.Write(line); err != nil {
+		r.fail(&os.PathError{Op: "append", Path: r.path, Err: err})
+	}
+}
+
+// fail reports the first recording failure; the terminal keeps running
+// without a record rather than dying with the agent's work in it.
+func (r *recorder) fail(err error) {
+	r.failed = true
+	if r.log != nil {
+		r.log(fmt.Errorf("recording stopped: %w", err))
+	}
+}
+
+// FlushOutput writes all queued output; no Output may follow.
+func (r *recorder) FlushOutput() {
+	if r.output == nil {
+		return
+	}
+	close(r.output)
+	<-r.flushed
+}
+
+// discard closes a record nothing was written to, removing it if this
+// terminal created it: a terminal that never started leaves no trace.
+func (r *recorder) discard() {
+	r.FlushOutput()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return
+	}
+	r.f.Close()
+	r.f = nil
+	if r.created {
+		_ = os.Remove(r.path) // best effort
+	}
+}
+
+// Close closes the record. Like every event stream it is not fsynced:
+// appends are ordered and whole-line, and the kernel writes them back; an
+// fsync of a long session's record would hold the exit for the time it
+// takes to write it all to disk.
+func (r *recorder) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.f == nil {
+		return nil
+	}
+	err := r.f.Close()
+	r.f = nil
+	return err
+}
+
+// Replay writes the PTY output recorded in eventsFile to w, in order:
+// exactly the bytes the program wrote to its terminal, as the terminal
+// driver delivered them. Other event types are skipped. A last line without
+// its newline (a write cut short) is ignored; a malformed complete line is
+// an error naming the file and line.
+func Replay(eventsFile string, w io.Writer) error {
+	return scanEvents(eventsFile, func(ev *Event) error {
+		if ev.Type != EventOutput {
+			return nil
+		}
+		data, err := base64.StdEncoding.DecodeString(ev.DataB64)
+		if err != nil {
+			return fmt.Errorf("data_b64: %v", err)
+		}
+		if _, err := w.Write(data); err != nil {
+			return errWrite{err}
+		}
+		return nil
+	})
+}
+
+// ReadExit returns the exit code recorded by the last process.exit event
+// in eventsFile; found is false while the process has not exited (or the
+// record was cut short).
+func ReadExit(eventsFile string) (code int, found bool, err error) {
+	err = scanEvents(eventsFile, func(ev *Event) error {
+		if ev.Type == EventExit {
+			if ev.ExitCode == nil {
+				return errors.New("process.exit without exit_code")
+			}
+			code, found = *ev.ExitCode, true
+		}
+		return nil
+	})
+	return code, found, err
+}
+
+// errWrite marks an error of the destination writer in scanEvents, which
+// is not the record's fault and carries no line number.
+type errWrite struct{ error }
+
+func scanEvents(path string, each func(*Event) error) error {
+	f, err := fsops.OpenRegular(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, maxReplayLine)
+	for n := 1; ; n++ {
+		line, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			return fmt.Errorf("%s:%d: line longer than %d bytes", path, n, maxReplayLine)
+		}
+		if err == io.EOF {
+			return nil // a partial last line is a write cut short
+		}
+		if err != nil {
+			return &os.PathError{Op: "read", Path: path, Err: err}
+		}
+		var ev Event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		if err := each(&ev); err != nil {
+			if we, ok := err.(errWrite); ok {
+				return we.error
+			}
+			return fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+	}
+}

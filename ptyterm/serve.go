@@ -1,0 +1,454 @@
+package ptyterm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+)
+
+// DefaultSize is the window size of a terminal when neither the caller nor
+// a console terminal gives one.
+var DefaultSize = Winsize{Rows: 24, Cols: 80}
+
+// drainAfterExit bounds how long output is still read after the command
+// exited: until the PTY reports EOF, which it does at once unless a
+// background process of the command still holds the terminal open.
+const drainAfterExit = time.Second
+
+// Config describes one terminal for Serve.
+type Config struct {
+	// Cmd is the command to run on the PTY, not yet started. Serve sets its
+	// standard streams to the PTY and makes it a session leader with the
+	// PTY as controlling terminal (Setsid, Setctty); other SysProcAttr
+	// fields are kept.
+	Cmd *exec.Cmd
+	// Socket is the path of the terminal socket; empty for none.
+	Socket string
+	// Owner is the uid that may connect besides root (uid 0).
+	Owner int
+	// Events is the terminal record to append to; empty for none.
+	Events string
+	// ID names the terminal in the process.start event; may be empty.
+	ID string
+	// Size is the initial window size; a zero field is taken from the
+	// console terminal, else from DefaultSize.
+	Size Winsize
+
+	// Console is what to do with ConsoleIn and ConsoleOut (see
+	// ConsoleMode). In ConsoleTTY mode ConsoleIn must be an *os.File on a
+	// terminal. Output to ConsoleOut is written in step with the PTY: a
+	// console that does not keep up holds the command back, as any
+	// terminal does; socket clients never do.
+	Console    ConsoleMode
+	ConsoleIn  io.Reader
+	ConsoleOut io.Writer
+
+	// Signals are forwarded to the command's process group (the caller
+	// subscribes to SIGTERM, SIGHUP, ... with signal.Notify).
+	Signals <-chan os.Signal
+	// Log receives one-line diagnostics, such as a failed record write;
+	// may be nil.
+	Log io.Writer
+	// Started, if set, is called once the socket listens and the command
+	// runs.
+	Started func(pid int)
+}
+
+// SetupError is an error that happened before the command ran, with the
+// exit status ctxterm reports for it: 1 for the socket or the record, 127
+// when the command is not found, 126 when it cannot be executed.
+type SetupError struct {
+	Code int
+	Err  error
+}
+
+func (e *SetupError) Error() string { return e.Err.Error() }
+func (e *SetupError) Unwrap() error { return e.Err }
+
+// Serve runs cfg.Cmd on a new PTY and owns the PTY until the command exits:
+// it serves the terminal socket, records the session, drives the local
+// console, and returns the command's exit status (128+N when it died of
+// signal N). When Serve returns, every client has been closed, the socket
+// file removed, and process.exit recorded. A *SetupError is returned when
+// the command could not be started.
+func Serve(cfg Config) (int, error) {
+	if cfg.Cmd == nil {
+		return 1, &SetupError{1, errors.New("no command")}
+	}
+	logf := func(format string, args ...any) {
+		if cfg.Log != nil {
+			fmt.Fprintf(cfg.Log, "ctxterm: "+format+"\n", args...)
+		}
+	}
+
+	var ttyIn *os.File
+	if cfg.Console == ConsoleTTY {
+		f, ok := cfg.ConsoleIn.(*os.File)
+		if !ok || !isTerminal(f) {
+			return 1, &SetupError{1, errors.New("console input is not a terminal")}
+		}
+		ttyIn = f
+	}
+	size := DefaultSize
+	if ttyIn != nil {
+		if r, c, err := getWinsize(ttyIn); err == nil && r > 0 && c > 0 {
+			size = Winsize{r, c}
+		}
+	}
+	if cfg.Size.Rows != 0 {
+		size.Rows = cfg.Size.Rows
+	}
+	if cfg.Size.Cols != 0 {
+		size.Cols = cfg.Size.Cols
+	}
+
+	rec, err := openRecorder(cfg.Events, func(err error) { logf("%v", err) })
+	if err != nil {
+		return 1, &SetupError{1, err}
+	}
+	var sock *terminalSocket
+	if cfg.Socket != "" {
+		if sock, err = listenSocket(cfg.Socket); err != nil {
+			rec.discard()
+			return 1, &SetupError{1, err}
+		}
+	}
+	master, pid, veof, err := startOnPTY(cfg.Cmd, size)
+	if err != nil {
+		if sock != nil {
+			sock.close()
+		}
+		rec.discard()
+		return startErrorCode(err), &SetupError{startErrorCode(err), err}
+	}
+	rec.Event(Event{Type: EventStart, Terminal: cfg.ID, PID: pid, Rows: size.Rows, Cols: size.Cols})
+
+	h := newHub(master, rec, size)
+	if sock != nil {
+		go sock.serve(h, cfg.Owner)
+	}
+	con, err := startConsole(cfg, ttyIn, h, veof)
+	if err != nil {
+		logf("console: %v", err)
+	}
+
+	waited := make(chan *os.ProcessState, 1)
+	go func() {
+		_ = cfg.Cmd.Wait() // the state carries the status; a non-zero exit is not an error here
+		waited <- cfg.Cmd.ProcessState
+	}()
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		copyOutput(master, h, rec, con, logf)
+	}()
+	if cfg.Started != nil {
+		cfg.Started(pid)
+	}
+
+	var state *os.ProcessState
+	for state == nil {
+		select {
+		case sig := <-cfg.Signals:
+			if s, ok := sig.(syscall.Signal); ok {
+				_ = unix.Kill(-pid, s) // the command leads its own process group
+			}
+		case state = <-waited:
+		}
+	}
+	select {
+	case <-readDone:
+	case <-time.After(drainAfterExit):
+	}
+	_ = master.Close() // unblocks the output reader and any input writer
+	<-readDone
+	if sock != nil {
+		sock.close()
+	}
+	con.stop()
+	h.shutdown()
+
+	code, sig := exitStatus(state)
+	rec.FlushOutput()
+	ev := Event{Type: EventExit, ExitCode: &code}
+	if sig != 0 {
+		ev.Signal = unix.SignalName(sig)
+	}
+	rec.Event(ev)
+	if err := rec.Close(); err != nil {
+		logf("%v", err)
+	}
+	return code, nil
+}
+
+// startOnPTY starts cmd with a new PTY as its terminal and returns the
+// master, the pid and the terminal's EOF character. Our copy of the slave
+// is closed once the command holds it, so the master reads EOF (EIO) when
+// the last process using the terminal is gone.
+func startOnPTY(cmd *exec.Cmd, size Winsize) (*os.File, int, byte, error) {
+	master, tty, err := openPTY(size.Rows, size.Cols)
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer tty.Close()
+	veof := eofChar(tty)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	cmd.SysProcAttr.Setsid = true
+	cmd.SysProcAttr.Setctty = true
+	cmd.SysProcAttr.Ctty = 0 // the child's stdin
+	cmd.SysProcAttr.Setpgid = false
+	if err := cmd.Start(); err != nil {
+		master.Close()
+		return nil, 0, 0, err
+	}
+	return master, cmd.Process.Pid, veof, nil
+}
+
+func startErrorCode(err error) int {
+	switch {
+	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
+		return 127
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
+		return 126
+	}
+	return 1
+}
+
+// exitStatus maps a wait status to a shell-style exit code.
+func exitStatus(state *os.ProcessState) (int, syscall.Signal) {
+	ws, ok := state.Sys().(syscall.WaitStatus)
+	if ok && ws.Signaled() {
+		return 128 + int(ws.Signal()), ws.Signal()
+	}
+	return state.ExitCode(), 0
+}
+
+// copyOutput reads the PTY until EOF and hands the output to the clients,
+// the record and the console. On Linux the master reads EIO once no
+// process holds the slave: that is the PTY's EOF, not an error.
+//
+// A PTY master yields at most 4 KiB per read, and the program writing to
+// the terminal waits while that small buffer is full, so throughput is set
+// by how soon the reader reads again. The reader therefore does nothing but
+// read: each read lands in a fresh part of a larger slab, never written
+// again, and is passed to deliverOutput, which fans it out.
+func copyOutput(master *os.File, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
+	const slabSize, minRead = 1 << 20, 64 << 10
+	chunks := make(chan []byte, 256)
+	delivered := make(chan struct{})
+	go func() {
+		defer close(delivered)
+		deliverOutput(chunks, h, rec, con, logf)
+	}()
+	var slab []byte
+	for {
+		if cap(slab)-len(slab) < minRead {
+			slab = make([]byte, 0, slabSize)
+		}
+		n, err := master.Read(slab[len(slab):cap(slab)])
+		if n > 0 {
+			// The chunk keeps the slab's capacity so deliverOutput can
+			// tell that consecutive chunks are adjacent and join them.
+			chunks <- slab[len(slab) : len(slab)+n]
+			slab = slab[:len(slab)+n]
+		}
+		if err != nil {
+			close(chunks)
+			<-delivered
+			return
+		}
+	}
+}
+
+// deliverOutput passes PTY output to the scrollback and clients, the record
+// and the console. While output streams it delivers at most once per
+// streamBatch, joining the chunks read meanwhile, so the reader's hand-over
+// is a buffered channel send instead of a goroutine wake-up per read; the
+// first output after a pause (a keystroke's echo) goes out at once.
+func deliverOutput(chunks <-chan []byte, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
+	var last time.Time
+	for {
+		if since := time.Since(last); since < streamBatch {
+			time.Sleep(streamBatch - since)
+		}
+		batch, ok := <-chunks
+		if !ok {
+			return
+		}
+		for more := true; more && len(batch) < maxDelivery; {
+			select {
+			case c, ok := <-chunks:
+				if !ok {
+					deliverBatch(batch, h, rec, con, logf)
+					return
+				}
+				if adjacent(batch, c) {
+					batch = batch[:len(batch)+len(c)]
+				} else {
+					deliverBatch(batch, h, rec, con, logf)
+					batch = c
+				}
+			default:
+				more = false
+			}
+		}
+		deliverBatch(batch, h, rec, con, logf)
+		last = time.Now()
+	}
+}
+
+// maxDelivery bounds the output one delivery gathers.
+const maxDelivery = 1 << 20
+
+// adjacent reports whether b starts right where a ends in the same slab.
+func adjacent(a, b []byte) bool {
+	return len(a) > 0 && len(b) > 0 && cap(a) > len(a) && &a[:len(a)+1][len(a)] == &b[0]
+}
+
+func deliverBatch(p []byte, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
+	p = p[:len(p):len(p)] // read-only from here on: no append may reach the slab
+	h.Broadcast(p)
+	rec.Output(p)
+	con.write(p, logf)
+}
+
+// descriptor returns f's descriptor without File.Fd, which would switch a
+// non-blocking terminal (shared with the shell that started us) to
+// blocking mode.
+func descriptor(f *os.File) int {
+	fd := -1
+	if rc, err := f.SyscallConn(); err == nil {
+		_ = rc.Control(func(u uintptr) { fd = int(u) })
+	}
+	return fd
+}
+
+// console is the running local console.
+type console struct {
+	out     io.Writer
+	reader  *stoppableReader
+	done    chan struct{}
+	restore func()
+}
+
+func startConsole(cfg Config, ttyIn *os.File, h *hub, veof byte) (*console, error) {
+	con := &console{out: cfg.ConsoleOut, done: make(chan struct{})}
+	if cfg.Console == ConsoleNone || cfg.ConsoleIn == nil {
+		close(con.done)
+		return con, nil
+	}
+	in := cfg.ConsoleIn
+	if f, ok := in.(*os.File); ok {
+		r, err := newStoppableReader(f)
+		if err != nil {
+			close(con.done)
+			return con, err
+		}
+		con.reader, in = r, r
+	}
+	h.claimConsole()
+	if ttyIn != nil {
+		fd := descriptor(ttyIn)
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			h.releaseConsole()
+			close(con.done)
+			return con, err
+		}
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		stopWinch := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-winch:
+					if r, c, err := getWinsize(ttyIn); err == nil && r > 0 && c > 0 {
+						h.Resize(Winsize{r, c})
+					}
+				case <-stopWinch:
+					return
+				}
+			}
+		}()
+		con.restore = func() {
+			signal.Stop(winch)
+			close(stopWinch)
+			_ = term.Restore(fd, old) // best effort: the terminal may be gone
+		}
+	}
+	go func() {
+		defer close(con.done)
+		defer h.releaseConsole()
+		last, err := copyInput(h.pty, in)
+		if err == nil && cfg.Console == ConsolePipe {
+			eof := []byte{veof}
+			if last != '\n' {
+				eof = append(eof, veof)
+			}
+			_, _ = h.pty.Write(eof)
+		}
+	}()
+	return con, nil
+}
+
+// copyInput copies console input to the PTY until EOF (nil error) or
+// failure, and returns the last byte copied.
+func copyInput(pty *os.File, in io.Reader) (byte, error) {
+	buf := make([]byte, 32<<10)
+	last := byte('\n')
+	for {
+		n, err := in.Read(buf)
+		if n > 0 {
+			if _, werr := pty.Write(buf[:n]); werr != nil {
+				return last, werr
+			}
+			last = buf[n-1]
+		}
+		if err == io.EOF {
+			return last, nil
+		}
+		if err != nil {
+			return last, err
+		}
+	}
+}
+
+// write copies output to the console; after a failed write (a closed pipe,
+// a hung-up terminal) the console gets no more output.
+func (c *console) write(p []byte, logf func(string, ...any)) {
+	if c.out == nil {
+		return
+	}
+	if _, err := c.out.Write(p); err != nil {
+		if !errors.Is(err, syscall.EPIPE) {
+			logf("console output stopped: %v", err)
+		}
+		c.out = nil
+	}
+}
+
+// stop ends console input and restores the local terminal. A console
+// reader that is not a file cannot be interrupted; its goroutine ends at
+// its next read, when writing to the closed PTY fails.
+func (c *console) stop() {
+	if c.reader != nil {
+		c.reader.Stop()
+		<-c.done // the PTY is closed, so no input write can block
+		c.reader.Close()
+	}
+	if c.restore != nil {
+		c.restore()
+	}
+}
