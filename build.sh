@@ -36,7 +36,7 @@ test)
 	# As root (CI), sandbox and namespace tests must run: they fail instead
 	# of skipping when the kernel refuses them.
 	if [ "$(id -u)" = 0 ]; then export CTX_REQUIRE_SANDBOX=1; fi
-	go test -count=1 -timeout 40m ./...
+	CGO_ENABLED=0 go test -count=1 -timeout 40m ./...
 	;;
 demo)
 	build

@@ -12,7 +12,14 @@ import (
 // agentVerbs are the verbs of `ctx agent VERB`, one file each
 // (ctx_agent_VERB.go), documented together in manual/ctx-agent.md.
 var agentVerbs = []subcommand{
+	{"attach", runAgentAttach},
 	{"env", runAgentEnv},
+	{"new", runAgentNew},
+	{"ps", runAgentPs},
+	{"start", runAgentStart},
+	{"status", runAgentStatus},
+	{"stop", runAgentStop},
+	{"watch", runAgentWatch},
 }
 
 // runAgent is `ctx agent VERB ARGS`.

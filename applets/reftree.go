@@ -71,6 +71,10 @@ func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 	var t tree
 	t.dir("bin", 0o755)
 	t.file("bin/ctx", 0o755, self, true)
+	// The helpers runtimes and sandboxes call by path (seed: /ctx/bin/tsh,
+	// /ctx/bin/ctxterm): hard links of the same binary.
+	t.link("bin/tsh", "bin/ctx", 0o755)
+	t.link("bin/ctxterm", "bin/ctx", 0o755)
 	t.dir("model", 0o755)
 
 	t.dir("tool", 0o755)

@@ -88,16 +88,22 @@ func (s *Sandbox) SetRunFile(f *os.File) { s.Cmd.ExtraFiles[0] = f }
 
 // Start starts the child and hands it the plan.
 func (s *Sandbox) Start() error {
-	err := s.Cmd.Start()
-	// Our copy of the read end must go, so the child sees EOF after the plan.
-	s.Cmd.ExtraFiles[1].Close()
-	if err != nil {
+	if err := s.Cmd.Start(); err != nil {
+		s.Cmd.ExtraFiles[1].Close()
 		s.planW.Close()
 		return fmt.Errorf("starting the sandbox: %w", err)
 	}
+	s.SendPlan()
+	return nil
+}
+
+// SendPlan hands the plan to a child started by someone else (ctxterm
+// starts it on a PTY). Call it exactly once, after the start.
+func (s *Sandbox) SendPlan() {
+	// Our copy of the read end must go, so the child sees EOF after the plan.
+	s.Cmd.ExtraFiles[1].Close()
 	go func() {
 		s.planW.Write(s.plan)
 		s.planW.Close()
 	}()
-	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -36,6 +37,10 @@ func (e *SandboxError) Unwrap() error { return e.Err }
 // returns the program's exit status (128+N for a signal), or 69 when the
 // sandbox could not be built.
 func RunSandboxInit(stderr io.Writer) int {
+	// Capabilities and no_new_privs are per thread, and a child inherits
+	// them from the thread that forks it: this goroutine keeps one thread,
+	// drops privileges on it, and forks the agent from it.
+	runtime.LockOSThread()
 	plan, err := readPlan()
 	if err == nil {
 		err = buildSandbox(plan)
@@ -420,22 +425,39 @@ func loopbackUp() error {
 }
 
 // dropPrivileges empties the capability bounding set and the ambient set
-// and sets no_new_privs, on every thread (capabilities and no_new_privs are
-// per-thread, and the agent is forked from whichever thread runs the fork).
-// With an empty bounding set no later execve can grant a capability, not
-// even to uid 0; with no_new_privs, setuid bits and file capabilities are
-// ignored.
+// and sets no_new_privs. With an empty bounding set no later execve can
+// grant a capability, not even to uid 0; with no_new_privs, setuid bits and
+// file capabilities are ignored. Both are per-thread: they are set on every
+// thread when the runtime can (no cgo), and always on this locked thread,
+// the one that forks the agent.
 func dropPrivileges() error {
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
-		if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0); e != 0 && e != syscall.EINVAL {
-			return &SandboxError{"dropping capability " + strconv.Itoa(c) + " from the bounding set", e}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+			return &SandboxError{"dropping capability " + strconv.Itoa(c) + " from the bounding set", err}
 		}
+		syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0)
 	}
-	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); e != 0 && e != syscall.EINVAL {
-		return &SandboxError{"clearing ambient capabilities", e}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
+		return &SandboxError{"clearing ambient capabilities", err}
 	}
-	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0); e != 0 {
-		return &SandboxError{"setting no_new_privs", e}
+	syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return &SandboxError{"setting no_new_privs", err}
+	}
+	syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0)
+	// An empty bounding set does not limit the inheritable set, and an
+	// execve by uid 0 turns inheritable capabilities into permitted ones:
+	// the inheritable set (which raising ambient capabilities filled) must
+	// be emptied too. Effective and permitted stay on this thread for now:
+	// the fork may still need CAP_SETUID to take the agent's uid.
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return &SandboxError{"reading capabilities", err}
+	}
+	data[0].Inheritable, data[1].Inheritable = 0, 0
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return &SandboxError{"clearing inheritable capabilities", err}
 	}
 	return nil
 }

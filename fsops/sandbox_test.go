@@ -127,7 +127,7 @@ func mountinfo(t *testing.T) string {
 // The checks every sandbox must pass, printed one per line by the script.
 const probeScript = `
 echo uid=$(id -u) gid=$(id -g)
-grep -E '^(CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status | tr -s '\t ' ' '
+grep -E '^(CapInh|CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs):' /proc/self/status | tr -s '\t ' ' '
 echo host=$(hostname)
 echo pid1=$(cat /proc/1/cmdline | tr '\0' ' ')
 touch /usr/ctx-escape 2>/dev/null && echo usr=writable || echo usr=readonly
@@ -146,7 +146,7 @@ func checkProbe(t *testing.T, out string, wantUID string) {
 	t.Helper()
 	for _, want := range []string{
 		"uid=" + wantUID + " ",
-		"CapEff: 0000000000000000", "CapPrm: 0000000000000000", "CapBnd: 0000000000000000", "CapAmb: 0000000000000000",
+		"CapInh: 0000000000000000", "CapEff: 0000000000000000", "CapPrm: 0000000000000000", "CapBnd: 0000000000000000", "CapAmb: 0000000000000000",
 		"NoNewPrivs: 1",
 		"host=ctx-test",
 		"usr=readonly", "root=readonly", "workspace=writable", "tmp=writable",
@@ -180,6 +180,18 @@ func TestSandboxUserns(t *testing.T) {
 	}
 }
 
+// TestSandboxUsernsRoot runs the agent as uid 0 of its namespace: root's
+// execve turns inheritable capabilities into permitted ones, so this is the
+// case that proves every capability set is empty.
+func TestSandboxUsernsRoot(t *testing.T) {
+	requireSandbox(t)
+	out, code := runPlan(t, testPlan(t, "userns", 0, t.TempDir(), probeScript))
+	if code != 7 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	checkProbe(t, out, "0")
+}
+
 func TestSandboxUIDMode(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("iso=uid needs root")
@@ -196,6 +208,18 @@ func TestSandboxUIDMode(t *testing.T) {
 	if after := mountinfo(t); after != before {
 		t.Errorf("host mounts changed")
 	}
+}
+
+func TestSandboxUIDModeRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("iso=uid needs root")
+	}
+	requireSandbox(t)
+	out, code := runPlan(t, testPlan(t, "uid", 0, t.TempDir(), probeScript))
+	if code != 7 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	checkProbe(t, out, "0")
 }
 
 // TestSandboxUnprivileged builds a sandbox from an unprivileged uid through

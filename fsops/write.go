@@ -119,3 +119,13 @@ func SyncDir(dir string) error {
 	}
 	return nil
 }
+
+// RenameNoReplace renames oldpath to newpath unless newpath exists (even as
+// a dangling symlink), with renameat2(RENAME_NOREPLACE), then fsyncs the
+// directory of newpath.
+func RenameNoReplace(oldpath, newpath string) error {
+	if err := unix.Renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, unix.RENAME_NOREPLACE); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	return SyncDir(filepath.Dir(newpath))
+}

@@ -19,7 +19,7 @@ type RunSettings struct {
 const (
 	SandboxRoot  = "/ctx"
 	SandboxHome  = "/home/agent"
-	SandboxPATH  = "/usr/bin:/bin"
+	SandboxPATH  = "/ctx/bin:/usr/bin:/bin" // /ctx/bin holds ctx, tsh and ctxterm only, read-only
 	DefaultShell = "/bin/sh"
 	DefaultTerm  = "xterm-256color"
 	DefaultLang  = "C.UTF-8"

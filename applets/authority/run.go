@@ -3,6 +3,7 @@ package authority
 import (
 	"encoding/json"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -21,9 +22,14 @@ type RunMessage struct {
 // MaxRunMessage bounds one message.
 const MaxRunMessage = 64 << 10
 
-// Report hands a tool.call event to the run host. It reports false when
-// this process holds no run capability (no CTX_RUN_FD, or not a socket),
-// and the caller then logs the event itself.
+// reportTimeout bounds the wait for the run host's acknowledgement.
+const reportTimeout = 5 * time.Second
+
+// Report hands a tool.call event to the run host and waits until the host
+// has taken it: the host checks the sender's executable through its pid,
+// which is only meaningful while the sender is alive. It reports false
+// when this process holds no run capability (no CTX_RUN_FD, or not a
+// socket), and the caller then logs the event itself.
 func Report(getenv func(string) string, ev fsops.Event) bool {
 	fd, err := strconv.Atoi(getenv("CTX_RUN_FD"))
 	if err != nil || fd < 3 {
@@ -37,6 +43,24 @@ func Report(getenv func(string) string, ev fsops.Event) bool {
 	if err != nil || len(msg) > MaxRunMessage {
 		return false
 	}
-	_, err = unix.Write(fd, msg)
-	return err == nil
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(pair[0])
+	err = unix.Sendmsg(fd, msg, unix.UnixRights(pair[1]), nil, 0)
+	unix.Close(pair[1])
+	if err != nil {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(pair[0]), Events: unix.POLLIN}}
+	deadline := time.Now().Add(reportTimeout)
+	for time.Now().Before(deadline) {
+		if _, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1); err != unix.EINTR {
+			break
+		}
+	}
+	var b [1]byte
+	unix.Read(pair[0], b[:])
+	return true
 }

@@ -1,0 +1,263 @@
+package applets
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/fsops/object"
+	"ctx/policy"
+)
+
+// agentRun is everything `ctx agent start` prepares before it starts the
+// program: the agent, the session, the run, the projection of its tools and
+// the sandbox plan.
+type agentRun struct {
+	root      fsops.Root
+	agent     *policy.Agent
+	iso       policy.Iso
+	callerUID int
+	callerGID int
+	session   string
+	runID     string
+	workspace string
+	sess      fsops.SessionFiles
+	runtime   string // the caller's runtime directory
+	runDir    string // RUNTIME/run/RUN: the files shown at /mnt/proc
+	socket    string // the terminal socket (runtime path)
+	tools     []policy.ProjectedTool
+	toolLogs  map[string]string // tool name -> its host log file
+	exes      map[[2]uint64]bool
+	plan      *policy.Plan
+	env       []string
+	argv      []string
+}
+
+// projectTools computes the tools agent a may execute: the first hit of each
+// name through its tool path, kept when the full check allows it. It also
+// returns one line per candidate for /mnt/proc/policy. Nothing is written:
+// visibility is computed, never materialised.
+func projectTools(root fsops.Root, a *policy.Agent) ([]policy.ProjectedTool, []string) {
+	dirs := authority.ToolDirs(root, a)
+	hits, _ := fsops.ListTools(dirs)
+	var tools []policy.ProjectedTool
+	var lines []string
+	for _, hit := range hits {
+		d := authority.CheckHit(root, a, hit)
+		if !d.Allowed {
+			lines = append(lines, fmt.Sprintf("tool:%s execute rejected %s", hit.Name, d.Layer))
+			continue
+		}
+		lines = append(lines, fmt.Sprintf("tool:%s execute granted", hit.Name))
+		tier := a.Path[indexOf(dirs, hit.Dir)]
+		schema, err := fsops.ReadControl(filepath.Join(hit.ControlDir, "schema"))
+		if err != nil {
+			schema = []byte("{}\n")
+		}
+		t := policy.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path, HostDotD: hit.ControlDir, Schema: schema}
+		if loc, err := fsops.ReadControl(filepath.Join(hit.ControlDir, "mcp")); err == nil {
+			if l, err := object.ParseLocator(loc); err == nil {
+				t.MCPServer, t.MCPTool = l.Server, l.Tool
+			}
+		}
+		tools = append(tools, t)
+	}
+	return tools, lines
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return 0
+}
+
+// sharedGrants finds the shared spaces agent a may read or write.
+func sharedGrants(root fsops.Root, a *policy.Agent) ([]policy.SharedGrant, []string) {
+	entries, _ := os.ReadDir(root.Path("shared"))
+	var grants []policy.SharedGrant
+	var lines []string
+	for _, en := range entries {
+		space := en.Name()
+		if space == "cortexfs-docs" || policy.ValidName(space) != nil || !en.IsDir() {
+			continue
+		}
+		dir := root.SharedDir(space)
+		facts := policy.Facts{File: authority.FileFacts(dir)}
+		obj := policy.Object{Class: policy.ClassShared, Name: space}
+		view := authority.View(root, a)
+		canRead := policy.Check(a, view, obj, policy.PermRead, facts).Allowed
+		canWrite := policy.Check(a, view, obj, policy.PermWrite, facts).Allowed
+		switch {
+		case canWrite && canRead:
+			grants = append(grants, policy.SharedGrant{Space: space, HostDir: dir, Write: true})
+			lines = append(lines, "shared:"+space+" write granted")
+		case canRead:
+			grants = append(grants, policy.SharedGrant{Space: space, HostDir: dir})
+			lines = append(lines, "shared:"+space+" read granted")
+		}
+	}
+	return grants, lines
+}
+
+// networkGranted reports allow SUBJECT network:default connect.
+func networkGranted(a *policy.Agent) bool {
+	d := policy.Check(a, policy.View{}, policy.Object{Class: policy.ClassNetwork, Name: policy.NetworkDefault}, policy.PermConnect, policy.Facts{})
+	return d.Allowed
+}
+
+// systemDirs describes the host directories the sandbox shows read-only.
+func systemDirs() []policy.HostDir {
+	var out []policy.HostDir
+	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"} {
+		st, err := os.Lstat(d)
+		if err != nil {
+			continue
+		}
+		if st.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(d)
+			if err == nil {
+				out = append(out, policy.HostDir{Path: d, Symlink: target})
+			}
+			continue
+		}
+		if st.IsDir() {
+			out = append(out, policy.HostDir{Path: d})
+		}
+	}
+	return out
+}
+
+// renderSOP is the agent's system prompt for /mnt/SOP: prompt.template.md
+// with {{agent}} filled in when present, else system.md. Prompt text grants
+// nothing; it is shown, never interpreted.
+func renderSOP(root fsops.Root, name string) []byte {
+	dir := root.AgentControl(name)
+	if b, err := fsops.ReadControl(filepath.Join(dir, "prompt.template.md")); err == nil {
+		return bytes.ReplaceAll(b, []byte("{{agent}}"), []byte(name))
+	}
+	b, _ := fsops.ReadControl(filepath.Join(dir, "system.md"))
+	return b
+}
+
+// budgets is /mnt/proc/budgets: the limits the run is held to.
+func budgets() []byte {
+	return []byte("shell_exec_timeout_s=20\nshell_exec_output_bytes=65536\ntool_input_bytes=1048576\n" +
+		"fs_read_bytes=1048576\nfs_list_entries=256\ntmp_bytes=536870912\nhook_timeout_s=5\n")
+}
+
+// writeRunDir writes the files shown read-only at /mnt/proc.
+func (r *agentRun) writeRunDir(policyLines []string) error {
+	if err := os.MkdirAll(filepath.Join(r.runtime, "run"), 0o700); err != nil {
+		return err
+	}
+	r.runDir = filepath.Join(r.runtime, "run", r.runID)
+	if err := os.Mkdir(r.runDir, 0o755); err != nil {
+		return err
+	}
+	id := policy.Identity{Agent: r.agent.Name, Label: r.agent.Label, Subject: r.agent.Subject,
+		UID: r.agent.UID, GID: r.agent.GID, Session: r.session, Run: r.runID}
+	sort.Strings(policyLines)
+	for name, data := range map[string][]byte{
+		"identity": id.Format(),
+		"policy":   []byte(strings.Join(policyLines, "\n") + "\n"),
+		"budgets":  budgets(),
+		"audit":    nil,
+	} {
+		if err := fsops.WriteNew(filepath.Join(r.runDir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// executables are the files whose processes may report tool calls on the
+// run capability: the ctx binary and every projected tool, by device and
+// inode as the host sees them.
+func (r *agentRun) collectExecutables() {
+	r.exes = map[[2]uint64]bool{}
+	add := func(p string) {
+		var st syscall.Stat_t
+		if syscall.Stat(p, &st) == nil {
+			r.exes[[2]uint64{st.Dev, st.Ino}] = true
+		}
+	}
+	add(r.root.Path("bin", "ctx"))
+	if self, err := os.Executable(); err == nil {
+		add(self)
+	}
+	r.toolLogs = map[string]string{}
+	for _, t := range r.tools {
+		add(t.HostPath)
+		r.toolLogs[t.Name] = filepath.Join(t.HostDotD, "log")
+	}
+}
+
+// recordEvent appends one event of this run to the session, the agent's
+// log, the tool's log (for tool calls) and the audit tail at /mnt/proc.
+// Appending is best effort per file: one unwritable log does not lose the
+// others.
+func (r *agentRun) recordEvent(ev fsops.Event) {
+	ev.Agent, ev.Session, ev.Run = r.agent.Name, r.session, r.runID
+	line := ev.Line()
+	files := []string{r.sess.Events, filepath.Join(r.root.AgentControl(r.agent.Name), "log")}
+	if ev.Type == "tool.call" {
+		if log, ok := r.toolLogs[strings.TrimPrefix(ev.Object, "tool/")]; ok {
+			files = append(files, log)
+		}
+	}
+	if r.runDir != "" {
+		files = append(files, filepath.Join(r.runDir, "audit"))
+	}
+	for _, f := range files {
+		fsops.AppendLine(f, line)
+	}
+}
+
+// setStatus writes agent/NAME.d/status and pid.
+func (r *agentRun) setStatus(status string, pid int) {
+	dir := r.root.AgentControl(r.agent.Name)
+	fsops.WriteAtomic(filepath.Join(dir, "status"), []byte(status+"\n"), 0o644)
+	p := ""
+	if pid > 0 {
+		p = strconv.Itoa(pid) + "\n"
+	}
+	fsops.WriteAtomic(filepath.Join(dir, "pid"), []byte(p), 0o644)
+}
+
+// handleRunMessage accepts one message from the run capability. Only tool
+// calls are accepted, and only from a process executing ctx or a projected
+// tool; the host sets agent, session and run itself.
+func (r *agentRun) handleRunMessage(pid int, data []byte) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st); err != nil || !r.exes[[2]uint64{st.Dev, st.Ino}] {
+		return fmt.Errorf("message from pid %d, which is not running a ctx tool", pid)
+	}
+	var msg authority.RunMessage
+	if err := json.Unmarshal(data, &msg); err != nil {
+		return fmt.Errorf("malformed message: %v", err)
+	}
+	if msg.Op != "event" || msg.Event == nil || msg.Event.Type != "tool.call" {
+		return errors.New("unsupported message")
+	}
+	name, ok := strings.CutPrefix(msg.Event.Object, "tool/")
+	if !ok || policy.ValidName(name) != nil {
+		return fmt.Errorf("event for an invalid object %q", msg.Event.Object)
+	}
+	ev := *msg.Event
+	ev.PID = pid
+	r.recordEvent(ev)
+	return nil
+}

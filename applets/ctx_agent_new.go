@@ -1,0 +1,214 @@
+package applets
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// runAgentNew is `ctx agent new NAME [--parent P] [--label L] [--perm rwx]
+// [--tool T]... [--mount SRC DST ro|rw]... [--shared SPACE:read|write]...
+// [--temp]`: write a complete agent/NAME.d/, the agent/NAME entry and the
+// home skeleton. With --parent the new agent must be an attenuation of its
+// parent (ctx man policy). It grants nothing beyond the new agent's own
+// policy: tool policies are never changed.
+func runAgentNew(e *Env, args []string) int {
+	var rootFlag, parentName, label, perm string
+	var toolNames, sharedArgs []string
+	var mountArgs [][]string
+	var temp bool
+	f := newFlags()
+	f.String("root", &rootFlag)
+	f.String("parent", &parentName)
+	f.String("label", &label)
+	f.String("perm", &perm)
+	f.List("tool", &toolNames)
+	f.List("shared", &sharedArgs)
+	f.Tuple("mount", 3, &mountArgs)
+	f.Bool("temp", &temp)
+	pos, code, ok := parseArgs(e, f, args, 1, 1)
+	if !ok {
+		return code
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	name := pos[0]
+	if err := policy.ValidName(name); err != nil {
+		return usageError(e, "agent %s", ptyterm.Escape(err.Error()))
+	}
+	if _, err := os.Lstat(root.AgentControl(name)); !errors.Is(err, fs.ErrNotExist) {
+		return fail(e, exitUnavailable, "agent %s already exists; left unchanged", name)
+	}
+	if _, err := os.Lstat(root.Path("agent", name)); !errors.Is(err, fs.ErrNotExist) {
+		return fail(e, exitUnavailable, "%s already exists; left unchanged", root.Path("agent", name))
+	}
+
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	var parent *policy.Agent
+	if parentName != "" {
+		p, code, ok := loadAgent(e, root, parentName)
+		if !ok {
+			return code
+		}
+		parent = p
+	}
+	// Defaults: a child stays in its parent's security domain (its label and
+	// identity); a top-level agent gets NAME_t.
+	if label == "" {
+		label = name + "_t"
+		if parent != nil {
+			label = parent.Label
+		}
+	}
+	if parent != nil {
+		uid, gid = parent.UID, parent.GID
+	}
+	if perm == "" {
+		perm = derivePerm(toolNames)
+	}
+	sort.Strings(toolNames)
+	var rules []string
+	subject, err := policy.LabelSubject(label)
+	if err != nil {
+		return usageError(e, "--label: %s", ptyterm.Escape(err.Error()))
+	}
+	for _, t := range toolNames {
+		if err := policy.ValidName(t); err != nil {
+			return usageError(e, "--tool: %s", ptyterm.Escape(err.Error()))
+		}
+		rules = append(rules, "allow "+subject+" tool:"+t+" execute")
+	}
+	for _, s := range sharedArgs {
+		space, p, ok := strings.Cut(s, ":")
+		if !ok || (p != "read" && p != "write") || policy.ValidName(space) != nil {
+			return usageError(e, "--shared %q: want SPACE:read or SPACE:write", s)
+		}
+		rules = append(rules, "allow "+subject+" shared:"+space+" read")
+		if p == "write" {
+			rules = append(rules, "allow "+subject+" shared:"+space+" write")
+		}
+	}
+	var mountLines []string
+	for _, m := range mountArgs {
+		mountLines = append(mountLines, strings.Join(m, "\t")+"\tnosuid,nodev")
+	}
+	controls := map[string]string{
+		"label": label + "\n", "perm": perm + "\n", "uid": fmt.Sprint(uid) + "\n", "gid": fmt.Sprint(gid) + "\n",
+		"owner": fmt.Sprint(os.Getuid()) + "\n", "groups": "", "iso": "", "life": "owned\n", "parent": "",
+		"env": "", "path": "/ctx/tool\n/ctx/home/" + fmt.Sprint(uid) + "/tool\n", "mount": strings.Join(mountLines, "\n"),
+		"model": "main\n", "window": "auto\n", "abi": "argv-v1\n", "approval": "auto\n", "tools": "",
+		"policy": strings.Join(rules, "\n"),
+		"system.md": "You are " + name + ". Your tools are reached through tsh; nothing in a prompt grants you more than your policy does.\n",
+		"status": "idle\n", "pid": "", "log": "", "meta.json": "{\"description\":\"created by ctx agent new\"}\n",
+	}
+	if controls["mount"] != "" {
+		controls["mount"] += "\n"
+	}
+	if controls["policy"] != "" {
+		controls["policy"] += "\n"
+	}
+	if temp {
+		controls["life"] = "temp\n"
+	}
+	if parent != nil {
+		controls["parent"] = "agent:" + parent.Name + "\n"
+		controls["path"] = string(policy.FormatLines(parent.Path))
+		controls["groups"] = string(policy.FormatGroups(parent.Groups))
+	}
+	// Parse what we are about to write: the same grammar every reader uses.
+	raw := map[string][]byte{}
+	for k, v := range controls {
+		raw[k] = []byte(v)
+	}
+	child, err := policy.ParseAgent(name, raw)
+	if err != nil {
+		return usageError(e, "%s", ptyterm.Escape(err.Error()))
+	}
+	if parent != nil {
+		if err := policy.Attenuate(parent, child); err != nil {
+			return fail(e, exitDenied, "agent %s would not be an attenuation of %s: %s; nothing written", name, parent.Name, ptyterm.Escape(err.Error()))
+		}
+	}
+	if err := writeAgentObject(root, name, controls); err != nil {
+		return fail(e, exitFailure, "%v", err)
+	}
+	home := root.AgentHome(int(child.UID), name)
+	for _, d := range []string{root.Home(int(child.UID)), filepath.Dir(home), home,
+		filepath.Join(home, "root"), filepath.Join(home, "session"), filepath.Join(home, "data"),
+		filepath.Join(home, "cache"), filepath.Join(home, "log")} {
+		if err := fsops.MkdirNoFollow(d, 0o700); err != nil {
+			return fail(e, exitFailure, "home %s: %v", d, err)
+		}
+	}
+	fmt.Fprintf(e.Stdout, "created agent/%s (subject %s, perm %s)\n", name, child.Subject, child.Ceiling)
+	for _, t := range toolNames {
+		if !toolPolicyGrants(root, child, t) {
+			fmt.Fprintf(e.Stderr, "%s: note: tool %s does not allow %s in its own policy; to grant it, add to its policy: allow %s tool:%s execute\n",
+				e.Name, t, child.Subject, child.Subject, t)
+		}
+	}
+	return exitOK
+}
+
+// derivePerm is the perm ceiling the requested core tools need.
+func derivePerm(tools []string) string {
+	var c policy.Ceiling
+	for _, t := range tools {
+		if bit, ok := policy.CeilingFor(t); ok {
+			c |= bit
+		}
+	}
+	return c.String()
+}
+
+// toolPolicyGrants reports whether the tool found through a's path allows
+// a's subject in its own policy.
+func toolPolicyGrants(root fsops.Root, a *policy.Agent, tool string) bool {
+	facts, _ := authority.ToolFacts(root, a, tool)
+	return facts.ToolPolicy != nil && facts.ToolPolicy.Allows(a.Subject, policy.Object{Class: policy.ClassTool, Name: tool}, policy.PermExecute)
+}
+
+// writeAgentObject writes agent/NAME.d in a hidden staging directory and
+// renames it into place (it appears whole or not at all), then adds the
+// agent/NAME entry, a hard link of bin/ctx when there is one.
+func writeAgentObject(root fsops.Root, name string, controls map[string]string) error {
+	stage := fsops.TempName(root.AgentControl(name))
+	if err := os.Mkdir(stage, 0o755); err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			os.RemoveAll(stage)
+		}
+	}()
+	for k, v := range controls {
+		if err := fsops.WriteNew(filepath.Join(stage, k), []byte(v), 0o644); err != nil {
+			return err
+		}
+	}
+	for _, d := range []string{"hooks", "hooks/pre.d", "hooks/post.d"} {
+		if err := os.Mkdir(filepath.Join(stage, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := fsops.RenameNoReplace(stage, root.AgentControl(name)); err != nil {
+		return err
+	}
+	ok = true
+	bin := root.Path("bin", "ctx")
+	if _, err := os.Stat(bin); err == nil {
+		if err := os.Link(bin, root.Path("agent", name)); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return fsops.SyncDir(root.AgentDir())
+}

@@ -1,0 +1,418 @@
+package applets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// stopGrace is how long a run gets between SIGTERM and SIGKILL.
+const stopGrace = 5 * time.Second
+
+// runAgentStart is `ctx agent start NAME [--session S] [--cwd PATH]
+// [--mount SRC DST ro|rw]... [--terminal] [-- CMD ARGS]`. It stays in the
+// foreground as the run host until the run ends, and exits with the
+// program's status.
+func runAgentStart(e *Env, args []string) int {
+	var rootFlag, session, cwd string
+	var mounts [][]string
+	var forceTerminal bool
+	f := newFlags()
+	f.String("root", &rootFlag)
+	f.String("session", &session)
+	f.String("cwd", &cwd)
+	f.Tuple("mount", 3, &mounts)
+	f.Bool("terminal", &forceTerminal)
+	pos, code, ok := parseArgs(e, f, args, 1, 1)
+	if !ok {
+		return code
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	a, code, ok := loadAgent(e, root, pos[0])
+	if !ok {
+		return code
+	}
+	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid()}
+	if code, ok := r.prepare(e, session, cwd, mounts, f.Command); !ok {
+		return code
+	}
+	// One run per agent at a time: the lock is held for the life of this
+	// process, and released by the kernel however it ends.
+	lock, err := lockAgent(root, a.Name)
+	if err != nil {
+		return fail(e, exitUnavailable, "%v", err)
+	}
+	defer lock.Close()
+	return r.run(e, forceTerminal)
+}
+
+// prepare resolves everything the run needs and builds the plan. On
+// failure it has printed one line and returns the exit status.
+func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, command []string) (int, bool) {
+	a := r.agent
+	if r.callerUID != 0 && uint32(r.callerUID) != a.Owner {
+		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may start it", a.Name, a.Owner), false
+	}
+	r.iso = a.Isolation(uint32(r.callerUID))
+	if r.iso == policy.IsoUID && r.callerUID != 0 {
+		return fail(e, exitUnavailable, "agent %s: iso uid switches to the agent's uid and needs root; use iso userns", a.Name), false
+	}
+	if r.iso == policy.IsoUserns && r.callerUID == 0 && a.UID != 0 {
+		// Root may map only root itself into a user namespace it builds for
+		// an agent that is meant to run as another uid: use real ids.
+		r.iso = policy.IsoUID
+	}
+	if session == "" {
+		session = r.root.CurrentSession(int(a.UID), a.Name)
+	}
+	if session == "" {
+		session = "default"
+	}
+	if err := policy.ValidName(session); err != nil {
+		return usageError(e, "--session: %v", err), false
+	}
+	r.session = session
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return fail(e, exitUnavailable, "current directory: %v", err), false
+		}
+		cwd = wd
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() || !filepath.IsAbs(cwd) {
+		return usageError(e, "--cwd %s: not an existing absolute directory", cwd), false
+	}
+	r.workspace = cwd
+	var extra []policy.Mount
+	for i, m := range mountArgs {
+		mm, err := policy.ParseMounts([]byte(strings.Join(m, "\t") + "\t-\n"))
+		if err != nil {
+			return usageError(e, "--mount %d: %v", i+1, err), false
+		}
+		extra = append(extra, mm...)
+	}
+
+	var err error
+	if r.runtime, err = fsops.RuntimeDir(r.callerUID); err != nil {
+		return fail(e, exitUnavailable, "runtime directory: %v", err), false
+	}
+	r.runID = fsops.NewRunID()
+	r.sess, err = r.root.EnsureSession(int(a.UID), a.Name, session, policy.SandboxWorkspace, cwd)
+	if err != nil {
+		return fail(e, exitUnavailable, "session %s: %v", session, err), false
+	}
+
+	tools, policyLines := projectTools(r.root, a)
+	r.tools = tools
+	shared, sharedLines := sharedGrants(r.root, a)
+	network := networkGranted(a)
+	policyLines = append(policyLines, sharedLines...)
+	if network {
+		policyLines = append(policyLines, "network:default connect granted")
+	} else {
+		policyLines = append(policyLines, "network:default connect rejected agent-policy")
+	}
+	r.collectExecutables()
+
+	r.env = policy.SandboxEnv(a, policy.RunSettings{Session: session, Run: r.runID,
+		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
+	r.env = append(r.env, "CTX_RUN_FD="+strconv.Itoa(fsops.RunFD))
+	exe := ""
+	r.argv = command
+	if len(r.argv) == 0 {
+		r.argv, exe = []string{"tsh"}, policy.SandboxRoot+"/bin/ctx"
+	}
+	if r.iso == policy.IsoShared {
+		return r.prepareShared(e, exe)
+	}
+
+	if err := r.writeRunDir(policyLines); err != nil {
+		return fail(e, exitUnavailable, "run directory: %v", err), false
+	}
+	home := r.root.AgentHome(int(a.UID), a.Name)
+	newRoot := filepath.Join(home, "root")
+	if a.Root != "" {
+		newRoot = authority.Reroot(r.root, a.Root)
+	}
+	if err := fsops.MkdirNoFollow(newRoot, 0o700); err != nil {
+		return fail(e, exitUnavailable, "agent root %s: %v", newRoot, err), false
+	}
+	skills := filepath.Join(home, "skills")
+	if st, err := os.Stat(skills); err != nil || !st.IsDir() {
+		skills = ""
+	}
+	in := policy.PlanInput{
+		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
+		RootDir: r.root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(),
+		Workspace: cwd, AgentHome: home, Extra: extra, Tools: tools, Shared: shared,
+		ProcDir: r.runDir, SkillsDir: skills, SOP: renderSOP(r.root, a.Name), Network: network,
+		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
+	}
+	if r.plan, err = policy.BuildPlan(in); err != nil {
+		return fail(e, exitUnavailable, "%v", err), false
+	}
+	return 0, true
+}
+
+// prepareShared is iso=shared: no namespaces at all. The program runs as
+// the caller, in the workspace, and knows it is an agent only from
+// CTX_AGENT, CTX_SESSION and CTX_RUN_ID, which any process of the same uid
+// could set too.
+func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
+	home := r.root.AgentHome(int(r.agent.UID), r.agent.Name)
+	var env []string
+	for _, kv := range r.env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch k {
+		case "CTX_ROOT":
+			kv = "CTX_ROOT=" + r.root.Dir
+		case "CTX_HOME":
+			kv = "CTX_HOME=" + r.root.Home(int(r.agent.UID))
+		case "CTX_PATH":
+			kv = "CTX_PATH=" + strings.Join(authority.ToolDirs(r.root, r.agent), ":")
+		case "HOME":
+			kv = "HOME=" + home
+		}
+		env = append(env, kv)
+	}
+	r.env = env
+	if exe != "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fail(e, exitInternal, "%v", err), false
+		}
+		r.argv = []string{self, "tsh"}
+	}
+	return 0, true
+}
+
+// hasRootFS reports whether an agent's root directory holds a root
+// filesystem of its own (then it is the new root; else a fresh tmpfs is).
+func hasRootFS(dir string) bool {
+	for _, d := range []string{"usr", "bin"} {
+		if _, err := os.Lstat(filepath.Join(dir, d)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// lockAgent takes the agent's run lock: an exclusive flock on its control
+// directory, held until the returned file is closed.
+func lockAgent(root fsops.Root, name string) (*os.File, error) {
+	f, err := os.OpenFile(root.AgentControl(name), os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		pid, _ := fsops.ReadControl(filepath.Join(root.AgentControl(name), "pid"))
+		return nil, fmt.Errorf("agent %s is already running (pid %s); stop it with ctx agent stop %s", name, strings.TrimSpace(string(pid)), name)
+	}
+	return f, nil
+}
+
+// run starts the program and hosts the run until it ends.
+func (r *agentRun) run(e *Env, forceTerminal bool) int {
+	runcap, err := fsops.NewRunCapability()
+	if err != nil {
+		return fail(e, exitUnavailable, "run capability: %v", err)
+	}
+	defer runcap.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		runcap.Serve(authority.MaxRunMessage, func(pid int, msg []byte, ack *os.File) {
+			err := r.handleRunMessage(pid, msg)
+			fsops.Acknowledge(ack, err == nil)
+			if err != nil {
+				fmt.Fprintf(e.Stderr, "ctx agent: run capability: %v\n", err)
+			}
+		})
+	}()
+
+	var cmd *exec.Cmd
+	var sandbox *fsops.Sandbox
+	if r.plan != nil {
+		if sandbox, err = fsops.NewSandbox(r.plan); err != nil {
+			return fail(e, exitUnavailable, "%v", err)
+		}
+		sandbox.SetRunFile(runcap.Child)
+		cmd = sandbox.Cmd
+	} else {
+		cmd = exec.Command(r.argv[0], r.argv[1:]...)
+		if r.argv[0] != "" && !strings.Contains(r.argv[0], "/") {
+			if p, err := exec.LookPath(r.argv[0]); err == nil {
+				cmd.Path = p
+			}
+		}
+		cmd.Args[0] = filepath.Base(r.argv[0])
+		cmd.Env, cmd.Dir = r.env, r.workspace
+		cmd.ExtraFiles = []*os.File{runcap.Child}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	}
+
+	r.setStatus("start", os.Getpid())
+	r.recordEvent(fsops.Event{Type: "agent.start", Object: "agent/" + r.agent.Name, Status: "ok",
+		Detail: fmt.Sprintf("iso=%s workspace=%s model=%s life=%s", r.iso, r.workspace, r.agent.Model, r.agent.Life)})
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	started := func(pid int) {
+		if sandbox != nil {
+			sandbox.SendPlan()
+		}
+		runcap.CloseChild()
+		r.setStatus("ready", os.Getpid())
+		go r.forwardSignals(sigs, pid)
+	}
+
+	var status int
+	stdinTTY := false
+	if f, ok := e.Stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		stdinTTY = true
+	}
+	if stdinTTY || forceTerminal {
+		status = r.runOnTerminal(e, cmd, stdinTTY, started)
+	} else {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = e.Stdin, e.Stdout, e.Stderr
+		if err := cmd.Start(); err != nil {
+			runcap.CloseChild()
+			status = fail(e, exitUnavailable, "starting agent %s: %v", r.agent.Name, err)
+		} else {
+			started(cmd.Process.Pid)
+			status = waitStatus(cmd.Wait())
+		}
+	}
+	runcap.CloseChild()
+	// Every holder of the run capability is gone with the sandbox; wait
+	// for the last events before recording the stop.
+	select {
+	case <-served:
+	case <-time.After(2 * time.Second):
+	}
+	r.finish(status)
+	return status
+}
+
+// forwardSignals passes SIGTERM, SIGHUP and SIGINT to the sandbox's init
+// (which passes them to every process of the run), then kills it after the
+// grace period.
+func (r *agentRun) forwardSignals(sigs <-chan os.Signal, pid int) {
+	for sig := range sigs {
+		syscall.Kill(pid, syscall.SIGTERM)
+		if r.plan == nil {
+			syscall.Kill(-pid, sig.(syscall.Signal))
+		}
+		time.AfterFunc(stopGrace, func() {
+			syscall.Kill(pid, syscall.SIGKILL)
+			syscall.Kill(-pid, syscall.SIGKILL)
+		})
+	}
+}
+
+// runOnTerminal runs the program on a PTY that ctxterm (package ptyterm)
+// owns for the whole run: the caller's terminal is its console, the
+// session's terminal socket lets others watch or attach, and the output is
+// recorded in the session.
+func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(int)) int {
+	id := "terminal-" + r.agent.Name + "-" + r.session
+	termDir := filepath.Join(r.sess.TerminalDir, id)
+	if err := fsops.MkdirNoFollow(termDir, 0o700); err != nil {
+		return fail(e, exitUnavailable, "terminal %s: %v", termDir, err)
+	}
+	r.socket = fsops.TerminalSocketPath(r.runtime, r.agent.Name, r.session)
+	link := filepath.Join(r.sess.TerminalDir, "main.sock")
+	if err := replaceSymlink(r.socket, link); err != nil {
+		return fail(e, exitUnavailable, "terminal locator %s: %v", link, err)
+	}
+	defer os.Remove(link)
+	cfg := ptyterm.Config{
+		Cmd:        cmd,
+		Socket:     r.socket,
+		Owner:      r.callerUID,
+		Events:     filepath.Join(termDir, "events.jsonl"),
+		ID:         id,
+		ConsoleIn:  e.Stdin,
+		ConsoleOut: e.Stdout,
+		Log:        e.Stderr,
+		Started:    started,
+	}
+	if tty {
+		cfg.Console = ptyterm.ConsoleTTY
+	} else {
+		cfg.Console = ptyterm.ConsolePipe
+	}
+	status, err := ptyterm.Serve(cfg)
+	if err != nil {
+		var se *ptyterm.SetupError
+		if errors.As(err, &se) {
+			return fail(e, exitUnavailable, "terminal: %v", err)
+		}
+		fmt.Fprintf(e.Stderr, "ctx agent: terminal: %v\n", err)
+	}
+	return status
+}
+
+// replaceSymlink points link at target, replacing an earlier symlink
+// atomically (never a file that is not a symlink).
+func replaceSymlink(target, link string) error {
+	if st, err := os.Lstat(link); err == nil && st.Mode()&os.ModeSymlink == 0 {
+		return fmt.Errorf("exists and is not a symlink")
+	}
+	tmp := fsops.TempName(link)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// finish records the end of the run: status dead, no pid, agent.stop, the
+// session idle, and the run's runtime files gone (the session keeps
+// everything durable).
+func (r *agentRun) finish(status int) {
+	r.setStatus("dead", 0)
+	st := "ok"
+	if status != 0 {
+		st = "error"
+	}
+	r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + r.agent.Name, Status: st, Exit: &status})
+	fsops.WriteAtomic(filepath.Join(r.sess.Dir, "state"), []byte("idle\n"), 0o600)
+	fsops.WriteAtomic(filepath.Join(r.sess.Dir, "updated_at"), []byte(strconv.FormatInt(time.Now().Unix(), 10)+"\n"), 0o600)
+	if r.runDir != "" {
+		os.RemoveAll(r.runDir)
+	}
+}
+
+// waitStatus turns cmd.Wait's result into a shell-style status.
+func waitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return exitStatus(ee.ProcessState)
+	}
+	return exitInternal
+}

@@ -1,0 +1,63 @@
+package applets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// runAgentWatch is `ctx agent watch [--root DIR] NAME [--session S]`.
+func runAgentWatch(e *Env, args []string) int { return joinTerminal(e, args, ptyterm.Watch) }
+
+// runAgentAttach is `ctx agent attach [--root DIR] NAME [--session S]`.
+func runAgentAttach(e *Env, args []string) int { return joinTerminal(e, args, ptyterm.Attach) }
+
+// joinTerminal connects to the session's terminal through its ABI locator,
+// home/UID/agent/NAME/session/S/terminal/main.sock, a symlink to the run's
+// socket. The server must run as the agent's owner or root (SO_PEERCRED).
+func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
+	var rootFlag, session string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	f.String("session", &session)
+	pos, code, ok := parseArgs(e, f, args, 1, 1)
+	if !ok {
+		return code
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	a, code, ok := loadAgent(e, root, pos[0])
+	if !ok {
+		return code
+	}
+	if session == "" {
+		session = root.CurrentSession(int(a.UID), a.Name)
+	}
+	if session == "" {
+		session = "default"
+	}
+	if err := policy.ValidName(session); err != nil {
+		return usageError(e, "--session: %v", err)
+	}
+	locator := filepath.Join(root.SessionDir(int(a.UID), a.Name, session), "terminal", "main.sock")
+	target, err := os.Readlink(locator)
+	if err != nil {
+		return fail(e, exitUnavailable, "agent %s has no terminal in session %s (is it running? ctx agent status %s)", a.Name, session, a.Name)
+	}
+	end, err := ptyterm.Connect(target, mode, e.Stdin, e.Stdout, ptyterm.ClientOptions{TrustedServerUIDs: []int{int(a.Owner), 0}})
+	if err != nil {
+		var refused *ptyterm.RefusedError
+		if errors.As(err, &refused) {
+			return fail(e, exitUnavailable, "%v", err)
+		}
+		return fail(e, exitUnavailable, "agent %s session %s: %v", a.Name, session, err)
+	}
+	if end == ptyterm.EndDetached {
+		fmt.Fprintf(e.Stderr, "\r\n[detached from %s; it keeps running]\r\n", a.Name)
+	}
+	return exitOK
+}

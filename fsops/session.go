@@ -1,0 +1,150 @@
+package fsops
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// SessionFiles are the files of a session directory.
+type SessionFiles struct {
+	Dir         string // home/UID/agent/AGENT/session/SESSION
+	Events      string // events.jsonl
+	TerminalDir string // terminal/
+}
+
+// EnsureSession creates (or reuses) session dir of agent under uid's home:
+// events.jsonl, state, cwd, workspace, created_at (once), updated_at,
+// meta.json and terminal/, and makes it the index's current session. Every
+// file write is atomic; nothing is ever truncated or deleted.
+func (r Root) EnsureSession(uid int, agent, session, cwd, workspace string) (SessionFiles, error) {
+	dir := r.SessionDir(uid, agent, session)
+	f := SessionFiles{Dir: dir, Events: filepath.Join(dir, "events.jsonl"), TerminalDir: filepath.Join(dir, "terminal")}
+	for _, d := range []string{filepath.Dir(dir), dir, f.TerminalDir, filepath.Join(filepath.Dir(dir), "index")} {
+		if err := MkdirNoFollow(d, 0o700); err != nil {
+			return f, err
+		}
+	}
+	now := strconv.FormatInt(time.Now().Unix(), 10) + "\n"
+	if _, err := os.Lstat(filepath.Join(dir, "created_at")); errors.Is(err, fs.ErrNotExist) {
+		if err := WriteAtomic(filepath.Join(dir, "created_at"), []byte(now), 0o600); err != nil {
+			return f, err
+		}
+	}
+	meta, _ := json.Marshal(map[string]string{"agent": agent, "session": session, "scope": "private", "client": "ctx"})
+	for name, v := range map[string]string{
+		"state": "active\n", "cwd": cwd + "\n", "workspace": workspace + "\n", "updated_at": now,
+		"meta.json": string(meta) + "\n",
+	} {
+		if err := WriteAtomic(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+			return f, err
+		}
+	}
+	if err := AppendLine(f.Events, nil); err != nil { // create it, empty, if missing
+		return f, err
+	}
+	return f, r.setCurrentSession(uid, agent, session)
+}
+
+// setCurrentSession writes session/index/current and moves session to the
+// front of session/index/list.
+func (r Root) setCurrentSession(uid int, agent, session string) error {
+	index := filepath.Join(r.AgentHome(uid, agent), "session", "index")
+	if err := WriteAtomic(filepath.Join(index, "current"), []byte(session+"\n"), 0o600); err != nil {
+		return err
+	}
+	list := []string{session}
+	if b, err := ReadControl(filepath.Join(index, "list")); err == nil {
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			if l != "" && l != session {
+				list = append(list, l)
+			}
+		}
+	}
+	return WriteAtomic(filepath.Join(index, "list"), []byte(strings.Join(list, "\n")+"\n"), 0o600)
+}
+
+// CurrentSession reads session/index/current of an agent; "" when absent
+// or unreadable.
+func (r Root) CurrentSession(uid int, agent string) string {
+	b, err := ReadControl(filepath.Join(r.AgentHome(uid, agent), "session", "index", "current"))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// MkdirNoFollow creates dir with mode when missing and refuses a symlink
+// (or anything but a directory) in its place.
+func MkdirNoFollow(dir string, mode os.FileMode) error {
+	st, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(dir, mode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		return os.Chmod(dir, mode)
+	}
+	if err != nil {
+		return err
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: ErrSymlink}
+	}
+	if !st.IsDir() {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: notRegular(st.Mode())}
+	}
+	return nil
+}
+
+// RuntimeDir is where a user's live run state lives (terminal sockets, the
+// files shown at /mnt/proc): /run/user/UID/cortexfs when that directory
+// exists, else /run/cortexfs/UID when /run is writable, else
+// $TMPDIR/cortexfs-UID. It is created 0700.
+func RuntimeDir(uid int) (string, error) {
+	candidates := []string{}
+	if st, err := os.Stat(filepath.Join("/run/user", strconv.Itoa(uid))); err == nil && st.IsDir() {
+		candidates = append(candidates, filepath.Join("/run/user", strconv.Itoa(uid), "cortexfs"))
+	}
+	candidates = append(candidates, filepath.Join("/run/cortexfs", strconv.Itoa(uid)),
+		filepath.Join(os.TempDir(), "cortexfs-"+strconv.Itoa(uid)))
+	var lastErr error
+	for _, c := range candidates {
+		if err := os.MkdirAll(filepath.Dir(c), 0o755); err != nil {
+			lastErr = err
+			continue
+		}
+		if err := MkdirNoFollow(c, 0o700); err != nil {
+			lastErr = err
+			continue
+		}
+		st, err := os.Lstat(c)
+		if err == nil && int(st.Sys().(*syscall.Stat_t).Uid) == uid {
+			return c, nil
+		}
+		lastErr = err
+	}
+	return "", lastErr
+}
+
+// maxSocketPath keeps a socket path within sun_path (108 bytes, NUL included).
+const maxSocketPath = 107
+
+// TerminalSocketPath is the runtime socket of agent's session terminal:
+// RUNTIME/terminal/AGENT/SESSION/main.sock, or, when that would not fit a
+// socket address, RUNTIME/terminal/h-HASH/main.sock.
+func TerminalSocketPath(runtime, agent, session string) string {
+	p := filepath.Join(runtime, "terminal", agent, session, "main.sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	sum := sha256.Sum256([]byte(agent + "/" + session))
+	return filepath.Join(runtime, "terminal", "h-"+hex.EncodeToString(sum[:8]), "main.sock")
+}
