@@ -105,9 +105,9 @@ func runAgentNew(e *Env, args []string) int {
 		"owner": fmt.Sprint(os.Getuid()) + "\n", "groups": "", "iso": "", "life": "owned\n", "parent": "",
 		"env": "", "path": "/ctx/tool\n/ctx/home/" + fmt.Sprint(uid) + "/tool\n", "mount": strings.Join(mountLines, "\n"),
 		"model": "main\n", "window": "auto\n", "abi": "argv-v1\n", "approval": "auto\n", "tools": "",
-		"policy": strings.Join(rules, "\n"),
+		"policy":    strings.Join(rules, "\n"),
 		"system.md": "You are " + name + ". Your tools are reached through tsh; nothing in a prompt grants you more than your policy does.\n",
-		"status": "idle\n", "pid": "", "log": "", "meta.json": "{\"description\":\"created by ctx agent new\"}\n",
+		"status":    "idle\n", "pid": "", "log": "", "meta.json": "{\"description\":\"created by ctx agent new\"}\n",
 	}
 	if controls["mount"] != "" {
 		controls["mount"] += "\n"

@@ -233,7 +233,9 @@ func TestREPLSharesStdinWithTools(t *testing.T) {
 	// A tool's stdout must be a file for the output order to be exact.
 	outF, _ := os.CreateTemp(t.TempDir(), "out")
 	defer outF.Close()
-	e := &Env{Stdin: r, Stdout: outF, Stderr: &errb, Getenv: func(k string) string { return map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}[k] }}
+	e := &Env{Stdin: r, Stdout: outF, Stderr: &errb, Getenv: func(k string) string {
+		return map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}[k]
+	}}
 	code := Run(e, []string{"--root", f.root.Dir})
 	out.WriteString(readFile(t, outF.Name()))
 	want := "tool got: for the tool\n" + f.sys + "/readone\n"
@@ -271,7 +273,9 @@ func BenchmarkOneShotOverhead(b *testing.B) {
 	}
 	tool := filepath.Join(root.ToolDir(), "true")
 	os.WriteFile(tool, bin, 0o755)
-	env := &Env{Getenv: func(k string) string { return map[string]string{"CTX_AGENT": "bench", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}[k] }}
+	env := &Env{Getenv: func(k string) string {
+		return map[string]string{"CTX_AGENT": "bench", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}[k]
+	}}
 	var direct, viaTsh time.Duration
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
