@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
@@ -15,6 +17,10 @@ import (
 // link per applet made by `ctx --install`, so scripts exercise the real
 // static binary exactly as users run it.
 var binDir string
+
+// workRoot holds the scripts' work directories; it is world-searchable so
+// that scripts can run commands as an unprivileged uid (asuser).
+var workRoot string
 
 func TestMain(m *testing.M) {
 	os.Exit(runTests(m))
@@ -42,6 +48,11 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building ctx:", err)
 		return 1
 	}
+	workRoot = filepath.Join(dir, "work")
+	if err := os.Mkdir(workRoot, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
 	install := exec.Command(filepath.Join(binDir, "ctx"), "--install", binDir)
 	install.Stdout, install.Stderr = os.Stderr, os.Stderr
 	if err := install.Run(); err != nil {
@@ -58,6 +69,7 @@ func TestScripts(t *testing.T) {
 func scriptParams(dir string) testscript.Params {
 	return testscript.Params{
 		Dir:                 dir,
+		WorkdirRoot:         workRoot,
 		RequireExplicitExec: true,
 		RequireUniqueNames:  true,
 		Setup: func(env *testscript.Env) error {
@@ -68,14 +80,84 @@ func scriptParams(dir string) testscript.Params {
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode": cmdExitcode,
+			"asuser":   cmdAsUser,
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
 			case "root":
 				return os.Geteuid() == 0, nil
+			case "sandbox":
+				// Sandbox scripts start with [!sandbox] skip. Where they
+				// are required (CI runs as root with CTX_REQUIRE_SANDBOX)
+				// a kernel that refuses namespaces fails them instead.
+				err := sandboxAvailable()
+				if err != nil && os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
+					return false, fmt.Errorf("sandbox tests are required here but namespaces are refused: %v", err)
+				}
+				return err == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
+	}
+}
+
+// sandboxAvailable reports whether this kernel lets the current user build
+// the namespaces ctx agent start needs.
+func sandboxAvailable() error {
+	cmd := exec.Command("/bin/true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getgid(), Size: 1}}}
+	return cmd.Run()
+}
+
+// cmdAsUser runs `asuser UID [!|exitcode N] PROG ARGS...`-style: it runs
+// PROG as uid and gid UID (root only) with the script's environment and
+// directory, and fails unless it exits 0, or exactly N with exitcode N.
+func cmdAsUser(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) < 2 {
+		ts.Fatalf("usage: asuser UID [exitcode N] PROG [ARGS...]")
+	}
+	uid, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("asuser: bad uid %q", args[0])
+	}
+	want := 0
+	args = args[1:]
+	if args[0] == "exitcode" && len(args) > 2 {
+		if want, err = strconv.Atoi(args[1]); err != nil {
+			ts.Fatalf("asuser: bad code %q", args[1])
+		}
+		args = args[2:]
+	}
+	path := args[0]
+	if !strings.Contains(path, "/") {
+		for _, d := range filepath.SplitList(ts.Getenv("PATH")) {
+			if st, err := os.Stat(filepath.Join(d, path)); err == nil && !st.IsDir() {
+				path = filepath.Join(d, path)
+				break
+			}
+		}
+	}
+	cmd := exec.Command(path, args[1:]...)
+	cmd.Dir = ts.MkAbs(".")
+	for _, k := range []string{"PATH", "HOME", "CTXBIN", "WORK", "TMPDIR"} {
+		cmd.Env = append(cmd.Env, k+"="+ts.Getenv(k))
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid)}}
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	fmt.Fprintf(ts.Stdout(), "%s", out.String())
+	fmt.Fprintf(ts.Stderr(), "%s", errb.String())
+	got := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		got = ee.ExitCode()
+	} else if err != nil {
+		ts.Fatalf("asuser: %v", err)
+	}
+	if got != want {
+		ts.Fatalf("asuser %d %s: exit code %d, want %d\n%s", uid, args[0], got, want, errb.String())
 	}
 }
 

@@ -41,6 +41,7 @@ type agentRun struct {
 	plan      *policy.Plan
 	env       []string
 	argv      []string
+	noConsole bool // --no-console: the terminal is reachable only through its socket
 }
 
 // projectTools computes the tools agent a may execute: the first hit of each
@@ -237,14 +238,14 @@ func (r *agentRun) setStatus(status string, pid int) {
 	fsops.WriteAtomic(filepath.Join(dir, "pid"), []byte(p), 0o644)
 }
 
-// handleRunMessage accepts one message from the run capability. Only tool
-// calls are accepted, and only from a process executing ctx or a projected
-// tool; the host sets agent, session and run itself.
+// handleRunMessage accepts one message from the run capability: a tool
+// call. The host sets agent, session and run itself. A report from a
+// process that is not executing ctx or a projected tool (checked by device
+// and inode while the sender waits) is still recorded, since refusals are
+// worth keeping, but marked unverified: it may be invented.
 func (r *agentRun) handleRunMessage(pid int, data []byte) error {
 	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st); err != nil || !r.exes[[2]uint64{st.Dev, st.Ino}] {
-		return fmt.Errorf("message from pid %d, which is not running a ctx tool", pid)
-	}
+	verified := syscall.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st) == nil && r.exes[[2]uint64{st.Dev, st.Ino}]
 	var msg authority.RunMessage
 	if err := json.Unmarshal(data, &msg); err != nil {
 		return fmt.Errorf("malformed message: %v", err)
@@ -258,6 +259,9 @@ func (r *agentRun) handleRunMessage(pid int, data []byte) error {
 	}
 	ev := *msg.Event
 	ev.PID = pid
+	if !verified {
+		ev.Detail = "unverified: reported by a process that is not executing ctx or a projected tool"
+	}
 	r.recordEvent(ev)
 	return nil
 }

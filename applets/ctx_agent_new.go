@@ -102,7 +102,7 @@ func runAgentNew(e *Env, args []string) int {
 	}
 	controls := map[string]string{
 		"label": label + "\n", "perm": perm + "\n", "uid": fmt.Sprint(uid) + "\n", "gid": fmt.Sprint(gid) + "\n",
-		"owner": fmt.Sprint(os.Getuid()) + "\n", "groups": "", "iso": "", "life": "owned\n", "parent": "",
+		"owner": fmt.Sprint(os.Getuid()) + "\n", "groups": "", "life": "owned\n", "parent": "",
 		"env": "", "path": "/ctx/tool\n/ctx/home/" + fmt.Sprint(uid) + "/tool\n", "mount": strings.Join(mountLines, "\n"),
 		"model": "main\n", "window": "auto\n", "abi": "argv-v1\n", "approval": "auto\n", "tools": "",
 		"policy":    strings.Join(rules, "\n"),

@@ -31,13 +31,14 @@ const stopGrace = 5 * time.Second
 func runAgentStart(e *Env, args []string) int {
 	var rootFlag, session, cwd string
 	var mounts [][]string
-	var forceTerminal bool
+	var forceTerminal, noConsole bool
 	f := newFlags()
 	f.String("root", &rootFlag)
 	f.String("session", &session)
 	f.String("cwd", &cwd)
 	f.Tuple("mount", 3, &mounts)
 	f.Bool("terminal", &forceTerminal)
+	f.Bool("no-console", &noConsole)
 	pos, code, ok := parseArgs(e, f, args, 1, 1)
 	if !ok {
 		return code
@@ -58,7 +59,8 @@ func runAgentStart(e *Env, args []string) int {
 		return fail(e, exitUnavailable, "%v", err)
 	}
 	defer lock.Close()
-	return r.run(e, forceTerminal)
+	r.noConsole = noConsole
+	return r.run(e, forceTerminal || noConsole)
 }
 
 // prepare resolves everything the run needs and builds the plan. On
@@ -355,9 +357,13 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(i
 		Log:        e.Stderr,
 		Started:    started,
 	}
-	if tty {
+	switch {
+	case r.noConsole:
+		// A background session: reachable only through its socket.
+		cfg.Console = ptyterm.ConsoleNone
+	case tty:
 		cfg.Console = ptyterm.ConsoleTTY
-	} else {
+	default:
 		cfg.Console = ptyterm.ConsolePipe
 	}
 	status, err := ptyterm.Serve(cfg)

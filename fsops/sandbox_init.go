@@ -471,7 +471,7 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 	if exe == "" {
 		exe = plan.Argv[0]
 		if !strings.Contains(exe, "/") {
-			exe = lookPath(exe)
+			exe = lookPath(exe, plan.Env)
 		}
 	}
 	cmd := &exec.Cmd{Path: exe, Args: plan.Argv, Env: plan.Env, Dir: plan.Cwd,
@@ -544,9 +544,18 @@ func reap(child int) int {
 	}
 }
 
-// lookPath finds name in the sandbox's fixed PATH.
-func lookPath(name string) string {
-	for _, dir := range []string{"/usr/bin", "/bin"} {
+// lookPath finds name in the PATH of the agent's environment.
+func lookPath(name string, env []string) string {
+	path := "/usr/bin:/bin"
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
 		p := filepath.Join(dir, name)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
 			return p

@@ -105,19 +105,27 @@ func MkdirNoFollow(dir string, mode os.FileMode) error {
 }
 
 // RuntimeDir is where a user's live run state lives (terminal sockets, the
-// files shown at /mnt/proc): /run/user/UID/cortexfs when that directory
-// exists, else /run/cortexfs/UID when /run is writable, else
-// $TMPDIR/cortexfs-UID. It is created 0700.
+// files shown at /mnt/proc): the first of /run/user/UID/cortexfs (when
+// /run/user/UID exists), /run/cortexfs/UID, $TMPDIR/cortexfs-UID and
+// /tmp/cortexfs-UID that can be made a 0700 directory owned by uid. A
+// /run/cortexfs made here is sticky and world-writable, like /tmp, so every
+// user can have a directory in it and none can touch another's; a name
+// squatted by another user is skipped.
 func RuntimeDir(uid int) (string, error) {
 	candidates := []string{}
 	if st, err := os.Stat(filepath.Join("/run/user", strconv.Itoa(uid))); err == nil && st.IsDir() {
 		candidates = append(candidates, filepath.Join("/run/user", strconv.Itoa(uid), "cortexfs"))
 	}
 	candidates = append(candidates, filepath.Join("/run/cortexfs", strconv.Itoa(uid)),
-		filepath.Join(os.TempDir(), "cortexfs-"+strconv.Itoa(uid)))
+		filepath.Join(os.TempDir(), "cortexfs-"+strconv.Itoa(uid)), filepath.Join("/tmp", "cortexfs-"+strconv.Itoa(uid)))
+	if _, err := os.Lstat("/run/cortexfs"); errors.Is(err, fs.ErrNotExist) {
+		if os.Mkdir("/run/cortexfs", 0o755) == nil {
+			os.Chmod("/run/cortexfs", 0o777|os.ModeSticky)
+		}
+	}
 	var lastErr error
 	for _, c := range candidates {
-		if err := os.MkdirAll(filepath.Dir(c), 0o755); err != nil {
+		if _, err := os.Stat(filepath.Dir(c)); err != nil {
 			lastErr = err
 			continue
 		}

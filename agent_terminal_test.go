@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/creack/pty"
+)
+
+// syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func ctxCmd(root string, args ...string) *exec.Cmd {
+	cmd := exec.Command(filepath.Join(binDir, "ctx"), append([]string{"agent"}, args...)...)
+	cmd.Env = append(os.Environ(), "CTX_ROOT="+root)
+	return cmd
+}
+
+// TestAgentTerminal drives a background agent session through its terminal
+// socket: two watchers and an attacher at once, a second attacher refused,
+// a detach that leaves the agent running, a resize seen by the program, and
+// the recorded session replayed.
+func TestAgentTerminal(t *testing.T) {
+	if err := sandboxAvailable(); err != nil {
+		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
+			t.Fatalf("sandbox tests are required here: %v", err)
+		}
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp(workRoot, "terminal-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "r")
+	if out, err := exec.Command(filepath.Join(binDir, "ctx"), "bootstrap", "--root", root).CombinedOutput(); err != nil {
+		t.Fatalf("bootstrap: %v\n%s", err, out)
+	}
+	script := `echo ready; read a; echo "got:$a"; read b; stty size; echo "got2:$b"`
+	start := ctxCmd(root, "start", "coder", "--no-console", "--", "sh", "-c", script)
+	start.Dir = dir
+	var startOut syncBuffer
+	start.Stdout, start.Stderr = &startOut, &startOut
+	if err := start.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- start.Wait() }()
+	t.Cleanup(func() { start.Process.Kill() })
+
+	events := filepath.Join(root, "home", strconv.Itoa(os.Getuid()), "agent", "coder", "session", "default", "terminal", "terminal-coder-default", "events.jsonl")
+	waitFor(t, "the session to start", 10*time.Second, func() bool {
+		b, _ := os.ReadFile(events)
+		return bytes.Contains(b, []byte("pty.output"))
+	})
+
+	// Two watchers, joined after "ready" was printed: they get it from the
+	// scrollback, then everything live.
+	var w1, w2 syncBuffer
+	watchers := []*exec.Cmd{ctxCmd(root, "watch", "coder"), ctxCmd(root, "watch", "coder")}
+	for i, w := range watchers {
+		w.Stdout = []io.Writer{&w1, &w2}[i]
+		w.Stdin = nil
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "watchers to see the scrollback", 5*time.Second, func() bool {
+		return strings.Contains(w1.String(), "ready") && strings.Contains(w2.String(), "ready")
+	})
+
+	// An attacher from a pipe sends a line.
+	att := ctxCmd(root, "attach", "coder")
+	attIn, err := att.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attOut syncBuffer
+	att.Stdout, att.Stderr = &attOut, &attOut
+	if err := att.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the attacher to join", 5*time.Second, func() bool { return strings.Contains(attOut.String(), "ready") })
+
+	// A second attacher is refused while the first holds the slot.
+	second := ctxCmd(root, "attach", "coder")
+	second.Stdin = strings.NewReader("intruder\n")
+	out, err := second.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 69 || !strings.Contains(string(out), "busy") {
+		t.Fatalf("second attacher: %v\n%s", err, out)
+	}
+
+	io.WriteString(attIn, "hello\n")
+	waitFor(t, "the program to get the line", 5*time.Second, func() bool {
+		return strings.Contains(w1.String(), "got:hello") && strings.Contains(w2.String(), "got:hello")
+	})
+	if strings.Contains(w1.String(), "intruder") {
+		t.Fatal("the refused attacher's input reached the terminal")
+	}
+	// The attacher leaves; the agent keeps running.
+	att.Process.Kill()
+	att.Wait()
+	time.Sleep(100 * time.Millisecond)
+	if st, _ := ctxCmd(root, "status", "coder").Output(); !bytes.HasPrefix(st, []byte("ready\n")) {
+		t.Fatalf("after the attacher left: status %q", st)
+	}
+
+	// Attach again from a real terminal of 33x111: the size reaches the
+	// program (stty size) before the next line does.
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	pty.Setsize(ptmx, &pty.Winsize{Rows: 33, Cols: 111})
+	att2 := ctxCmd(root, "attach", "coder")
+	att2.Stdin, att2.Stdout, att2.Stderr = tty, tty, tty
+	if err := att2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close()
+	var termOut syncBuffer
+	go io.Copy(&termOut, ptmx)
+	time.Sleep(300 * time.Millisecond)
+	io.WriteString(ptmx, "world\r")
+	waitFor(t, "the program to end", 10*time.Second, func() bool { return strings.Contains(w1.String(), "got2:world") })
+	if !strings.Contains(w1.String(), "33 111") {
+		t.Errorf("the attacher's window size did not reach the program:\n%q", w1.String())
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("agent start: %v\n%s", err, startOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("agent start did not end with its program")
+	}
+	for _, w := range watchers {
+		w.Wait()
+	}
+	att2.Wait()
+
+	// The record replays what the program wrote.
+	replay, err := exec.Command(filepath.Join(binDir, "ctx"), "ctxterm", "--replay", events).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"ready", "got:hello", "33 111", "got2:world"} {
+		if !bytes.Contains(replay, []byte(want)) {
+			t.Errorf("replay lacks %q:\n%q", want, replay)
+		}
+	}
+	if b, _ := os.ReadFile(events); !bytes.Contains(b, []byte(`"type":"process.exit"`)) {
+		t.Error("no process.exit in the record")
+	}
+	if _, err := os.Lstat(filepath.Join(root, "home", strconv.Itoa(os.Getuid()), "agent", "coder", "session", "default", "terminal", "main.sock")); err == nil {
+		t.Error("the terminal locator outlived the run")
+	}
+}
