@@ -3,6 +3,7 @@ package applets
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -45,8 +46,11 @@ func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 	}
 	locator := filepath.Join(root.SessionDir(int(a.UID), a.Name, session), "terminal", "main.sock")
 	target, err := os.Readlink(locator)
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return fail(e, exitUnavailable, "agent %s has no terminal in session %s (is it running? ctx agent status %s)", a.Name, session, a.Name)
+	case err != nil:
+		return fail(e, exitUnavailable, "agent %s session %s: %v", a.Name, session, err)
 	}
 	end, err := ptyterm.Connect(target, mode, e.Stdin, e.Stdout, ptyterm.ClientOptions{TrustedServerUIDs: []int{int(a.Owner), 0}})
 	if err != nil {
