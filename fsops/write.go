@@ -69,6 +69,11 @@ func writeTemp(target string, data []byte, perm os.FileMode) (string, error) {
 	tmp := TempName(target)
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, perm)
 	if err != nil {
+		// Name the file the caller asked for, not our temporary.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = &os.PathError{Op: "write", Path: target, Err: pe.Err}
+		}
 		return "", err
 	}
 	_, werr := f.Write(data)
