@@ -37,7 +37,7 @@ func runDoctor(e *Env, args []string) int {
 	}
 	entries := referenceTree(treeOwner{UID: os.Geteuid(), GID: os.Getegid()}, self)
 	findings := root.Inspect(entries)
-	findings = append(findings, checkControls(root, entries)...)
+	findings = append(findings, checkControls(root)...)
 	findings = append(findings, checkHooks(root)...)
 	findings = append(findings, checkRootEntries(root)...)
 
@@ -94,9 +94,4 @@ func checkHooks(root fsops.Root) []fsops.Finding {
 		}
 	}
 	return out
-}
-
-// checkControls validates the grammar of control files the tree holds.
-func checkControls(root fsops.Root, entries []fsops.Entry) []fsops.Finding {
-	return nil
 }

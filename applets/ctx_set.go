@@ -62,9 +62,3 @@ func runSet(e *Env, args []string) int {
 	}
 	return exitOK
 }
-
-// validateControl checks a new value for a control file whose grammar ctx
-// knows, by the control's name and class.
-func validateControl(root fsops.Root, path string, value []byte) error {
-	return nil
-}
