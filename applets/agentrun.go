@@ -177,7 +177,8 @@ func (r *agentRun) writeRunDir(policyLines []string) error {
 		"budgets":  budgets(),
 		"audit":    nil,
 	} {
-		if err := fsops.WriteNew(filepath.Join(r.runDir, name), data, 0o644); err != nil {
+		// Runtime files of one run, removed at its end: no fsync needed.
+		if err := os.WriteFile(filepath.Join(r.runDir, name), data, 0o644); err != nil {
 			return err
 		}
 	}
@@ -230,12 +231,12 @@ func (r *agentRun) recordEvent(ev fsops.Event) {
 // setStatus writes agent/NAME.d/status and pid.
 func (r *agentRun) setStatus(status string, pid int) {
 	dir := r.root.AgentControl(r.agent.Name)
-	fsops.WriteAtomic(filepath.Join(dir, "status"), []byte(status+"\n"), 0o644)
+	fsops.WriteVolatile(filepath.Join(dir, "status"), []byte(status+"\n"), 0o644)
 	p := ""
 	if pid > 0 {
 		p = strconv.Itoa(pid) + "\n"
 	}
-	fsops.WriteAtomic(filepath.Join(dir, "pid"), []byte(p), 0o644)
+	fsops.WriteVolatile(filepath.Join(dir, "pid"), []byte(p), 0o644)
 }
 
 // handleRunMessage accepts one message from the run capability: a tool

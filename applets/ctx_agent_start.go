@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -31,7 +32,7 @@ const stopGrace = 5 * time.Second
 func runAgentStart(e *Env, args []string) int {
 	var rootFlag, session, cwd string
 	var mounts [][]string
-	var forceTerminal, noConsole bool
+	var forceTerminal, noConsole, showPlan bool
 	f := newFlags()
 	f.String("root", &rootFlag)
 	f.String("session", &session)
@@ -39,6 +40,7 @@ func runAgentStart(e *Env, args []string) int {
 	f.Tuple("mount", 3, &mounts)
 	f.Bool("terminal", &forceTerminal)
 	f.Bool("no-console", &noConsole)
+	f.Bool("plan", &showPlan)
 	pos, code, ok := parseArgs(e, f, args, 1, 1)
 	if !ok {
 		return code
@@ -51,6 +53,15 @@ func runAgentStart(e *Env, args []string) int {
 	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid()}
 	if code, ok := r.prepare(e, session, cwd, mounts, f.Command); !ok {
 		return code
+	}
+	if showPlan {
+		// --plan: print the sandbox plan as JSON and start nothing.
+		if r.runDir != "" {
+			defer os.RemoveAll(r.runDir)
+		}
+		b, _ := json.MarshalIndent(r.plan, "", "  ")
+		fmt.Fprintf(e.Stdout, "%s\n", b)
+		return exitOK
 	}
 	// One run per agent at a time: the lock is held for the life of this
 	// process, and released by the kernel however it ends.
@@ -404,8 +415,8 @@ func (r *agentRun) finish(status int) {
 		st = "error"
 	}
 	r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + r.agent.Name, Status: st, Exit: &status})
-	fsops.WriteAtomic(filepath.Join(r.sess.Dir, "state"), []byte("idle\n"), 0o600)
-	fsops.WriteAtomic(filepath.Join(r.sess.Dir, "updated_at"), []byte(strconv.FormatInt(time.Now().Unix(), 10)+"\n"), 0o600)
+	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "state"), []byte("idle\n"), 0o600)
+	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "updated_at"), []byte(strconv.FormatInt(time.Now().Unix(), 10)+"\n"), 0o600)
 	if r.runDir != "" {
 		os.RemoveAll(r.runDir)
 	}

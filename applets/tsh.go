@@ -1,6 +1,11 @@
 package applets
 
-import "ctx/applets/tsh"
+import (
+	"io"
+	"strings"
+
+	"ctx/applets/tsh"
+)
 
 // tshSchema is the input schema of the tsh tool: the tool-call form of one
 // command line, {"args":["which","fs.read"]}. Additional properties are
@@ -17,6 +22,27 @@ const tshSchema = `{
   "additionalProperties": true
 }
 `
+
+func init() { tsh.InProcess = runToolInProcess }
+
+// runToolInProcess runs a builtin tool for tsh without a new process (see
+// tsh.InProcess). Interactive tools and tools with their own applet runner
+// are left to a real exec.
+func runToolInProcess(name, object string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool) {
+	t, ok := builtinTools[name]
+	if !ok || t.Run == nil || t.Passthrough {
+		return 0, false
+	}
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	e := &Env{Name: name, Argv0: object, Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Getenv: func(k string) string { return vars[k] }}
+	return runBuiltinTool(e, t, args), true
+}
 
 // runTsh is the tsh applet, the tool shell; the work is in package tsh.
 func runTsh(e *Env, args []string) int {

@@ -1,7 +1,6 @@
 package fsops
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"os"
@@ -93,7 +92,7 @@ func AppendLine(path string, line []byte) error {
 // random bits.
 func NewRunID() string {
 	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
+	if err := RandomBytes(b[:]); err != nil {
 		panic("ctx: no system entropy: " + err.Error())
 	}
 	return "ctx-" + hex.EncodeToString(b[:])

@@ -427,24 +427,22 @@ func loopbackUp() error {
 // dropPrivileges empties the capability bounding set and the ambient set
 // and sets no_new_privs. With an empty bounding set no later execve can
 // grant a capability, not even to uid 0; with no_new_privs, setuid bits and
-// file capabilities are ignored. Both are per-thread: they are set on every
-// thread when the runtime can (no cgo), and always on this locked thread,
-// the one that forks the agent.
+// file capabilities are ignored. Both are per-thread, and a child inherits
+// them from the thread that forks it: RunSandboxInit keeps its goroutine on
+// one locked thread, drops them there, and forks the agent from it. (The
+// runtime's other threads never fork the agent.)
 func dropPrivileges() error {
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
 		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
 			return &SandboxError{"dropping capability " + strconv.Itoa(c) + " from the bounding set", err}
 		}
-		syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAPBSET_DROP, uintptr(c), 0)
 	}
 	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && err != unix.EINVAL {
 		return &SandboxError{"clearing ambient capabilities", err}
 	}
-	syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0)
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return &SandboxError{"setting no_new_privs", err}
 	}
-	syscall.AllThreadsSyscall(syscall.SYS_PRCTL, unix.PR_SET_NO_NEW_PRIVS, 1, 0)
 	// An empty bounding set does not limit the inheritable set, and an
 	// execve by uid 0 turns inheritable capabilities into permitted ones:
 	// the inheritable set (which raising ambient capabilities filled) must

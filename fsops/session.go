@@ -40,11 +40,20 @@ func (r Root) EnsureSession(uid int, agent, session, cwd, workspace string) (Ses
 		}
 	}
 	meta, _ := json.Marshal(map[string]string{"agent": agent, "session": session, "scope": "private", "client": "ctx"})
-	for name, v := range map[string]string{
-		"state": "active\n", "cwd": cwd + "\n", "workspace": workspace + "\n", "updated_at": now,
-		"meta.json": string(meta) + "\n",
-	} {
-		if err := WriteAtomic(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+	// Durable facts are rewritten only when they change; live state (state,
+	// updated_at) is replaced atomically without fsync: a crash leaves it
+	// stale, which readers see from the processes themselves.
+	for name, v := range map[string]string{"cwd": cwd + "\n", "workspace": workspace + "\n", "meta.json": string(meta) + "\n"} {
+		p := filepath.Join(dir, name)
+		if old, err := ReadControl(p); err == nil && string(old) == v {
+			continue
+		}
+		if err := WriteAtomic(p, []byte(v), 0o600); err != nil {
+			return f, err
+		}
+	}
+	for name, v := range map[string]string{"state": "active\n", "updated_at": now} {
+		if err := WriteVolatile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
 			return f, err
 		}
 	}
@@ -58,7 +67,11 @@ func (r Root) EnsureSession(uid int, agent, session, cwd, workspace string) (Ses
 // front of session/index/list.
 func (r Root) setCurrentSession(uid int, agent, session string) error {
 	index := filepath.Join(r.AgentHome(uid, agent), "session", "index")
-	if err := WriteAtomic(filepath.Join(index, "current"), []byte(session+"\n"), 0o600); err != nil {
+	current := filepath.Join(index, "current")
+	if old, err := ReadControl(current); err == nil && string(old) == session+"\n" {
+		return nil // already current, and so already first in the list
+	}
+	if err := WriteAtomic(current, []byte(session+"\n"), 0o600); err != nil {
 		return err
 	}
 	list := []string{session}

@@ -1,7 +1,6 @@
 package fsops
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"os"
@@ -16,7 +15,7 @@ import (
 // listings and out of the queue's job namespace.
 func TempName(target string) string {
 	var r [6]byte
-	_, _ = rand.Read(r[:])
+	_ = RandomBytes(r[:])
 	return filepath.Join(filepath.Dir(target),
 		"."+filepath.Base(target)+".tmp-"+strconv.Itoa(os.Getpid())+"-"+hex.EncodeToString(r[:]))
 }
@@ -43,6 +42,36 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 		return err
 	}
 	return SyncDir(filepath.Dir(path))
+}
+
+// WriteVolatile replaces the file at path atomically but without fsync:
+// readers see the old or the new contents, never a mix, but a crash may
+// lose the change. It is for runtime state that describes live processes
+// (an agent's status and pid, a session's state), which a crash makes
+// stale anyway and which readers check against the processes themselves.
+func WriteVolatile(path string, data []byte, perm os.FileMode) error {
+	if err := checkReplaceable(path); err != nil {
+		return err
+	}
+	tmp := TempName(path)
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, perm)
+	if err != nil {
+		return err
+	}
+	_, werr := f.Write(data)
+	if werr == nil {
+		werr = f.Chmod(perm)
+	}
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
+		os.Remove(tmp)
+	}
+	return werr
 }
 
 // WriteNew creates path with data, durably, and never replaces anything:

@@ -2,6 +2,7 @@ package tsh
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -127,6 +128,10 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 		return exitNotExec
 	}
 
+	if code, ok := sh.runInProcess(hit, args, &st); ok {
+		return code
+	}
+
 	// Child descriptors: 0-2 are ours, CTX_RUN_FD keeps its number, and the
 	// executable goes in the first free slot after them. Slots left nil are
 	// closed in the child.
@@ -182,6 +187,31 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 		return 128 + int(ws.Signal())
 	}
 	return cmd.ProcessState.ExitCode()
+}
+
+// InProcess, when set (by package applets), runs a tool that this very
+// binary implements without starting a process: busybox's NOFORK. tsh uses
+// it only for one command (`tsh TOOL ARGS`), never in the REPL, and only
+// when the authorized executable is the running binary's own inode, so
+// the code that runs is exactly the code the exec would have run, with the
+// same argv, stdio and environment. It reports false when it does not
+// implement name in-process.
+var InProcess func(name, object string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool)
+
+// runInProcess runs hit through InProcess when it may.
+func (sh *Shell) runInProcess(hit fsops.ToolHit, args []string, st *unix.Stat_t) (int, bool) {
+	if InProcess == nil || sh.interactive {
+		return 0, false
+	}
+	var self unix.Stat_t
+	if unix.Stat("/proc/self/exe", &self) != nil || self.Dev != st.Dev || self.Ino != st.Ino {
+		return 0, false
+	}
+	env := toolEnviron(sh.env, sh.root, sh.dirs, hit)
+	if runFD, ok := runCapability(sh.env); ok {
+		env = append(env, "CTX_RUN_FD="+strconv.Itoa(runFD))
+	}
+	return InProcess(hit.Name, hit.Path, args, env, sh.env.Stdin, sh.env.Stdout, sh.env.Stderr)
 }
 
 // toolEnvKeys are the variables a tool inherits from tsh's environment

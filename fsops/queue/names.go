@@ -1,12 +1,12 @@
 package queue
 
 import (
-	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"strings"
 	"time"
 
+	"ctx/fsops"
 	"ctx/policy"
 )
 
@@ -56,7 +56,7 @@ func ValidWorkerName(s string) error { return policy.ValidName(s) }
 // distinct.
 func GenerateName(now time.Time) string {
 	var r [4]byte
-	if _, err := rand.Read(r[:]); err != nil {
+	if err := fsops.RandomBytes(r[:]); err != nil {
 		panic(fmt.Sprintf("queue: no system entropy: %v", err))
 	}
 	return now.UTC().Format("20060102T150405.000000000Z") + "-" + hex.EncodeToString(r[:]) + JobSuffix

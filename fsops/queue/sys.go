@@ -1,7 +1,6 @@
 package queue
 
 import (
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
@@ -221,7 +220,7 @@ var selfPID = sync.OnceValue(func() string { return strconv.Itoa(os.Getpid()) })
 // temporary file for target. Dot names are never jobs.
 func tempName(target string) string {
 	var r [6]byte
-	_, _ = rand.Read(r[:])
+	_ = fsops.RandomBytes(r[:])
 	return "." + target + ".tmp-" + selfPID() + "-" + hex.EncodeToString(r[:])
 }
 
