@@ -63,7 +63,8 @@ func TestManualMatchesTable(t *testing.T) {
 }
 
 func TestManualAliasesResolve(t *testing.T) {
-	for _, topic := range []string{"agent", "tool", "session", "ctx", "root", "model", "provider", "coreutils"} {
+	for _, topic := range []string{"agent", "tool", "session", "ctx", "root", "model", "provider", "coreutils",
+		"policy", "shared", "queue", "sandbox", "mnt", "mcp"} {
 		f, ok := manual.Resolve(topic)
 		if !ok {
 			t.Errorf("ctx man %s: no page", topic)

@@ -97,6 +97,9 @@ func installLinks(e *Env, args []string) int {
 	if err != nil {
 		return fail(e, exitInternal, "%v", err)
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fail(e, exitFailure, "%v", err)
+	}
 	code := exitOK
 	for _, name := range Names() {
 		link := filepath.Join(dir, name)

@@ -2,6 +2,7 @@ package applets
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -81,4 +82,23 @@ func FuzzToolInput(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRunToolInProcess checks which tools tsh may run without a process:
+// the builtin tools with their own code here, not the interactive ones and
+// not the tools with an applet of their own.
+func TestRunToolInProcess(t *testing.T) {
+	dir := t.TempDir()
+	f := dir + "/f.txt"
+	os.WriteFile(f, []byte("in-process\n"), 0o644)
+	var out, errb bytes.Buffer
+	code, ok := runToolInProcess("fs.read", "/nonexistent/fs.read", []string{f}, []string{"CTX_TOOL_MODE=cli"}, strings.NewReader(""), &out, &errb)
+	if !ok || code != 0 || out.String() != "in-process\n" {
+		t.Fatalf("fs.read in-process: ok=%v code=%d out=%q err=%q", ok, code, out.String(), errb.String())
+	}
+	for _, name := range []string{"bash", "tmux", "tsh", "tsh.config", "no.such.tool"} {
+		if _, ok := runToolInProcess(name, "/x/"+name, nil, nil, strings.NewReader(""), &out, &errb); ok {
+			t.Errorf("%s ran in-process", name)
+		}
+	}
 }
