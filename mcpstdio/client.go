@@ -2,6 +2,7 @@ package mcpstdio
 
 import (
 	"bufio"
+	"ctx/policy"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -450,7 +451,7 @@ func (c *Client) initialize() error {
 	if !isStable(v) {
 		return fail("negotiated protocol version %q is not supported (accepted: %s)", v, strings.Join(StableVersions, " "))
 	}
-	caps, err := jsonObject(r.Capabilities)
+	caps, err := policy.StrictObject(r.Capabilities)
 	if err != nil {
 		return fail("capabilities: %v", err)
 	}

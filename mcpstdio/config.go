@@ -8,14 +8,13 @@
 package mcpstdio
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"sort"
 	"strings"
 
 	"ctx/fsops"
+	"ctx/policy"
 )
 
 // MaxConfigSize bounds an MCP configuration file.
@@ -57,18 +56,18 @@ func ParseConfig(data []byte) (*Config, error) {
 	if len(data) > MaxConfigSize {
 		return nil, fmt.Errorf("larger than %d bytes", MaxConfigSize)
 	}
-	top, err := jsonObject(data)
+	top, err := policy.StrictObject(data)
 	if err != nil {
 		return nil, err
 	}
-	if err := onlyKeys(top, "", "mcpServers"); err != nil {
+	if err := policy.OnlyFields(top, "", "mcpServers"); err != nil {
 		return nil, err
 	}
 	raw, ok := top["mcpServers"]
 	if !ok {
 		return nil, fmt.Errorf("missing field \"mcpServers\"")
 	}
-	servers, err := jsonObject(raw)
+	servers, err := policy.StrictObject(raw)
 	if err != nil {
 		return nil, fmt.Errorf("mcpServers: %v", err)
 	}
@@ -85,18 +84,18 @@ func ParseConfig(data []byte) (*Config, error) {
 
 func parseServer(raw json.RawMessage) (ServerConfig, error) {
 	var s ServerConfig
-	m, err := jsonObject(raw)
+	m, err := policy.StrictObject(raw)
 	if err != nil {
 		return s, err
 	}
-	if err := onlyKeys(m, "", "command", "args", "env"); err != nil {
+	if err := policy.OnlyFields(m, "", "command", "args", "env"); err != nil {
 		return s, err
 	}
 	c, ok := m["command"]
 	if !ok {
 		return s, fmt.Errorf("missing field \"command\"")
 	}
-	if s.Command, err = jsonString(c, "command"); err != nil {
+	if s.Command, err = policy.StringField(c, "command"); err != nil {
 		return s, err
 	}
 	if s.Command == "" || strings.IndexFunc(s.Command, isControl) >= 0 {
@@ -113,7 +112,7 @@ func parseServer(raw json.RawMessage) (ServerConfig, error) {
 		}
 	}
 	if e, ok := m["env"]; ok {
-		em, err := jsonObject(e)
+		em, err := policy.StrictObject(e)
 		if err != nil {
 			return s, fmt.Errorf("env: %v", err)
 		}
@@ -122,7 +121,7 @@ func parseServer(raw json.RawMessage) (ServerConfig, error) {
 			if !validEnvName(k) {
 				return s, fmt.Errorf("env: %q is not a valid variable name", k)
 			}
-			v, err := jsonString(em[k], "env."+k)
+			v, err := policy.StringField(em[k], "env."+k)
 			if err != nil {
 				return s, err
 			}
@@ -148,64 +147,6 @@ func validEnvName(k string) bool {
 		}
 	}
 	return true
-}
-
-// jsonObject decodes a JSON object keeping raw values, matching keys
-// exactly and refusing duplicates (encoding/json would fold case and let
-// the last duplicate win).
-func jsonObject(data []byte) (map[string]json.RawMessage, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("must be a JSON object")
-	}
-	out := map[string]json.RawMessage{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
-		}
-		key := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
-		}
-		if _, dup := out[key]; dup {
-			return nil, fmt.Errorf("duplicate field %q", key)
-		}
-		out[key] = raw
-	}
-	if _, err := dec.Token(); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("trailing data after the JSON object")
-	}
-	return out, nil
-}
-
-func onlyKeys(m map[string]json.RawMessage, prefix string, allowed ...string) error {
-	for _, k := range sortedKeys(m) {
-		found := false
-		for _, a := range allowed {
-			found = found || k == a
-		}
-		if !found {
-			return fmt.Errorf("unknown field %q", prefix+k)
-		}
-	}
-	return nil
-}
-
-func jsonString(raw json.RawMessage, name string) (string, error) {
-	var s string
-	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
-		return "", fmt.Errorf("%s must be a string", name)
-	}
-	return s, nil
 }
 
 func sortedKeys(m map[string]json.RawMessage) []string {

@@ -26,11 +26,11 @@ type Locator struct {
 // newline is allowed, as control files end in one.
 func ParseLocator(data []byte) (Locator, error) {
 	var l Locator
-	m, err := fields(data)
+	m, err := policy.StrictObject(data)
 	if err != nil {
 		return l, fmt.Errorf("mcp locator: %v", err)
 	}
-	if err := onlyFields(m, "", "transport", "config", "server", "tool", "sha256"); err != nil {
+	if err := policy.OnlyFields(m, "", "transport", "config", "server", "tool", "sha256"); err != nil {
 		return l, fmt.Errorf("mcp locator: %v", err)
 	}
 	dst := []*string{&l.Transport, &l.Config, &l.Server, &l.Tool, &l.SHA256}
@@ -39,7 +39,7 @@ func ParseLocator(data []byte) (Locator, error) {
 		if !ok {
 			return l, fmt.Errorf("mcp locator: missing field %q", k)
 		}
-		if *dst[i], err = stringField(raw, k); err != nil {
+		if *dst[i], err = policy.StringField(raw, k); err != nil {
 			return l, fmt.Errorf("mcp locator: %v", err)
 		}
 	}

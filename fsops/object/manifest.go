@@ -71,7 +71,7 @@ func ReadManifest(path string) (*Manifest, error) {
 // name, executable or control are all errors naming the field. The
 // artifact itself is not looked at (see CheckArtifact).
 func ParseManifest(data []byte) (*Manifest, error) {
-	top, err := fields(data)
+	top, err := policy.StrictObject(data)
 	if err != nil {
 		return nil, err
 	}
@@ -80,13 +80,13 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	if !ok {
 		return nil, fmt.Errorf("missing field \"schema\"")
 	}
-	if m.Schema, err = stringField(raw, "schema"); err != nil {
+	if m.Schema, err = policy.StringField(raw, "schema"); err != nil {
 		return nil, err
 	}
 	if m.Schema != SchemaV1 && m.Schema != SchemaV2 {
 		return nil, fmt.Errorf("unsupported object manifest schema %q (want %s or %s)", m.Schema, SchemaV2, SchemaV1)
 	}
-	if err := onlyFields(top, "", "schema", "version", "compatibility", "class", "name", "executable", "controls"); err != nil {
+	if err := policy.OnlyFields(top, "", "schema", "version", "compatibility", "class", "name", "executable", "controls"); err != nil {
 		return nil, err
 	}
 	if err := m.parseVersioning(top); err != nil {
@@ -97,7 +97,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 			return nil, fmt.Errorf("missing field %q", k)
 		}
 	}
-	if m.Class, err = stringField(top["class"], "class"); err != nil {
+	if m.Class, err = policy.StringField(top["class"], "class"); err != nil {
 		return nil, err
 	}
 	switch m.Class {
@@ -107,7 +107,7 @@ func ParseManifest(data []byte) (*Manifest, error) {
 	default:
 		return nil, fmt.Errorf("class %q is not tool or agent", m.Class)
 	}
-	if m.Name, err = stringField(top["name"], "name"); err != nil {
+	if m.Name, err = policy.StringField(top["name"], "name"); err != nil {
 		return nil, err
 	}
 	if err := policy.ValidName(m.Name); err != nil {
@@ -143,24 +143,24 @@ func (m *Manifest) parseVersioning(top map[string]json.RawMessage) error {
 		return fmt.Errorf("missing field \"compatibility\" (required in %s)", SchemaV2)
 	}
 	var err error
-	if m.Version, err = stringField(top["version"], "version"); err != nil {
+	if m.Version, err = policy.StringField(top["version"], "version"); err != nil {
 		return err
 	}
 	if _, err := ParseVersion(m.Version); err != nil {
 		return fmt.Errorf("version: %v", err)
 	}
-	compat, err := fields(top["compatibility"])
+	compat, err := policy.StrictObject(top["compatibility"])
 	if err != nil {
 		return fmt.Errorf("compatibility: %v", err)
 	}
-	if err := onlyFields(compat, "compatibility.", "cortexfs"); err != nil {
+	if err := policy.OnlyFields(compat, "compatibility.", "cortexfs"); err != nil {
 		return err
 	}
 	raw, ok := compat["cortexfs"]
 	if !ok {
 		return fmt.Errorf("missing field \"compatibility.cortexfs\"")
 	}
-	if m.Requirement, err = stringField(raw, "compatibility.cortexfs"); err != nil {
+	if m.Requirement, err = policy.StringField(raw, "compatibility.cortexfs"); err != nil {
 		return err
 	}
 	req, err := ParseRequirement(m.Requirement)
@@ -175,11 +175,11 @@ func (m *Manifest) parseVersioning(top map[string]json.RawMessage) error {
 }
 
 func (m *Manifest) parseExecutable(raw json.RawMessage) error {
-	ex, err := fields(raw)
+	ex, err := policy.StrictObject(raw)
 	if err != nil {
 		return fmt.Errorf("executable: %v", err)
 	}
-	if err := onlyFields(ex, "executable.", "path", "sha256"); err != nil {
+	if err := policy.OnlyFields(ex, "executable.", "path", "sha256"); err != nil {
 		return err
 	}
 	for _, k := range []string{"path", "sha256"} {
@@ -187,13 +187,13 @@ func (m *Manifest) parseExecutable(raw json.RawMessage) error {
 			return fmt.Errorf("missing field \"executable.%s\"", k)
 		}
 	}
-	if m.ExecPath, err = stringField(ex["path"], "executable.path"); err != nil {
+	if m.ExecPath, err = policy.StringField(ex["path"], "executable.path"); err != nil {
 		return err
 	}
 	if m.ExecPath == "" || strings.ContainsRune(m.ExecPath, 0) {
 		return fmt.Errorf("executable.path must be a non-empty path")
 	}
-	sum, err := stringField(ex["sha256"], "executable.sha256")
+	sum, err := policy.StringField(ex["sha256"], "executable.sha256")
 	if err != nil {
 		return err
 	}
@@ -205,7 +205,7 @@ func (m *Manifest) parseExecutable(raw json.RawMessage) error {
 }
 
 func (m *Manifest) parseControls(raw json.RawMessage) error {
-	ctl, err := fields(raw)
+	ctl, err := policy.StrictObject(raw)
 	if err != nil {
 		return fmt.Errorf("controls: %v", err)
 	}
@@ -220,7 +220,7 @@ func (m *Manifest) parseControls(raw json.RawMessage) error {
 		if !contains(allowed, k) {
 			return fmt.Errorf("controls.%s: unknown or runtime-owned control for class %s", k, m.Class)
 		}
-		v, err := stringField(ctl[k], "controls."+k)
+		v, err := policy.StringField(ctl[k], "controls."+k)
 		if err != nil {
 			return err
 		}

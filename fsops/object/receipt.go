@@ -1,6 +1,7 @@
 package object
 
 import (
+	"ctx/policy"
 	"encoding/json"
 	"fmt"
 )
@@ -43,13 +44,13 @@ func (r *Receipt) Encode() []byte {
 
 // ParseReceipt parses a receipt strictly: exact field set, no duplicates.
 func ParseReceipt(data []byte) (*Receipt, error) {
-	top, err := fields(data)
+	top, err := policy.StrictObject(data)
 	if err != nil {
 		return nil, err
 	}
 	r := &Receipt{}
 	names := []string{"schema", "object_schema", "class", "name", "tier", "executable", "control"}
-	if err := onlyFields(top, "", append(names, "object_version", "cortexfs_requirement")...); err != nil {
+	if err := policy.OnlyFields(top, "", append(names, "object_version", "cortexfs_requirement")...); err != nil {
 		return nil, err
 	}
 	for _, k := range names {
@@ -58,7 +59,7 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 		}
 	}
 	for k, dst := range map[string]*string{"schema": &r.Schema, "object_schema": &r.ObjectSchema, "class": &r.Class, "name": &r.Name, "tier": &r.Tier} {
-		if *dst, err = stringField(top[k], k); err != nil {
+		if *dst, err = policy.StringField(top[k], k); err != nil {
 			return nil, err
 		}
 	}
@@ -76,18 +77,18 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 			if !ok {
 				return nil, fmt.Errorf("missing field %q", k)
 			}
-			if *dst, err = stringField(raw, k); err != nil {
+			if *dst, err = policy.StringField(raw, k); err != nil {
 				return nil, err
 			}
 		}
 	default:
 		return nil, fmt.Errorf("unsupported receipt schema %q for object schema %q", r.Schema, r.ObjectSchema)
 	}
-	ex, err := fields(top["executable"])
+	ex, err := policy.StrictObject(top["executable"])
 	if err != nil {
 		return nil, fmt.Errorf("executable: %v", err)
 	}
-	if err := onlyFields(ex, "executable.", "dev", "ino", "sha256"); err != nil {
+	if err := policy.OnlyFields(ex, "executable.", "dev", "ino", "sha256"); err != nil {
 		return nil, err
 	}
 	if r.Executable.DevIno, err = parseDevIno(ex, "executable."); err != nil {
@@ -95,16 +96,16 @@ func ParseReceipt(data []byte) (*Receipt, error) {
 	}
 	if raw, ok := ex["sha256"]; !ok {
 		return nil, fmt.Errorf("missing field \"executable.sha256\"")
-	} else if r.Executable.SHA256, err = stringField(raw, "executable.sha256"); err != nil {
+	} else if r.Executable.SHA256, err = policy.StringField(raw, "executable.sha256"); err != nil {
 		return nil, err
 	} else if !isLowerHex64(r.Executable.SHA256) {
 		return nil, fmt.Errorf("executable.sha256 must be 64 lowercase hex digits")
 	}
-	ctl, err := fields(top["control"])
+	ctl, err := policy.StrictObject(top["control"])
 	if err != nil {
 		return nil, fmt.Errorf("control: %v", err)
 	}
-	if err := onlyFields(ctl, "control.", "dev", "ino"); err != nil {
+	if err := policy.OnlyFields(ctl, "control.", "dev", "ino"); err != nil {
 		return nil, err
 	}
 	if r.Control, err = parseDevIno(ctl, "control."); err != nil {
