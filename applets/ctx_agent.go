@@ -58,6 +58,21 @@ func verbNames(verbs []subcommand) string {
 	return s
 }
 
+// agentArgs parses `[--root DIR] NAME` and the verb's own options (which
+// options registers on f) and loads agent NAME. On failure it has printed
+// the error and returns the exit code.
+func agentArgs(e *Env, args []string, f *flagSet) (fsops.Root, *policy.Agent, int, bool) {
+	var rootFlag string
+	f.String("root", &rootFlag)
+	pos, code, ok := parseArgs(e, f, args, 1, 1)
+	if !ok {
+		return fsops.Root{}, nil, code, false
+	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	a, code, ok := loadAgent(e, root, pos[0])
+	return root, a, code, ok
+}
+
 // loadAgent reads and parses agent/NAME.d/ under root. On failure it has
 // printed the error and returns the exit code: 2 for an invalid name, 127
 // when the agent does not exist, 69 when its control directory cannot be

@@ -30,23 +30,17 @@ const stopGrace = 5 * time.Second
 // foreground as the run host until the run ends, and exits with the
 // program's status.
 func runAgentStart(e *Env, args []string) int {
-	var rootFlag, session, cwd string
+	var session, cwd string
 	var mounts [][]string
 	var forceTerminal, noConsole, showPlan bool
 	f := newFlags()
-	f.String("root", &rootFlag)
 	f.String("session", &session)
 	f.String("cwd", &cwd)
 	f.Tuple("mount", 3, &mounts)
 	f.Bool("terminal", &forceTerminal)
 	f.Bool("no-console", &noConsole)
 	f.Bool("plan", &showPlan)
-	pos, code, ok := parseArgs(e, f, args, 1, 1)
-	if !ok {
-		return code
-	}
-	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	a, code, ok := loadAgent(e, root, pos[0])
+	root, a, code, ok := agentArgs(e, args, f)
 	if !ok {
 		return code
 	}

@@ -34,15 +34,7 @@ func effectiveStatus(root fsops.Root, name string) (status string, pid int) {
 // runAgentStatus is `ctx agent status [--root DIR] NAME`: the status on the
 // first line, then key=value facts.
 func runAgentStatus(e *Env, args []string) int {
-	var rootFlag string
-	f := newFlags()
-	f.String("root", &rootFlag)
-	pos, code, ok := parseArgs(e, f, args, 1, 1)
-	if !ok {
-		return code
-	}
-	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	a, code, ok := loadAgent(e, root, pos[0])
+	root, a, code, ok := agentArgs(e, args, newFlags())
 	if !ok {
 		return code
 	}

@@ -22,15 +22,7 @@ import (
 // sandbox; SIGKILL after the grace period) and, first, the runs of its
 // owned and temp descendants the same way. History is never deleted.
 func runAgentStop(e *Env, args []string) int {
-	var rootFlag string
-	f := newFlags()
-	f.String("root", &rootFlag)
-	pos, code, ok := parseArgs(e, f, args, 1, 1)
-	if !ok {
-		return code
-	}
-	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	a, code, ok := loadAgent(e, root, pos[0])
+	root, a, code, ok := agentArgs(e, args, newFlags())
 	if !ok {
 		return code
 	}

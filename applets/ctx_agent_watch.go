@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
 )
@@ -22,16 +21,10 @@ func runAgentAttach(e *Env, args []string) int { return joinTerminal(e, args, pt
 // home/UID/agent/NAME/session/S/terminal/main.sock, a symlink to the run's
 // socket. The server must run as the agent's owner or root (SO_PEERCRED).
 func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
-	var rootFlag, session string
+	var session string
 	f := newFlags()
-	f.String("root", &rootFlag)
 	f.String("session", &session)
-	pos, code, ok := parseArgs(e, f, args, 1, 1)
-	if !ok {
-		return code
-	}
-	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	a, code, ok := loadAgent(e, root, pos[0])
+	root, a, code, ok := agentArgs(e, args, f)
 	if !ok {
 		return code
 	}
