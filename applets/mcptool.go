@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"time"
 
 	"ctx/fsops"
 	"ctx/fsops/object"
@@ -73,6 +74,8 @@ type toolOutput struct {
 	name   string
 	native bool
 	run    string
+	errno  string // of the failure reported, for the event
+	layer  string // the authority layer that refused, for the event
 }
 
 // toolFrame is one JSONL frame of native mode; fields in ABI order.
@@ -99,9 +102,23 @@ func (o *toolOutput) start() {
 	}
 }
 
+// record appends the call's tool.call event (see recordToolEvent).
+func (o *toolOutput) record(began time.Time, code int) {
+	ev := fsops.Event{Type: "tool.call", Object: "tool/" + o.name, Status: "ok", Exit: &code,
+		DurMS: float64(time.Since(began).Microseconds()) / 1000}
+	if code != exitOK {
+		ev.Status, ev.Errno = "error", o.errno
+		if o.layer != "" {
+			ev.Status, ev.Layer = "denied", o.layer
+		}
+	}
+	recordToolEvent(o.e, o.name, ev)
+}
+
 // fail reports an error (errno name in native frames, one line on stderr
 // in CLI mode) and returns code.
 func (o *toolOutput) fail(code int, errno, format string, args ...any) int {
+	o.errno = errno
 	msg := fmt.Sprintf(format, args...)
 	if o.native {
 		o.frame(toolFrame{Type: "error", Code: errno, Message: msg})
@@ -112,7 +129,7 @@ func (o *toolOutput) fail(code int, errno, format string, args ...any) int {
 	return code
 }
 
-func runProjectedTool(e *Env, ctl string, locData []byte, args []string) int {
+func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code int) {
 	name := e.Name
 	o := &toolOutput{e: e, name: name, native: e.Getenv("CTX_TOOL_MODE") == "native", run: e.Getenv("CTX_RUN_ID")}
 	if o.run == "" {
@@ -133,7 +150,11 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) int {
 		return exitOK
 	}
 	o.start()
+	// Every call, allowed, refused or failed, leaves one tool.call event.
+	began := time.Now()
+	defer func() { o.record(began, code) }()
 	if te := authorizeTool(e, name); te != nil {
+		o.layer = te.Layer
 		return o.fail(te.Exit, errnoName(te.Errno), "%s", te.Msg)
 	}
 	loc, err := object.ParseLocator(locData)
