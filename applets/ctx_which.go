@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"ctx/applets/tsh"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -25,7 +26,7 @@ func runWhich(e *Env, args []string) int {
 	}
 	switch class {
 	case "tool":
-		dirs, err := humanToolPath(e, root)
+		dirs, err := tsh.ToolPath(tshEnv(e), root)
 		if err != nil {
 			return fail(e, exitUsage, "%v", err)
 		}
@@ -44,12 +45,4 @@ func runWhich(e *Env, args []string) int {
 		return usageError(e, "unknown class %q (tool or agent)", class)
 	}
 	return exitOK
-}
-
-// humanToolPath is the CTX_PATH of a standalone (human) caller.
-func humanToolPath(e *Env, root fsops.Root) ([]string, error) {
-	if v := e.Getenv("CTX_PATH"); v != "" {
-		return fsops.SplitToolPath(v), nil
-	}
-	return root.DefaultToolPath(os.Geteuid()), nil
 }
