@@ -54,7 +54,7 @@ func projectTools(root fsops.Root, a *policy.Agent) ([]policy.ProjectedTool, []s
 	var tools []policy.ProjectedTool
 	var lines []string
 	for _, hit := range hits {
-		d := authority.CheckHit(root, a, hit)
+		d := authority.CheckHit(a, authority.View(root, a), hit)
 		if !d.Allowed {
 			lines = append(lines, fmt.Sprintf("tool:%s execute rejected %s", hit.Name, d.Layer))
 			continue
@@ -98,7 +98,12 @@ func sharedGrants(root fsops.Root, a *policy.Agent) ([]policy.SharedGrant, []str
 		dir := root.SharedDir(space)
 		facts := policy.Facts{File: authority.FileFacts(dir)}
 		obj := policy.Object{Class: policy.ClassShared, Name: space}
-		view := authority.View(root, a)
+		// The sandbox mounts a space read-write when the other layers allow
+		// writing it: decide with that mount in the view, under the agent's
+		// own mount control (which may still narrow it).
+		base := authority.View(root, a)
+		view := policy.View{Mounts: append([]policy.Mount{base.Mounts[0],
+			{Source: dir, Target: policy.SandboxRoot + "/shared/" + space}}, base.Mounts[1:]...)}
 		canRead := policy.Check(a, view, obj, policy.PermRead, facts).Allowed
 		canWrite := policy.Check(a, view, obj, policy.PermWrite, facts).Allowed
 		switch {

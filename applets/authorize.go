@@ -23,7 +23,7 @@ func authorizeTool(e *Env, name string) *toolError {
 	if !c.InAgent() {
 		return nil
 	}
-	d := authority.CheckTool(c.Root, c.Agent, name)
+	d := authority.CheckTool(c.Root, c.Agent, c.View(), name)
 	if d.Allowed {
 		return nil
 	}
@@ -48,7 +48,7 @@ func toolVisibleTo(e *Env, root fsops.Root, agent string, hit fsops.ToolHit) boo
 		if agent != "" && agent != c.Agent.Name {
 			return false
 		}
-		return authority.CheckHit(c.Root, c.Agent, hit).Allowed
+		return authority.CheckHit(c.Agent, c.View(), hit).Allowed
 	}
 	if agent == "" {
 		return true
@@ -57,5 +57,5 @@ func toolVisibleTo(e *Env, root fsops.Root, agent string, hit fsops.ToolHit) boo
 	if err != nil {
 		return false
 	}
-	return authority.CheckHit(root, a, hit).Allowed
+	return authority.CheckHit(a, authority.View(root, a), hit).Allowed
 }

@@ -78,7 +78,7 @@ func authorizeShared(e *Env, root fsops.Root, space, perm string) int {
 		return fail(e, exitInternal, "%v", err)
 	}
 	facts := policy.Facts{File: authority.FileFacts(root.SharedDir(space))}
-	d := policy.Check(c.Agent, authority.View(c.Root, c.Agent), policy.Object{Class: policy.ClassShared, Name: space}, p, facts)
+	d := policy.Check(c.Agent, c.View(), policy.Object{Class: policy.ClassShared, Name: space}, p, facts)
 	if d.Allowed {
 		return exitOK
 	}

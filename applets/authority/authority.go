@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -149,16 +150,17 @@ func StatFacts(path string, info fs.FileInfo) *policy.FileFacts {
 	return ff
 }
 
-// CheckHit decides whether agent a may execute the tool at hit.
-func CheckHit(root fsops.Root, a *policy.Agent, hit fsops.ToolHit) policy.Decision {
-	return policy.Check(a, View(root, a), policy.Object{Class: policy.ClassTool, Name: hit.Name}, policy.PermExecute, HitFacts(hit))
+// CheckHit decides whether agent a, with mount view v, may execute the tool
+// at hit.
+func CheckHit(a *policy.Agent, v policy.View, hit fsops.ToolHit) policy.Decision {
+	return policy.Check(a, v, policy.Object{Class: policy.ClassTool, Name: hit.Name}, policy.PermExecute, HitFacts(hit))
 }
 
-// CheckTool decides whether agent a may execute tool name, found through
-// its own tool path.
-func CheckTool(root fsops.Root, a *policy.Agent, name string) policy.Decision {
+// CheckTool decides whether agent a, with mount view v, may execute tool
+// name, found through its own tool path under root.
+func CheckTool(root fsops.Root, a *policy.Agent, v policy.View, name string) policy.Decision {
 	facts, _ := ToolFacts(root, a, name)
-	return policy.Check(a, View(root, a), policy.Object{Class: policy.ClassTool, Name: name}, policy.PermExecute, facts)
+	return policy.Check(a, v, policy.Object{Class: policy.ClassTool, Name: name}, policy.PermExecute, facts)
 }
 
 // Caller is the authority context of this process: no agent (a person), or
@@ -193,3 +195,70 @@ func CurrentCaller(getenv func(string) string) (Caller, error) {
 
 // InAgent reports whether the caller is an agent.
 func (c Caller) InAgent() bool { return c.Agent != nil }
+
+// MountinfoView is the mount view of this process as the kernel has it
+// (/proc/self/mountinfo): inside a sandbox, where host and sandbox paths
+// are the same, it says exactly what is visible, read-only or noexec, with
+// nothing computed. A later mount at the same point covers an earlier one.
+func MountinfoView() (policy.View, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return policy.View{}, err
+	}
+	var v policy.View
+	for _, line := range strings.Split(string(b), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 6 {
+			continue
+		}
+		mp := unescapeMountinfo(fields[4])
+		m := policy.Mount{Source: mp, Target: mp}
+		for _, opt := range strings.Split(fields[5], ",") {
+			switch opt {
+			case "ro":
+				m.ReadOnly = true
+			case "nosuid":
+				m.NoSuid = true
+			case "nodev":
+				m.NoDev = true
+			case "noexec":
+				m.NoExec = true
+			}
+		}
+		v.Mounts = append(v.Mounts, m)
+	}
+	return v, nil
+}
+
+// unescapeMountinfo decodes the octal escapes (\040 for a space) of a
+// mountinfo path field.
+func unescapeMountinfo(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var out strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				out.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		out.WriteByte(s[i])
+	}
+	return out.String()
+}
+
+// View is the caller's mount view: inside a sandbox the real one (its
+// mount table); elsewhere the one computed from the tree and the agent's
+// mount control (see View).
+func (c Caller) View() policy.View {
+	if c.Context.Source == policy.ContextSandbox {
+		if v, err := MountinfoView(); err == nil {
+			return v
+		}
+		return policy.View{} // nothing is visible: every check refuses
+	}
+	return View(c.Root, c.Agent)
+}

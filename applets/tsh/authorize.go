@@ -36,7 +36,8 @@ func authorizeExec(e *Env, root fsops.Root, hit fsops.ToolHit) (errno string, la
 	if err != nil {
 		return deny(e, hit, "EACCES", "agent-context")
 	}
-	d := authority.CheckHit(root, a, hit)
+	c := authority.Caller{Context: ctx, Agent: a, Root: root}
+	d := authority.CheckHit(a, c.View(), hit)
 	if d.Allowed {
 		return "", "", true
 	}
