@@ -190,3 +190,53 @@ func TestAgentTerminal(t *testing.T) {
 		t.Error("the terminal locator outlived the run")
 	}
 }
+
+// TestAgentStartOnTerminal is `ctx agent start coder` from a person's
+// terminal: tsh's prompt inside the sandbox at /workspace, a tool call,
+// exit, and the terminal left as it was.
+func TestAgentStartOnTerminal(t *testing.T) {
+	if err := sandboxAvailable(); err != nil {
+		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
+			t.Fatalf("sandbox tests are required here: %v", err)
+		}
+		t.Skip(err)
+	}
+	dir, err := os.MkdirTemp(workRoot, "tty-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(dir, "r")
+	if out, err := exec.Command(filepath.Join(binDir, "ctx"), "bootstrap", "--root", root).CombinedOutput(); err != nil {
+		t.Fatalf("bootstrap: %v\n%s", err, out)
+	}
+	os.WriteFile(filepath.Join(dir, "hi.txt"), []byte("hello from the workspace\n"), 0o644)
+	cmd := ctxCmd(root, "start", "coder")
+	cmd.Dir = dir
+	cmd.Env = append(cmd.Env, "TERM=xterm")
+	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ptmx.Close()
+	var screen syncBuffer
+	go io.Copy(&screen, ptmx)
+	waitFor(t, "the tsh prompt", 10*time.Second, func() bool { return strings.Contains(screen.String(), "tsh> ") })
+	io.WriteString(ptmx, "fs.read hi.txt\r")
+	waitFor(t, "the tool's output", 10*time.Second, func() bool { return strings.Contains(screen.String(), "hello from the workspace") })
+	io.WriteString(ptmx, "shell.exec 'pwd; stty size </dev/tty'\r")
+	waitFor(t, "the sandbox's cwd and size", 10*time.Second, func() bool {
+		return strings.Contains(screen.String(), "/workspace") && strings.Contains(screen.String(), "30 100")
+	})
+	io.WriteString(ptmx, "exit\r")
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("agent start: %v\n%s", err, screen.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("tsh did not exit:\n%s", screen.String())
+	}
+}
