@@ -74,6 +74,7 @@ type toolOutput struct {
 	name   string
 	native bool
 	run    string
+	ctl    string // the tool's control directory
 	errno  string // of the failure reported, for the event
 	layer  string // the authority layer that refused, for the event
 }
@@ -112,7 +113,7 @@ func (o *toolOutput) record(began time.Time, code int) {
 			ev.Status, ev.Layer = "denied", o.layer
 		}
 	}
-	recordToolEvent(o.e, o.name, ev)
+	recordToolEvent(o.e, o.ctl, ev)
 }
 
 // fail reports an error (errno name in native frames, one line on stderr
@@ -131,7 +132,7 @@ func (o *toolOutput) fail(code int, errno, format string, args ...any) int {
 
 func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code int) {
 	name := e.Name
-	o := &toolOutput{e: e, name: name, native: e.Getenv("CTX_TOOL_MODE") == "native", run: e.Getenv("CTX_RUN_ID")}
+	o := &toolOutput{e: e, name: name, native: e.Getenv("CTX_TOOL_MODE") == "native", run: e.Getenv("CTX_RUN_ID"), ctl: ctl}
 	if o.run == "" {
 		o.run = "r1"
 	}

@@ -105,6 +105,8 @@ func errnoName(errno syscall.Errno) string {
 // and the tool.call event.
 func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 	start := time.Now()
+	// The control directory (schema, hooks, log) is found once per call.
+	dir := toolControlDir(e, t.Name)
 	call := &toolCall{env: e, tool: t, native: e.Getenv("CTX_TOOL_MODE") == "native"}
 	frames := newFrameWriter(e, t.Name, call.native)
 	frames.start()
@@ -119,7 +121,7 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 		if te := authorizeTool(e, t.Name); te != nil {
 			return te
 		}
-		if errs := runHooks(e, t.Name, "pre", "", nil); len(errs) > 0 {
+		if errs := runHooks(e, dir, t.Name, "pre", "", nil); len(errs) > 0 {
 			return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Layer: "hook", Msg: "permission denied (hook): " + errs[0].Error()}
 		}
 		call.args = args
@@ -128,7 +130,7 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 			if err != nil {
 				return err
 			}
-			if err := validateBuiltinInput(e, t, input); err != nil {
+			if err := validateBuiltinInput(dir, t, input); err != nil {
 				return err
 			}
 			call.input = input
@@ -158,14 +160,14 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 	}
 	frames.done(err == nil && code == 0)
 	if ev.Layer != "hook" {
-		for _, herr := range runHooks(e, t.Name, "post", ev.Status, &code) {
+		for _, herr := range runHooks(e, dir, t.Name, "post", ev.Status, &code) {
 			fmt.Fprintf(e.Stderr, "%s: warning: %v\n", t.Name, herr)
 			ev.Detail = herr.Error()
 		}
 	}
 	ev.Exit = &code
 	ev.DurMS = float64(time.Since(start).Microseconds()) / 1000
-	recordToolEvent(e, t.Name, ev)
+	recordToolEvent(e, dir, ev)
 	return code
 }
 

@@ -13,7 +13,7 @@ import (
 // run the event belongs to the run host, which owns the audit trail; a human's
 // direct call is appended to tool/NAME.d/log beside the executable. A log
 // that cannot be written is reported on stderr; the call's result stands.
-func recordToolEvent(e *Env, name string, ev fsops.Event) {
+func recordToolEvent(e *Env, dir string, ev fsops.Event) {
 	ev.Agent = e.Getenv("CTX_AGENT")
 	ev.Session = e.Getenv("CTX_SESSION")
 	ev.Run = e.Getenv("CTX_RUN_ID")
@@ -22,11 +22,10 @@ func recordToolEvent(e *Env, name string, ev fsops.Event) {
 	if authority.Report(e.Getenv, ev) {
 		return
 	}
-	dir := toolControlDir(e, name)
 	if dir == "" {
 		return
 	}
 	if err := fsops.AppendEvent(filepath.Join(dir, "log"), ev); err != nil {
-		fmt.Fprintf(e.Stderr, "%s: warning: event not logged: %v\n", name, err)
+		fmt.Fprintf(e.Stderr, "%s: warning: event not logged: %v\n", e.Name, err)
 	}
 }

@@ -58,8 +58,8 @@ func toolHooks(controlDir, phase string) []string {
 
 // runHooks runs the hooks of one phase. For "pre" the first failing hook
 // stops the call and is returned; "post" failures are collected.
-func runHooks(e *Env, tool, phase string, status string, exit *int) []error {
-	hooks := toolHooks(toolControlDir(e, tool), phase)
+func runHooks(e *Env, dir, tool, phase string, status string, exit *int) []error {
+	hooks := toolHooks(dir, phase)
 	if len(hooks) == 0 {
 		return nil
 	}

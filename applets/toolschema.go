@@ -10,10 +10,10 @@ import (
 	"ctx/policy/schema"
 )
 
-// toolSchema returns the input schema of a tool: its schema control beside
-// the executable when readable, else the compiled-in schema.
-func toolSchema(e *Env, t *builtinTool) ([]byte, error) {
-	if dir := toolControlDir(e, t.Name); dir != "" {
+// toolSchema returns the input schema of a tool: the schema control in its
+// control directory dir when readable, else the compiled-in schema.
+func toolSchema(dir string, t *builtinTool) ([]byte, error) {
+	if dir != "" {
 		b, err := fsops.ReadControl(filepath.Join(dir, "schema"))
 		if err == nil {
 			return b, nil
@@ -31,7 +31,7 @@ func printToolSchema(e *Env, name string) int {
 	if !ok {
 		return fail(e, exitNotFound, "no schema")
 	}
-	b, err := toolSchema(e, t)
+	b, err := toolSchema(toolControlDir(e, name), t)
 	if err != nil {
 		return fail(e, exitFailure, "%v", err)
 	}
@@ -45,8 +45,8 @@ func printToolSchema(e *Env, name string) int {
 // validateBuiltinInput checks a builtin tool's input against its schema
 // control (or, without one, the compiled-in schema). An unusable schema
 // control is the object's fault, not the caller's: EIO, exit 1.
-func validateBuiltinInput(e *Env, t *builtinTool, input map[string]any) error {
-	b, err := toolSchema(e, t)
+func validateBuiltinInput(dir string, t *builtinTool, input map[string]any) error {
+	b, err := toolSchema(dir, t)
 	if err != nil {
 		return toolErr(syscall.EIO, exitFailure, "schema: %v", err)
 	}
