@@ -3,9 +3,7 @@ package applets
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"strings"
 	"syscall"
 
@@ -41,10 +39,7 @@ func runPolicyCheck(e *Env, args []string) int {
 	var data []byte
 	var err error
 	if file == "-" {
-		data, err = io.ReadAll(io.LimitReader(e.Stdin, fsops.ControlLimit+1))
-		if err == nil && len(data) > fsops.ControlLimit {
-			err = &os.PathError{Op: "read", Path: "-", Err: syscall.EFBIG}
-		}
+		data, err = fsops.ReadLimited(e.Stdin, "-", fsops.ControlLimit)
 	} else {
 		data, err = fsops.ReadControl(file)
 	}

@@ -110,12 +110,12 @@ func queueInput(e *Env, pos []string, i int, limit int64, what string) ([]byte, 
 		defer f.Close()
 		r, name = f, pos[i]
 	}
-	b, err := io.ReadAll(io.LimitReader(r, limit+1))
-	if err != nil {
-		return nil, fail(e, exitFailure, "reading %s: %s", ptyterm.Escape(name), ptyterm.Escape(err.Error()))
-	}
-	if int64(len(b)) > limit {
+	b, err := fsops.ReadLimited(r, name, limit)
+	switch {
+	case errors.Is(err, syscall.EFBIG):
 		return nil, fail(e, exitUsage, "%s from %s is larger than %d bytes", what, ptyterm.Escape(name), limit)
+	case err != nil:
+		return nil, fail(e, exitFailure, "reading %s: %s", ptyterm.Escape(name), ptyterm.Escape(err.Error()))
 	}
 	return b, exitOK
 }

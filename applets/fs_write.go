@@ -29,12 +29,9 @@ var fsWriteTool = &builtinTool{
 		case len(args) > 1:
 			return map[string]any{"path": args[0], "content": strings.Join(args[1:], " ")}, nil
 		}
-		b, err := io.ReadAll(io.LimitReader(stdin, maxWriteContent+1))
+		b, err := readStdin(stdin, maxWriteContent)
 		if err != nil {
-			return nil, toolErr(syscall.EIO, exitFailure, "reading stdin: %v", err)
-		}
-		if len(b) > maxWriteContent {
-			return nil, toolErr(syscall.EFBIG, exitUsage, "content larger than %d bytes", maxWriteContent)
+			return nil, err
 		}
 		return map[string]any{"path": args[0], "content": string(b)}, nil
 	},

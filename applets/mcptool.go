@@ -206,12 +206,9 @@ func projectedInput(e *Env, args []string) (json.RawMessage, int, string) {
 				return nil, exitUsage, "no input: give a JSON object as the argument or on standard input (see --help)"
 			}
 		}
-		b, err := io.ReadAll(io.LimitReader(e.Stdin, maxToolInput+1))
+		b, err := readStdin(e.Stdin, maxToolInput)
 		if err != nil {
-			return nil, exitUsage, "reading standard input: " + err.Error()
-		}
-		if len(b) > maxToolInput {
-			return nil, exitUsage, "input larger than 1 MiB"
+			return nil, exitUsage, err.Error()
 		}
 		data = bytes.TrimSpace(b)
 		if len(data) == 0 {

@@ -187,12 +187,9 @@ func readToolInput(e *Env, t *builtinTool, args []string) (map[string]any, error
 		}
 		return nil, inputErr("expected one JSON object argument, or JSON on stdin")
 	}
-	data, err := io.ReadAll(io.LimitReader(e.Stdin, maxToolInput+1))
+	data, err := readStdin(e.Stdin, maxToolInput)
 	if err != nil {
-		return nil, toolErr(syscall.EIO, exitFailure, "reading stdin: %v", err)
-	}
-	if len(data) > maxToolInput {
-		return nil, toolErr(syscall.EFBIG, exitUsage, "input larger than %d bytes", maxToolInput)
+		return nil, err
 	}
 	trimmed := bytes.TrimSpace(data)
 	if len(trimmed) == 0 {
@@ -208,6 +205,19 @@ func readToolInput(e *Env, t *builtinTool, args []string) (map[string]any, error
 		return map[string]any{t.Bare: strings.TrimSuffix(string(data), "\n")}, nil
 	}
 	return nil, inputErr("input is not a JSON object")
+}
+
+// readStdin reads a tool's standard input, at most limit bytes: more is
+// EFBIG and bad input (exit 2), a read failure EIO.
+func readStdin(r io.Reader, limit int) ([]byte, error) {
+	b, err := fsops.ReadLimited(r, "stdin", int64(limit))
+	switch {
+	case errors.Is(err, syscall.EFBIG):
+		return nil, toolErr(syscall.EFBIG, exitUsage, "input larger than %d bytes", limit)
+	case err != nil:
+		return nil, toolErr(syscall.EIO, exitFailure, "%v", err)
+	}
+	return b, nil
 }
 
 func decodeInputObject(b []byte) (map[string]any, error) {

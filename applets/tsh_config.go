@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -138,14 +137,7 @@ func tshConfigInput(e *Env, args []string) ([]byte, error) {
 			return nil, nil
 		}
 	}
-	b, err := io.ReadAll(io.LimitReader(e.Stdin, maxToolInput+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > maxToolInput {
-		return nil, fmt.Errorf("input larger than %d bytes", maxToolInput)
-	}
-	return b, nil
+	return readStdin(e.Stdin, maxToolInput)
 }
 
 // ensureConfigDir creates ROOT/tool/tsh.d when it is missing (the tool tier

@@ -54,7 +54,7 @@ func OpenRegular(path string) (*os.File, error) {
 	return f, nil
 }
 
-func readLimited(f *os.File, path string, limit int64) ([]byte, error) {
+func readLimited(f io.Reader, path string, limit int64) ([]byte, error) {
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, &os.PathError{Op: "read", Path: path, Err: err}
@@ -63,6 +63,13 @@ func readLimited(f *os.File, path string, limit int64) ([]byte, error) {
 		return nil, &os.PathError{Op: "read", Path: path, Err: syscall.EFBIG}
 	}
 	return b, nil
+}
+
+// ReadLimited reads all of r, at most limit bytes: more is an error
+// wrapping EFBIG (nothing partial is returned). name labels the errors
+// ("-" for standard input).
+func ReadLimited(r io.Reader, name string, limit int64) ([]byte, error) {
+	return readLimited(r, name, limit)
 }
 
 // noFollowErr turns the ELOOP that O_NOFOLLOW gives for a symlink into a

@@ -1,7 +1,6 @@
 package fsops
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -294,47 +293,16 @@ func remount(target string, flags uintptr) error {
 	return unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|flags, "")
 }
 
-// submounts lists the mount points strictly below dir, from mountinfo.
+// submounts lists the mount points strictly below dir.
 func submounts(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
+	table, err := MountTable()
 	var out []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
-		if strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
+	for _, m := range table {
+		if strings.HasPrefix(m.Target, dir+"/") {
+			out = append(out, m.Target)
 		}
 	}
-	return out, sc.Err()
-}
-
-// unescapeMountinfo decodes the octal escapes (\040 for a space) of a
-// mountinfo path field.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, err
 }
 
 // safeJoin joins rel (absolute inside the sandbox) under base and refuses a

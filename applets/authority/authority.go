@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -196,67 +195,13 @@ func CurrentCaller(getenv func(string) string) (Caller, error) {
 // InAgent reports whether the caller is an agent.
 func (c Caller) InAgent() bool { return c.Agent != nil }
 
-// MountinfoView is the mount view of this process as the kernel has it
-// (/proc/self/mountinfo): inside a sandbox, where host and sandbox paths
-// are the same, it says exactly what is visible, read-only or noexec, with
-// nothing computed. A later mount at the same point covers an earlier one.
-func MountinfoView() (policy.View, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return policy.View{}, err
-	}
-	var v policy.View
-	for _, line := range strings.Split(string(b), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) < 6 {
-			continue
-		}
-		mp := unescapeMountinfo(fields[4])
-		m := policy.Mount{Source: mp, Target: mp}
-		for _, opt := range strings.Split(fields[5], ",") {
-			switch opt {
-			case "ro":
-				m.ReadOnly = true
-			case "nosuid":
-				m.NoSuid = true
-			case "nodev":
-				m.NoDev = true
-			case "noexec":
-				m.NoExec = true
-			}
-		}
-		v.Mounts = append(v.Mounts, m)
-	}
-	return v, nil
-}
-
-// unescapeMountinfo decodes the octal escapes (\040 for a space) of a
-// mountinfo path field.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var out strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				out.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		out.WriteByte(s[i])
-	}
-	return out.String()
-}
-
 // View is the caller's mount view: inside a sandbox the real one (its
 // mount table); elsewhere the one computed from the tree and the agent's
 // mount control (see View).
 func (c Caller) View() policy.View {
 	if c.Context.Source == policy.ContextSandbox {
-		if v, err := MountinfoView(); err == nil {
-			return v
+		if table, err := fsops.MountTable(); err == nil {
+			return policy.View{Mounts: table}
 		}
 		return policy.View{} // nothing is visible: every check refuses
 	}

@@ -26,24 +26,6 @@ func TestReroot(t *testing.T) {
 	}
 }
 
-func TestUnescapeMountinfo(t *testing.T) {
-	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`, `/bad\9`: `/bad\9`} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
-func TestMountinfoView(t *testing.T) {
-	v, err := MountinfoView()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := v.Locate("/proc/self"); !ok {
-		t.Fatalf("/proc not visible in this process's own mount view: %+v", v.Mounts)
-	}
-}
-
 // TestLoadAgentRefusals: a missing agent wraps ErrNoAgent, a symlinked
 // control directory and a broken control are errors naming the file.
 func TestLoadAgentRefusals(t *testing.T) {
