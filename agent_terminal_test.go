@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -81,7 +80,13 @@ func TestAgentTerminal(t *testing.T) {
 	go func() { done <- start.Wait() }()
 	t.Cleanup(func() { start.Process.Kill() })
 
-	events := filepath.Join(root, "home", strconv.Itoa(os.Getuid()), "agent", "coder", "session", "default", "terminal", "terminal-coder-default", "events.jsonl")
+	// The agent's own uid names its home (an unprivileged uid of its own
+	// in a root tree).
+	uid, err := os.ReadFile(filepath.Join(root, "agent", "coder.d", "uid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := filepath.Join(root, "home", strings.TrimSpace(string(uid)), "agent", "coder", "session", "default", "terminal", "terminal-coder-default", "events.jsonl")
 	waitFor(t, "the session to start", 10*time.Second, func() bool {
 		b, _ := os.ReadFile(events)
 		return bytes.Contains(b, []byte("pty.output"))
@@ -186,7 +191,7 @@ func TestAgentTerminal(t *testing.T) {
 	if b, _ := os.ReadFile(events); !bytes.Contains(b, []byte(`"type":"process.exit"`)) {
 		t.Error("no process.exit in the record")
 	}
-	if _, err := os.Lstat(filepath.Join(root, "home", strconv.Itoa(os.Getuid()), "agent", "coder", "session", "default", "terminal", "main.sock")); err == nil {
+	if _, err := os.Lstat(filepath.Join(root, "home", strings.TrimSpace(string(uid)), "agent", "coder", "session", "default", "terminal", "main.sock")); err == nil {
 		t.Error("the terminal locator outlived the run")
 	}
 }

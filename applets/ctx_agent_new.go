@@ -70,6 +70,14 @@ func runAgentNew(e *Env, args []string) int {
 	}
 	if parent != nil {
 		uid, gid = parent.UID, parent.GID
+	} else if uid == 0 {
+		// Root's agents never run as root: a top-level agent gets a uid
+		// of its own from the agent range.
+		free, ok := policy.FreeAgentUID(agentUIDs(root))
+		if !ok {
+			return fail(e, exitUnavailable, "no free agent uid in %d-%d; nothing written", policy.AgentUIDFirst, policy.AgentUIDLast)
+		}
+		uid, gid = free, free
 	}
 	if perm == "" {
 		perm = derivePerm(toolNames)
@@ -140,13 +148,8 @@ func runAgentNew(e *Env, args []string) int {
 	if err := writeAgentObject(root, name, controls); err != nil {
 		return fail(e, exitFailure, "%v", err)
 	}
-	home := root.AgentHome(int(child.UID), name)
-	for _, d := range []string{root.Home(int(child.UID)), filepath.Dir(home), home,
-		filepath.Join(home, "root"), filepath.Join(home, "session"), filepath.Join(home, "data"),
-		filepath.Join(home, "cache"), filepath.Join(home, "log")} {
-		if err := fsops.MkdirNoFollow(d, 0o700); err != nil {
-			return fail(e, exitFailure, "home %s: %v", d, err)
-		}
+	if _, err := root.EnsureAgentHome(int(child.UID), int(child.GID), name, os.Getuid() == 0 && child.UID != 0); err != nil {
+		return fail(e, exitFailure, "home of agent %s: %v", name, err)
 	}
 	fmt.Fprintf(e.Stdout, "created agent/%s (subject %s, perm %s)\n", name, child.Subject, child.Ceiling)
 	for _, t := range toolNames {
@@ -156,6 +159,25 @@ func runAgentNew(e *Env, args []string) int {
 		}
 	}
 	return exitOK
+}
+
+// agentUIDs lists the uid of every agent in the tree that has a readable
+// uid control.
+func agentUIDs(root fsops.Root) []uint32 {
+	var uids []uint32
+	entries, _ := os.ReadDir(root.AgentDir())
+	for _, en := range entries {
+		name, ok := strings.CutSuffix(en.Name(), ".d")
+		if !ok || !en.IsDir() || policy.ValidName(name) != nil {
+			continue
+		}
+		if b, err := fsops.ReadControl(filepath.Join(root.AgentControl(name), "uid")); err == nil {
+			if id, err := policy.ParseID("uid", b); err == nil {
+				uids = append(uids, id)
+			}
+		}
+	}
+	return uids
 }
 
 // derivePerm is the perm ceiling the requested core tools need.

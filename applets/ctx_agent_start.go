@@ -32,7 +32,10 @@ const stopGrace = 5 * time.Second
 func runAgentStart(e *Env, args []string) int {
 	var session, cwd string
 	var mounts [][]string
-	var forceTerminal, noConsole, showPlan bool
+	var forceTerminal, noConsole, showPlan, allowHostRoot bool
+	// Descriptors the caller left open (a shell's 7</) must not reach the
+	// sandbox or anything this run host starts.
+	fsops.CloseInheritedOnExec()
 	f := newFlags()
 	f.String("session", &session)
 	f.String("cwd", &cwd)
@@ -40,11 +43,13 @@ func runAgentStart(e *Env, args []string) int {
 	f.Bool("terminal", &forceTerminal)
 	f.Bool("no-console", &noConsole)
 	f.Bool("plan", &showPlan)
+	f.Bool("allow-host-root", &allowHostRoot)
 	root, a, code, ok := agentArgs(e, args, f)
 	if !ok {
 		return code
 	}
-	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid()}
+	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot}
+	defer r.closeIDMap()
 	if code, ok := r.prepare(e, session, cwd, mounts, f.Command); !ok {
 		return code
 	}
@@ -79,11 +84,25 @@ func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, co
 	if r.iso == policy.IsoUID && r.callerUID != 0 {
 		return fail(e, exitUnavailable, "agent %s: iso uid switches to the agent's uid and needs root; use iso userns", a.Name), false
 	}
-	if r.iso == policy.IsoUserns && r.callerUID == 0 && a.UID != 0 {
-		// Root may map only root itself into a user namespace it builds for
-		// an agent that is meant to run as another uid: use real ids.
+	if a.RunsAsHostRoot(uint32(r.callerUID)) && !r.allowHostRoot {
+		why := "its uid is 0"
+		if r.iso == policy.IsoShared {
+			why = "iso shared runs it as the caller, root"
+		}
+		return fail(e, exitDenied, "agent %s would run as host root (%s); give it an unprivileged uid (ctx set agent/%s.d/uid N) or start it with --allow-host-root", a.Name, why, a.Name), false
+	}
+	if r.iso == policy.IsoUserns && r.callerUID == 0 {
+		// A user namespace made by root would map the agent onto host
+		// root or onto an id root cannot give a namespace's init the
+		// rights to build from: root runs the agent as its own uid with
+		// real ids (uid mode) instead, never as host root.
 		r.iso = policy.IsoUID
 	}
+	canonical, err := canonicalDir(r.root.Dir)
+	if err != nil {
+		return fail(e, exitUnavailable, "root %s: %v", r.root.Dir, err), false
+	}
+	r.root.Dir = canonical
 	if session == "" {
 		session = r.root.CurrentSession(int(a.UID), a.Name)
 	}
@@ -104,6 +123,9 @@ func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, co
 	if st, err := os.Stat(cwd); err != nil || !st.IsDir() || !filepath.IsAbs(cwd) {
 		return usageError(e, "--cwd %s: not an existing absolute directory", cwd), false
 	}
+	if cwd, err = canonicalDir(cwd); err != nil {
+		return fail(e, exitUnavailable, "workspace: %v", err), false
+	}
 	r.workspace = cwd
 	var extra []policy.Mount
 	for i, m := range mountArgs {
@@ -114,9 +136,16 @@ func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, co
 		extra = append(extra, mm...)
 	}
 
-	var err error
 	if r.runtime, err = fsops.RuntimeDir(r.callerUID); err != nil {
 		return fail(e, exitUnavailable, "runtime directory: %v", err), false
+	}
+	if r.runtime, err = canonicalDir(r.runtime); err != nil {
+		return fail(e, exitUnavailable, "runtime directory: %v", err), false
+	}
+	// The agent's home exists whatever its uid was set to since bootstrap;
+	// in uid mode the agent owns the parts of it that it writes.
+	if _, err := r.root.EnsureAgentHome(int(a.UID), int(a.GID), a.Name, r.iso == policy.IsoUID && r.callerUID == 0 && a.UID != 0); err != nil {
+		return fail(e, exitUnavailable, "agent %s home: %v", a.Name, err), false
 	}
 	r.runID = fsops.NewRunID()
 	r.sess, err = r.root.EnsureSession(int(a.UID), a.Name, session, policy.SandboxWorkspace, cwd)
@@ -148,6 +177,13 @@ func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, co
 		return r.prepareShared(e, exe)
 	}
 
+	var idmap *policy.IDMap
+	idmapWhy := ""
+	if r.iso == policy.IsoUID {
+		op := policy.WritableBind(a, policy.Op{Kind: policy.OpBind})
+		idmap, r.idmapTree, idmapWhy = r.workspaceIDMap(op)
+	}
+	policyLines = append(policyLines, r.wallLines(idmapWhy)...)
 	if err := r.writeRunDir(policyLines); err != nil {
 		return fail(e, exitUnavailable, "run directory: %v", err), false
 	}
@@ -165,8 +201,8 @@ func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, co
 	}
 	in := policy.PlanInput{
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
-		RootDir: r.root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(),
-		Workspace: cwd, AgentHome: home, Extra: extra, Tools: tools, Shared: shared,
+		RootDir: r.root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(), Etc: hostEtc(),
+		Workspace: cwd, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: tools, Shared: shared,
 		ProcDir: r.runDir, SkillsDir: skills, SOP: renderSOP(r.root, a.Name), Network: network,
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
 	}
@@ -260,6 +296,9 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 			return fail(e, exitUnavailable, "%v", err)
 		}
 		sandbox.SetRunFile(runcap.Child)
+		if r.idmapTree != nil {
+			sandbox.SetIDMappedWorkspace(r.idmapTree)
+		}
 		cmd = sandbox.Cmd
 	} else {
 		cmd = exec.Command(r.argv[0], r.argv[1:]...)
@@ -271,7 +310,8 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		cmd.Args[0] = filepath.Base(r.argv[0])
 		cmd.Env, cmd.Dir = r.env, r.workspace
 		cmd.ExtraFiles = []*os.File{runcap.Child}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		// A session of its own: never the caller's controlling terminal.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	}
 
 	r.setStatus("start", os.Getpid())
@@ -286,6 +326,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		if sandbox != nil {
 			sandbox.SendPlan()
 		}
+		r.closeIDMap()
 		runcap.CloseChild()
 		r.setStatus("ready", os.Getpid())
 		go r.forwardSignals(sigs, pid)
@@ -299,7 +340,8 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 	if stdinTTY || forceTerminal {
 		status = r.runOnTerminal(e, cmd, stdinTTY, started)
 	} else {
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = e.Stdin, e.Stdout, e.Stderr
+		// A terminal on stdout or stderr reaches the agent only as a pipe.
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = shieldTerminalInput(e.Stdin), shieldTerminal(e.Stdout), shieldTerminal(e.Stderr)
 		if err := cmd.Start(); err != nil {
 			runcap.CloseChild()
 			status = fail(e, exitUnavailable, "starting agent %s: %v", r.agent.Name, err)

@@ -11,6 +11,7 @@ import (
 
 	"ctx/fsops"
 	"ctx/manual"
+	"ctx/policy"
 )
 
 // treeVersion is the version of the reference tree this binary bootstraps.
@@ -99,11 +100,11 @@ func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 	}
 
 	t.dir("agent", shared)
-	for _, a := range referenceAgents {
+	for i, a := range referenceAgents {
 		t.link("agent/"+a.Name, "bin/ctx", 0o755)
 		d := "agent/" + a.Name + ".d/"
 		t.dir(d[:len(d)-1], 0o755)
-		for _, c := range a.controls(o) {
+		for _, c := range a.controls(o, i) {
 			t.file(d+c.name, 0o644, []byte(c.value), false)
 		}
 		t.dir(d+"hooks", 0o755)
@@ -118,8 +119,19 @@ func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 	t.dir(h+"/tool", 0o755)
 	t.dir(h+"/model", 0o755)
 	t.dir(h+"/agent", 0o755)
-	for _, a := range referenceAgents {
-		t.agentHome(h+"/agent/"+a.Name, a.Name)
+	for i, a := range referenceAgents {
+		id := o.agentID(i)
+		if id == o.UID {
+			t.agentHome(h+"/agent/"+a.Name, -1, -1)
+			continue
+		}
+		// A root tree's agents run as their own unprivileged uids: their
+		// homes live under home/UID and belong to them, except session/,
+		// which the run host writes.
+		ah := "home/" + strconv.Itoa(id)
+		t.dir(ah, 0o700)
+		t.dir(ah+"/agent", 0o755)
+		t.agentHome(ah+"/agent/"+a.Name, id, id)
 	}
 
 	t.dir("shared", 0o755)
@@ -143,19 +155,44 @@ func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 }
 
 // agentHome adds the home skeleton of an agent: root (its chroot
-// environment), session, data, cache and log.
-func (t *tree) agentHome(dir, name string) {
-	t.dir(dir, 0o700)
-	for _, sub := range []string{"root", "session", "data", "cache", "log"} {
-		t.dir(dir+"/"+sub, 0o700)
+// environment), session, data, cache and log. With uid >= 0 the home and
+// the directories the agent writes are given to uid:gid.
+func (t *tree) agentHome(dir string, uid, gid int) {
+	t.ownedDir(dir, 0o700, uid, gid)
+	t.dir(dir+"/session", 0o700)
+	for _, sub := range fsops.AgentHomeDirs {
+		t.ownedDir(dir+"/"+sub, 0o700, uid, gid)
 	}
+}
+
+func (t *tree) ownedDir(rel string, mode fs.FileMode, uid, gid int) {
+	t.dir(rel, mode)
+	if uid >= 0 {
+		e := &t.entries[len(t.entries)-1]
+		e.Chown, e.UID, e.GID = true, uid, gid
+	}
+}
+
+// agentID is the uid (and gid) of the i-th reference agent: the tree
+// owner's own in a user's tree (the user namespace maps it onto the user),
+// a uid of its own from the agent range in a root tree, so that no
+// reference agent ever runs as host root.
+func (o treeOwner) agentID(i int) int {
+	if o.UID != 0 {
+		return o.UID
+	}
+	return policy.AgentUIDFirst + i
 }
 
 type control struct{ name, value string }
 
-// controls returns the control files of a reference agent (DESIGN §4).
-func (a referenceAgent) controls(o treeOwner) []control {
+// controls returns the control files of the i-th reference agent (DESIGN §4).
+func (a referenceAgent) controls(o treeOwner, i int) []control {
 	uid, gid := strconv.Itoa(o.UID), strconv.Itoa(o.GID)
+	if id := o.agentID(i); id != o.UID {
+		uid, gid = strconv.Itoa(id), strconv.Itoa(id)
+	}
+	owner := strconv.Itoa(o.UID)
 	var rules []string
 	for _, name := range ToolNames() {
 		for _, s := range builtinTools[name].Grants {
@@ -171,7 +208,7 @@ func (a referenceAgent) controls(o treeOwner) []control {
 	}
 	meta, _ := json.Marshal(map[string]string{"description": "reference agent created by ctx bootstrap"})
 	return []control{
-		{"owner", uid + "\n"},
+		{"owner", owner + "\n"},
 		{"uid", uid + "\n"},
 		{"gid", gid + "\n"},
 		{"groups", ""},
@@ -183,7 +220,7 @@ func (a referenceAgent) controls(o treeOwner) []control {
 		{"root", "/ctx/home/" + uid + "/agent/" + a.Name + "/root\n"},
 		{"cwd", "/workspace\n"},
 		{"env", ""},
-		{"path", "/ctx/tool\n/ctx/home/" + uid + "/tool\n"},
+		{"path", "/ctx/tool\n/ctx/home/" + owner + "/tool\n"},
 		{"mount", ""},
 		{"model", "main\n"},
 		{"window", "auto\n"},

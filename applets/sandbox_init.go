@@ -7,3 +7,9 @@ import "ctx/fsops"
 func runSandboxInit(e *Env, args []string) int {
 	return fsops.RunSandboxInit(e.Stderr)
 }
+
+// runUsernsHold is the hidden applet that holds a user namespace open
+// while the run host takes a descriptor of it (fsops.IDMappedTree).
+func runUsernsHold(e *Env, args []string) int {
+	return fsops.RunUsernsHold()
+}

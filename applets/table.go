@@ -29,6 +29,7 @@ func init() {
 	table = []Applet{
 		{Name: "ctx", Run: runCtx},
 		{Name: fsops.SandboxInitApplet, Run: runSandboxInit, Hidden: true},
+		{Name: fsops.UsernsHoldApplet, Run: runUsernsHold, Hidden: true},
 		toolApplet(fsReadTool),
 		toolApplet(fsListTool),
 		toolApplet(fsStatTool),

@@ -20,6 +20,7 @@ const SandboxInitApplet = "ctx-sandbox-init"
 const (
 	RunFD  = 3 // the run capability socket, passed on to the agent as CTX_RUN_FD
 	planFD = 4 // the plan, JSON, read once by the child and closed
+	// idmapFD (5): the idmapped workspace tree, when the plan has one.
 )
 
 // Sandbox is a plan about to be applied in a new child process.
@@ -51,6 +52,10 @@ func NewSandbox(plan *policy.Plan) (*Sandbox, error) {
 	attr := &syscall.SysProcAttr{
 		// If the run host dies, so does the sandbox: nothing outlives it.
 		Pdeathsig: syscall.SIGKILL,
+		// Always a session of its own: the agent never shares the
+		// caller's controlling terminal (TIOCSTI, job control signals).
+		// ctxterm makes it the PTY's session leader instead.
+		Setsid: true,
 	}
 	ns := plan.Namespaces
 	for _, f := range []struct {
@@ -85,6 +90,12 @@ func NewSandbox(plan *policy.Plan) (*Sandbox, error) {
 
 // SetRunFile passes f to the sandbox as descriptor RunFD.
 func (s *Sandbox) SetRunFile(f *os.File) { s.Cmd.ExtraFiles[0] = f }
+
+// SetIDMappedWorkspace passes the workspace tree IDMappedTree made (the
+// plan's IDMap says one comes) as descriptor 5.
+func (s *Sandbox) SetIDMappedWorkspace(f *os.File) {
+	s.Cmd.ExtraFiles = append(s.Cmd.ExtraFiles[:2], f)
+}
 
 // Start starts the child and hands it the plan.
 func (s *Sandbox) Start() error {

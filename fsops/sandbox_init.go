@@ -40,6 +40,10 @@ func RunSandboxInit(stderr io.Writer) int {
 	// them from the thread that forks it: this goroutine keeps one thread,
 	// drops privileges on it, and forks the agent from it.
 	runtime.LockOSThread()
+	// Nothing the caller left open beyond 0-2 and the descriptors ctx
+	// passes on purpose may reach the agent: mark every inherited
+	// descriptor close-on-exec before anything else runs.
+	CloseInheritedOnExec()
 	plan, err := readPlan()
 	if err == nil {
 		err = buildSandbox(plan)
@@ -63,6 +67,12 @@ func readPlan() (*policy.Plan, error) {
 	}
 	if err := plan.Validate(); err != nil {
 		return nil, &SandboxError{"checking the plan", err}
+	}
+	if plan.IDMap != nil {
+		idmappedWorkspace = os.NewFile(idmapFD, "idmapped workspace")
+		if _, err := idmappedWorkspace.Stat(); err != nil {
+			return nil, &SandboxError{"receiving the idmapped workspace", err}
+		}
 	}
 	return &plan, nil
 }
@@ -89,12 +99,25 @@ func applyMounts(plan *policy.Plan) error {
 		return &SandboxError{"making all mounts private", err}
 	}
 	root := plan.NewRoot
+	// The new root is mounted on the directory checked, through a
+	// descriptor opened without following any symlink.
+	rootFD, err := OpenNoSymlinks(root)
+	if err != nil {
+		return &SandboxError{"opening the new root " + root, err}
+	}
+	defer unix.Close(rootFD)
 	if plan.RootFS {
-		if err := unix.Mount(root, root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		if err := unix.Mount(fdPath(rootFD), root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return &SandboxError{"binding the agent's root filesystem " + root, err}
 		}
-	} else if err := unix.Mount("tmpfs", root, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
+		if err := remount(root, unix.MS_NOSUID|unix.MS_NODEV); err != nil {
+			return &SandboxError{"making the agent's root filesystem nosuid,nodev " + root, err}
+		}
+	} else if err := unix.Mount("tmpfs", fdPath(rootFD), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
 		return &SandboxError{"mounting the new root tmpfs on " + root, err}
+	}
+	if err := sameMountAs(root, rootFD); err != nil {
+		return &SandboxError{"checking the new root " + root, err}
 	}
 	pivoted := false
 	for _, op := range plan.Ops {
@@ -160,7 +183,11 @@ func applyOp(base string, op policy.Op) error {
 		if op.Size != "" {
 			opts += ",size=" + op.Size
 		}
-		return unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts)
+		flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+		if op.NoExec {
+			flags |= unix.MS_NOEXEC
+		}
+		return unix.Mount("tmpfs", target, "tmpfs", flags, opts)
 	case policy.OpProc:
 		if err := mkdirAll(base, op.Target, 0o555); err != nil {
 			return err
@@ -196,6 +223,16 @@ func applyOp(base string, op policy.Op) error {
 		return remount(target, unix.MS_RDONLY)
 	case policy.OpReadOnly:
 		return remount(target, unix.MS_RDONLY)
+	case policy.OpProtect:
+		// A part of a filesystem the plan mounted (/proc/sys): bound onto
+		// itself, then that bind made read-only.
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+		return remount(target, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC)
 	}
 	return fmt.Errorf("unknown op %q", op.Kind)
 }
@@ -207,15 +244,28 @@ func orMode(m, def os.FileMode) os.FileMode {
 	return m
 }
 
+// bindMount binds op.Source at target. The source is opened without
+// following a symlink in any component and the bind is made from that
+// descriptor, so the object checked is the object mounted: an agent that
+// turned a source (its skills, a shared directory, a --mount path) into a
+// symlink between runs gets a refusal, never the symlink's target.
 func bindMount(base string, op policy.Op, target string) error {
-	st, err := os.Stat(op.Source)
+	if op.IDMap && idmappedWorkspace != nil {
+		return attachIDMapped(base, op, target)
+	}
+	srcFD, err := OpenNoSymlinks(op.Source)
 	if err != nil {
 		if op.Optional && errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
+		return fmt.Errorf("source %s: %w", op.Source, explainNoSymlinks(err))
+	}
+	defer unix.Close(srcFD)
+	var st unix.Stat_t
+	if err := unix.Fstat(srcFD, &st); err != nil {
 		return fmt.Errorf("source %s: %w", op.Source, err)
 	}
-	if st.IsDir() {
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		if err := mkdirAll(base, op.Target, 0o755); err != nil {
 			return err
 		}
@@ -235,9 +285,15 @@ func bindMount(base string, op policy.Op, target string) error {
 	if op.Recursive {
 		flags |= unix.MS_REC
 	}
-	if err := unix.Mount(op.Source, target, "", flags, ""); err != nil {
+	if err := unix.Mount(fdPath(srcFD), target, "", flags, ""); err != nil {
 		return fmt.Errorf("bind %s: %w", op.Source, err)
 	}
+	return restrictBind(op, target)
+}
+
+// restrictBind adds the op's ro, nosuid, nodev and noexec to the bind at
+// target and, for an rbind, to every submount under it.
+func restrictBind(op policy.Op, target string) error {
 	var want uintptr
 	if op.ReadOnly {
 		want |= unix.MS_RDONLY
@@ -439,6 +495,10 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 		if !strings.Contains(exe, "/") {
 			exe = lookPath(exe, plan.Env)
 		}
+	}
+	if err := applyWalls(plan, exe); err != nil {
+		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
+		return 69
 	}
 	cmd := &exec.Cmd{Path: exe, Args: plan.Argv, Env: plan.Env, Dir: plan.Cwd,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}

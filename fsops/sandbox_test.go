@@ -18,6 +18,8 @@ func TestMain(m *testing.M) {
 	switch filepath.Base(os.Args[0]) {
 	case SandboxInitApplet:
 		os.Exit(RunSandboxInit(os.Stderr))
+	case UsernsHoldApplet:
+		os.Exit(RunUsernsHold())
 	case "sandbox-as-nobody":
 		os.Exit(startAsNobody())
 	}
@@ -92,6 +94,10 @@ func testPlanWithRoot(newRoot, iso string, uid uint32, workspace, script string)
 		Cwd:      "/workspace",
 		Env:      []string{"PATH=/usr/bin:/bin", "HOME=/workspace"},
 		Argv:     []string{"/bin/sh", "-c", script},
+		// The second wall as BuildPlan draws it for perm rwx.
+		Access: []policy.AccessRule{{Path: "/", Exec: true}, {Path: "/dev", Write: true, Dev: true},
+			{Path: "/tmp", Write: true, Exec: true}, {Path: "/workspace", Write: true, Exec: true}},
+		ExecAll: true,
 	}
 }
 

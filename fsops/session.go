@@ -95,6 +95,42 @@ func (r Root) CurrentSession(uid int, agent string) string {
 	return strings.TrimSpace(string(b))
 }
 
+// AgentHomeDirs are the directories of an agent's home the agent itself
+// writes (its chroot environment, data, cache, log); session/ belongs to
+// the run host.
+var AgentHomeDirs = []string{"root", "data", "cache", "log"}
+
+// EnsureAgentHome creates home/UID/agent/NAME and its subdirectories when
+// missing (an agent whose uid was changed with ctx set starts with a fresh
+// home) and, when chown is set (a root caller running the agent as its own
+// uid), gives the home and the directories the agent writes to uid:gid.
+// Nothing is followed through a symlink.
+func (r Root) EnsureAgentHome(uid, gid int, name string, chown bool) (string, error) {
+	home := r.AgentHome(uid, name)
+	for _, d := range []string{r.Home(uid), filepath.Dir(home), home, filepath.Join(home, "session")} {
+		if err := MkdirNoFollow(d, 0o700); err != nil {
+			return home, err
+		}
+	}
+	own := []string{home}
+	for _, sub := range AgentHomeDirs {
+		d := filepath.Join(home, sub)
+		if err := MkdirNoFollow(d, 0o700); err != nil {
+			return home, err
+		}
+		own = append(own, d)
+	}
+	if !chown {
+		return home, nil
+	}
+	for _, d := range own {
+		if err := os.Lchown(d, uid, gid); err != nil {
+			return home, err
+		}
+	}
+	return home, nil
+}
+
 // MkdirNoFollow creates dir with mode when missing and refuses a symlink
 // (or anything but a directory) in its place.
 func MkdirNoFollow(dir string, mode os.FileMode) error {

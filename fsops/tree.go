@@ -32,6 +32,10 @@ type Entry struct {
 	// the administrator once they exist.
 	Owned  bool
 	LinkTo string // KindLink: Rel of the file this entry is a hard link of
+	// Chown gives a directory to UID/GID (an agent's home in a root tree,
+	// where the agent runs as its own unprivileged uid). Only root can.
+	Chown    bool
+	UID, GID int
 }
 
 // Action is one change Reconcile made (or would make).
@@ -90,10 +94,21 @@ func (r Root) reconcileOne(e Entry, wasManaged func(string) bool) (Action, error
 			if err := os.Chmod(p, e.Mode); err != nil { // umask
 				return Action{}, err
 			}
+			if e.Chown {
+				if err := os.Lchown(p, e.UID, e.GID); err != nil {
+					return Action{}, err
+				}
+			}
 			return Action{Verb: "created", Rel: e.Rel + "/"}, SyncDir(filepath.Dir(p))
 		}
 		if !st.IsDir() {
 			return Action{}, &os.PathError{Op: "bootstrap", Path: p, Err: syscall.ENOTDIR}
+		}
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok && e.Chown && (int(sys.Uid) != e.UID || int(sys.Gid) != e.GID) {
+			if err := os.Lchown(p, e.UID, e.GID); err != nil {
+				return Action{}, err
+			}
+			return Action{Verb: "repaired", Rel: e.Rel, Detail: fmt.Sprintf("owner %d:%d, was %d:%d", e.UID, e.GID, sys.Uid, sys.Gid)}, nil
 		}
 		return r.repairMode(p, e, st)
 

@@ -195,6 +195,38 @@ func (a *Agent) Isolation(callerUID uint32) Iso {
 	}
 }
 
+// The uids a root tree gives its agents (bootstrap's reference agents and
+// ctx agent new without --parent): above the range distributions give
+// people (1000-59999) and below systemd's dynamic users (61184-65519), so an
+// agent is never root and never a person. Each agent gets its own.
+const (
+	AgentUIDFirst = 60100
+	AgentUIDLast  = 60999
+)
+
+// FreeAgentUID returns the first uid of the agent range that no agent in
+// used has.
+func FreeAgentUID(used []uint32) (uint32, bool) {
+	taken := map[uint32]bool{}
+	for _, u := range used {
+		taken[u] = true
+	}
+	for u := uint32(AgentUIDFirst); u <= AgentUIDLast; u++ {
+		if !taken[u] {
+			return u, true
+		}
+	}
+	return 0, false
+}
+
+// RunsAsHostRoot reports whether a run of the agent started by callerUID
+// would hold host uid 0: only a root caller can give that away (a user's
+// namespace maps the agent onto the user), either to an agent whose uid is 0
+// or to an iso shared agent, which runs as the caller.
+func (a *Agent) RunsAsHostRoot(callerUID uint32) bool {
+	return callerUID == 0 && (a.UID == 0 || a.Isolation(callerUID) == IsoShared)
+}
+
 // inGroup reports whether gid is the agent's primary or a supplementary group.
 func (a *Agent) inGroup(gid uint32) bool {
 	if gid == a.GID {

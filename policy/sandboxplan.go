@@ -26,6 +26,7 @@ const (
 	OpSymlink   OpKind = "symlink"   // Target is a symlink to Source
 	OpMask      OpKind = "mask"      // hide Target: /dev/null over a file, an empty read-only tmpfs over a directory
 	OpReadOnly  OpKind = "readonly"  // remount Target (a tmpfs the plan made) read-only
+	OpProtect   OpKind = "protect"   // bind Target onto itself read-only (a part of a filesystem the plan mounted, e.g. /proc/sys)
 	OpLoopback  OpKind = "loopback"  // bring the network namespace's lo up
 	OpPivotRoot OpKind = "pivotroot" // make the new root / (always last of the mount ops)
 )
@@ -45,6 +46,29 @@ type Op struct {
 	Size      string `json:"size,omitempty"` // tmpfs size= option
 	Data      []byte `json:"data,omitempty"`
 	Why       string `json:"why,omitempty"` // names the step in errors ("mount line 3", "workspace")
+	// IDMap asks for an idmapped bind: the Plan's IDMap ids on disk are
+	// shown as the agent's own (uid mode workspace), where the kernel and
+	// filesystem allow it; otherwise the bind is made as is and the run says so.
+	IDMap bool `json:"idmap,omitempty"`
+}
+
+// AccessRule is one path of the second wall (Landlock in fsops): reading
+// is allowed beneath Path, and writing, executing and device ioctls when
+// the rule says so. Everything else is denied.
+type AccessRule struct {
+	Path     string `json:"path"`
+	Write    bool   `json:"write,omitempty"`
+	Exec     bool   `json:"exec,omitempty"`
+	Dev      bool   `json:"dev,omitempty"`
+	Optional bool   `json:"optional,omitempty"`
+}
+
+// IDMap is the ownership an idmapped workspace translates: files owned by
+// DiskUID/DiskGID on disk appear owned by the agent, and what the agent
+// creates is stored as DiskUID/DiskGID.
+type IDMap struct {
+	DiskUID uint32 `json:"disk_uid"`
+	DiskGID uint32 `json:"disk_gid"`
 }
 
 // Namespaces to unshare.
@@ -82,6 +106,15 @@ type Plan struct {
 	// execute with Argv as its arguments (the ctx binary running as tsh).
 	Argv []string `json:"argv"`
 	Exe  string   `json:"exe,omitempty"`
+
+	// Access is the second wall applied after pivot_root (Landlock where
+	// the kernel has it): the plan's read/write split and, from perm x,
+	// which files may be executed. Exec false means only ExecPaths.
+	Access    []AccessRule `json:"access"`
+	ExecAll   bool         `json:"exec_all"`
+	ExecPaths []string     `json:"exec_paths,omitempty"`
+	DenyTCP   bool         `json:"deny_tcp"`
+	IDMap     *IDMap       `json:"idmap,omitempty"`
 }
 
 // Validate checks the plan's own consistency: absolute clean targets
@@ -100,7 +133,7 @@ func (p *Plan) Validate() error {
 	sawPivot := false
 	for i, op := range p.Ops {
 		switch op.Kind {
-		case OpBind, OpTmpfs, OpProc, OpDevpts, OpDir, OpFile, OpSymlink, OpMask, OpReadOnly:
+		case OpBind, OpTmpfs, OpProc, OpDevpts, OpDir, OpFile, OpSymlink, OpMask, OpReadOnly, OpProtect:
 			if sawPivot && op.Kind != OpReadOnly {
 				return fmt.Errorf("plan: op %d (%s) after pivot_root", i, op.Kind)
 			}
@@ -128,6 +161,28 @@ func (p *Plan) Validate() error {
 type HostDir struct {
 	Path    string
 	Symlink string // the link's target when Path is a symlink
+}
+
+// HostEtc is one of HostEtcNames as the host has it: a symlink to
+// recreate, a file or directory to bind read-only, or (Data) bytes to copy.
+type HostEtc struct {
+	Name    string // relative to /etc
+	Symlink string // the link's target when /etc/Name is a symlink
+	Data    []byte // contents to write instead of a bind (resolv.conf)
+	Dir     bool   // a directory, bound read-only with its submounts
+}
+
+// HostEtcNames are the host /etc entries a synthesized /etc takes over,
+// each only when the host has it: the dynamic loader's cache, CA
+// certificates, time zone, the Debian alternatives links that /usr/bin
+// points into, and protocol tables. Everything else of the host's /etc
+// (shadow, sudoers, ssh keys, profiles...) stays out; more comes only
+// through the agent's mount control. resolv.conf is copied, and only when
+// the network is granted.
+var HostEtcNames = []string{
+	"alternatives", "ca-certificates", "ca-certificates.conf", "gai.conf", "host.conf",
+	"ld.so.cache", "localtime", "mime.types", "os-release", "pki", "protocols",
+	"resolv.conf", "services", "ssl", "timezone",
 }
 
 // ProjectedTool is a tool the agent may execute, as the host found it.
@@ -161,15 +216,19 @@ type PlanInput struct {
 	NewRoot    string // host directory the new root is mounted on
 	RootFS     bool   // NewRoot holds the agent's own root filesystem
 	SystemDirs []HostDir
-	Workspace  string  // host directory shown at /workspace (the caller's cwd)
-	AgentHome  string  // home/UID/agent/NAME on the host
-	Extra      []Mount // --mount entries of this start
-	Tools      []ProjectedTool
-	Shared     []SharedGrant
-	ProcDir    string // host directory shown read-only at /mnt/proc
-	SkillsDir  string // host directory shown at /mnt/skills, or ""
-	SOP        []byte // /mnt/SOP
-	Network    bool   // network:default connect is granted
+	Etc        []HostEtc // the host's entries of HostEtcNames that exist
+	Workspace  string    // host directory shown at /workspace (the caller's cwd)
+	// WorkspaceIDMap, in uid mode, is the workspace's on-disk owner, shown
+	// to the agent as itself through an idmapped mount; nil binds as is.
+	WorkspaceIDMap *IDMap
+	AgentHome      string  // home/UID/agent/NAME on the host
+	Extra          []Mount // --mount entries of this start
+	Tools          []ProjectedTool
+	Shared         []SharedGrant
+	ProcDir        string // host directory shown read-only at /mnt/proc
+	SkillsDir      string // host directory shown at /mnt/skills, or ""
+	SOP            []byte // /mnt/SOP
+	Network        bool   // network:default connect is granted
 
 	Cwd  string // inside; default /workspace
 	Env  []string
@@ -184,30 +243,56 @@ const (
 	tmpSize          = "512m"
 )
 
-// maskedStartupFiles are the host shell startup files hidden from the agent:
-// a login shell inside must not run the host's profile.
-var maskedStartupFiles = []string{"/etc/profile", "/etc/bash.bashrc", "/etc/profile.d"}
-
 // devNodes are the device files the sandbox's /dev holds.
 var devNodes = []string{"null", "zero", "full", "random", "urandom", "tty"}
 
+// Kernel interfaces of the fresh /proc that an agent must not read
+// (procMasked: kernel memory, keys, timers and scheduler internals that
+// leak host state) or change (procReadOnly: sysctls, the sysrq trigger,
+// interrupt and bus settings). Docker's default masks are the reference.
+var (
+	procMasked = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/sched_debug", "/proc/scsi", "/proc/timer_list", "/proc/timer_stats"}
+	procReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
+// ProcMasked and ProcReadOnly are reported by the manual's test.
+func ProcMasked() []string   { return append([]string(nil), procMasked...) }
+func ProcReadOnly() []string { return append([]string(nil), procReadOnly...) }
+
 // BuildPlan computes the sandbox of one run. The order of operations is
 // the order of mounting: later mounts cover earlier ones.
+//
+// The agent's perm shapes the sandbox, not only its tools: without w every
+// bind the agent could write through (workspace, home, mounts, shared
+// spaces) is read-only; without x the writable places are noexec and the
+// second wall lets it execute only ctx and its tools.
 func BuildPlan(in PlanInput) (*Plan, error) {
 	a := in.Agent
 	if in.Iso != "userns" && in.Iso != "uid" {
 		return nil, fmt.Errorf("sandbox: isolation %q builds no sandbox", in.Iso)
 	}
+	canWrite := a.Ceiling.Has(CeilingWrite)
+	canExec := a.Ceiling.Has(CeilingExec)
 	var ops []Op
 	add := func(op Op) { ops = append(ops, op) }
 	ro := func(src, dst, why string) Op {
 		return Op{Kind: OpBind, Source: src, Target: dst, ReadOnly: true, NoSuid: true, NoDev: true, Why: why}
 	}
+	writable := func(op Op) Op { return WritableBind(a, op) }
+	access := []AccessRule{{Path: "/", Exec: canExec}}
+	grantWrite := func(target string) {
+		if canWrite {
+			access = append(access, AccessRule{Path: target, Write: true, Exec: canExec})
+		}
+	}
 
-	// The host's system directories, read-only, with shell startup files
-	// masked.
+	// The host's system directories, read-only; /etc is synthesized.
 	if !in.RootFS {
 		for _, d := range in.SystemDirs {
+			if d.Path == "/etc" {
+				continue
+			}
 			if d.Symlink != "" {
 				add(Op{Kind: OpSymlink, Source: d.Symlink, Target: d.Path, Why: "system directory"})
 				continue
@@ -216,12 +301,13 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 			op.Recursive, op.Optional = true, true
 			add(op)
 		}
-		for _, f := range maskedStartupFiles {
-			add(Op{Kind: OpMask, Target: f, Why: "masking shell startup files"})
-		}
+		// The synthesized /etc has no shell startup files, shadow or keys
+		// of the host's.
+		etcOps(a, in, add)
 	}
 
-	// A minimal /dev, a fresh /proc, a private /tmp.
+	// A minimal /dev, a fresh /proc with the kernel's knobs read-only and
+	// its sensitive files masked, a private /tmp.
 	add(Op{Kind: OpTmpfs, Target: "/dev", Mode: 0o755, Size: "1m", Why: "/dev"})
 	for _, n := range devNodes {
 		add(Op{Kind: OpBind, Source: "/dev/" + n, Target: "/dev/" + n, NoSuid: true, NoExec: true, Why: "/dev"})
@@ -232,9 +318,18 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	for i, n := range []string{"stdin", "stdout", "stderr"} {
 		add(Op{Kind: OpSymlink, Source: "/proc/self/fd/" + strconv.Itoa(i), Target: "/dev/" + n})
 	}
-	add(Op{Kind: OpTmpfs, Target: "/dev/shm", Mode: 0o1777, Size: "64m"})
+	add(Op{Kind: OpTmpfs, Target: "/dev/shm", Mode: 0o1777, Size: "64m", NoExec: !canExec})
+	add(Op{Kind: OpReadOnly, Target: "/dev"})
+	access = append(access, AccessRule{Path: "/dev", Write: true, Dev: true})
 	add(Op{Kind: OpProc, Target: "/proc", Why: "/proc"})
-	add(Op{Kind: OpTmpfs, Target: "/tmp", Mode: 0o1777, Size: tmpSize, Why: "/tmp"})
+	for _, p := range procMasked {
+		add(Op{Kind: OpMask, Target: p, Why: "masking " + p})
+	}
+	for _, p := range procReadOnly {
+		add(Op{Kind: OpProtect, Target: p, Why: "/proc read-only"})
+	}
+	add(Op{Kind: OpTmpfs, Target: "/tmp", Mode: 0o1777, Size: tmpSize, NoExec: !canExec, Why: "/tmp"})
+	access = append(access, AccessRule{Path: "/tmp", Write: true, Exec: canExec})
 
 	// /ctx: a read-only skeleton holding the binary, the agent's own
 	// object, the manual, the shared spaces it was granted, and tool tiers
@@ -246,14 +341,20 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	add(ro(root("agent/"+a.Name+".d"), SandboxRoot+"/agent/"+a.Name+".d", "/ctx/agent"))
 	add(ro(root("shared/cortexfs-docs"), SandboxRoot+"/shared/cortexfs-docs", "/ctx/shared/cortexfs-docs"))
 	for _, s := range in.Shared {
-		op := ro(s.HostDir, SandboxRoot+"/shared/"+s.Space, "shared space "+s.Space)
-		op.ReadOnly = !s.Write
-		add(op)
+		target := SandboxRoot + "/shared/" + s.Space
+		if s.Write {
+			add(writable(Op{Kind: OpBind, Source: s.HostDir, Target: target, Why: "shared space " + s.Space}))
+			grantWrite(target)
+		} else {
+			add(ro(s.HostDir, target, "shared space "+s.Space))
+		}
 	}
+	execPaths := []string{SandboxRoot + "/bin", SandboxMnt + "/tools", SandboxMnt + "/mcp"}
 	for _, tier := range a.Path {
 		if !within(tier, SandboxRoot) {
 			continue // a tier outside /ctx is served by the mount file, if at all
 		}
+		execPaths = append(execPaths, tier)
 		// An empty tmpfs covers the tier (a shared space's tool/ directory
 		// included), then each allowed tool is bound into it.
 		add(Op{Kind: OpTmpfs, Target: tier, Mode: 0o755, Size: "1m", Why: "tool tier " + tier})
@@ -291,28 +392,49 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 
 	// The agent's home, whose session history it may read but not rewrite:
 	// the run host owns the audit trail.
-	add(Op{Kind: OpBind, Source: in.AgentHome, Target: SandboxHome, NoSuid: true, NoDev: true, Why: "the agent's home"})
+	add(writable(Op{Kind: OpBind, Source: in.AgentHome, Target: SandboxHome, Why: "the agent's home"}))
+	grantWrite(SandboxHome)
 	add(ro(path.Join(in.AgentHome, "session"), SandboxHome+"/session", "the agent's sessions"))
 
-	// The caller's working directory, read-write.
+	// The caller's working directory, read-write when perm has w.
 	if in.Workspace != "" {
-		add(Op{Kind: OpBind, Source: in.Workspace, Target: SandboxWorkspace, NoSuid: true, NoDev: true, Why: "workspace"})
+		op := writable(Op{Kind: OpBind, Source: in.Workspace, Target: SandboxWorkspace, Why: "workspace"})
+		op.IDMap = in.WorkspaceIDMap != nil
+		add(op)
+		grantWrite(SandboxWorkspace)
 	}
 
-	// The agent's mount control, then the --mount entries of this start.
-	for i, m := range a.Mounts {
-		add(mountOp(m, in.RootDir, fmt.Sprintf("mount line %d", i+1)))
+	// The agent's mount control, then the --mount entries of this start:
+	// always nosuid and nodev, read-only without perm w.
+	mounts := func(list []Mount, why string) {
+		for i, m := range list {
+			op := mountOp(m, in.RootDir, fmt.Sprintf("%s %d", why, i+1))
+			if op.ReadOnly {
+				op.NoSuid, op.NoDev = true, true
+				if !canExec {
+					op.NoExec = true
+				}
+			} else {
+				op = writable(op)
+			}
+			add(op)
+			if !op.ReadOnly {
+				access = append(access, AccessRule{Path: op.Target, Write: true, Exec: canExec && !op.NoExec})
+			}
+		}
 	}
-	for i, m := range in.Extra {
-		add(mountOp(m, in.RootDir, fmt.Sprintf("--mount %d", i+1)))
-	}
+	mounts(a.Mounts, "mount line")
+	mounts(in.Extra, "--mount")
 
 	if !in.Network {
 		add(Op{Kind: OpLoopback})
 	}
 	add(Op{Kind: OpPivotRoot})
-	if !in.RootFS {
+	if !in.RootFS || !canWrite {
+		// The agent's own root filesystem is its to write, with perm w.
 		add(Op{Kind: OpReadOnly, Target: "/"})
+	} else {
+		grantWrite("/")
 	}
 
 	cwd := in.Cwd
@@ -330,11 +452,20 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		Groups:     a.Groups,
 		OuterUID:   in.CallerUID,
 		OuterGID:   in.CallerGID,
-		Hostname:   "ctx-" + a.Name,
+		Hostname:   hostname(a),
 		Cwd:        cwd,
 		Env:        in.Env,
 		Argv:       in.Argv,
 		Exe:        in.Exe,
+		Access:     access,
+		ExecAll:    canExec,
+		// The network namespace is the wall here; denying TCP on top
+		// would break servers on the sandbox's own loopback.
+		DenyTCP: false,
+		IDMap:      in.WorkspaceIDMap,
+	}
+	if !canExec {
+		p.ExecPaths = execPaths
 	}
 	if in.Iso == "userns" {
 		// Only the caller's ids exist in the namespace; supplementary
@@ -342,6 +473,84 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		p.Groups = nil
 	}
 	return p, p.Validate()
+}
+
+// WritableBind gives a bind the agent may write through (workspace, home,
+// a writable mount or shared space) what the agent's perm allows: always
+// nosuid and nodev, read-only without w, noexec without x.
+func WritableBind(a *Agent, op Op) Op {
+	op.NoSuid, op.NoDev = true, true
+	if !a.Ceiling.Has(CeilingWrite) {
+		op.ReadOnly = true
+	}
+	if !a.Ceiling.Has(CeilingExec) {
+		op.NoExec = true
+	}
+	return op
+}
+
+func hostname(a *Agent) string { return "ctx-" + a.Name }
+
+// etcOps synthesizes /etc: a tmpfs holding passwd and group that name the
+// agent, hosts, hostname and nsswitch.conf, then the host entries of
+// HostEtcNames (resolv.conf only with the network), read-only.
+func etcOps(a *Agent, in PlanInput, add func(Op)) {
+	add(Op{Kind: OpTmpfs, Target: "/etc", Mode: 0o755, Size: "1m", Why: "/etc"})
+	file := func(name, data string) {
+		add(Op{Kind: OpFile, Target: "/etc/" + name, Data: []byte(data), Mode: 0o644, Why: "/etc"})
+	}
+	passwd := "root:x:0:0:root:/root:/bin/sh\n"
+	group := "root:x:0:\n"
+	if a.UID != 0 && a.UID != 65534 {
+		passwd += fmt.Sprintf("%s:x:%d:%d:ctx agent %s:%s:%s\n", a.Name, a.UID, a.GID, a.Name, SandboxHome, DefaultShell)
+	}
+	if a.GID != 0 && a.GID != 65534 {
+		group += fmt.Sprintf("%s:x:%d:%s\n", a.Name, a.GID, a.Name)
+	}
+	if in.Iso == "uid" {
+		for _, g := range a.Groups {
+			if g != 0 && g != a.GID && g != 65534 {
+				group += fmt.Sprintf("ctx-%d:x:%d:%s\n", g, g, a.Name)
+			}
+		}
+	}
+	passwd += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+	group += "nogroup:x:65534:\n"
+	file("passwd", passwd)
+	file("group", group)
+	file("hostname", hostname(a)+"\n")
+	file("hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t"+hostname(a)+"\n")
+	file("nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n")
+	for _, e := range in.Etc {
+		if strings.Contains(e.Name, "/") || !validEtcName(e.Name) {
+			continue
+		}
+		target := "/etc/" + e.Name
+		switch {
+		case e.Name == "resolv.conf":
+			if in.Network && e.Data != nil {
+				file(e.Name, string(e.Data))
+			}
+		case e.Symlink != "":
+			add(Op{Kind: OpSymlink, Source: e.Symlink, Target: target, Why: "/etc"})
+		case e.Data != nil:
+			file(e.Name, string(e.Data))
+		default:
+			op := Op{Kind: OpBind, Source: "/etc/" + e.Name, Target: target, ReadOnly: true, NoSuid: true, NoDev: true,
+				Recursive: e.Dir, Optional: true, Why: "/etc"}
+			add(op)
+		}
+	}
+	add(Op{Kind: OpReadOnly, Target: "/etc"})
+}
+
+func validEtcName(name string) bool {
+	for _, n := range HostEtcNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
 }
 
 // mountOp turns a mount entry into a bind operation. Sources written as ABI

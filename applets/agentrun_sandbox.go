@@ -1,0 +1,132 @@
+package applets
+
+import (
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// hostEtc gathers the host's entries of policy.HostEtcNames for the
+// synthesized /etc: symlinks are recreated as symlinks (never followed to
+// a bind source), resolv.conf is copied (it is often a symlink into /run,
+// which the sandbox does not have), files and directories are bound.
+func hostEtc() []policy.HostEtc {
+	var out []policy.HostEtc
+	for _, name := range policy.HostEtcNames {
+		p := filepath.Join("/etc", name)
+		st, err := os.Lstat(p)
+		if err != nil {
+			continue
+		}
+		e := policy.HostEtc{Name: name}
+		switch {
+		case name == "resolv.conf":
+			// The host's own file, read through its symlink: it is not
+			// a bind source, and only its bytes cross.
+			f, err := os.Open(p)
+			if err != nil {
+				continue
+			}
+			b, err := fsops.ReadLimited(f, p, 64<<10)
+			f.Close()
+			if err != nil {
+				continue
+			}
+			e.Data = b
+		case st.Mode()&fs.ModeSymlink != 0:
+			if e.Symlink, err = os.Readlink(p); err != nil {
+				continue
+			}
+		case st.IsDir():
+			e.Dir = true
+		case !st.Mode().IsRegular():
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// workspaceIDMap prepares, for a uid-mode run, the idmapped workspace: the
+// workspace's on-disk owner shown as the agent. It returns the mapping for
+// the plan and the tree for the sandbox, or nil and the reason it could not
+// (a kernel or filesystem without idmapped mounts), which /mnt/proc/policy
+// states.
+func (r *agentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(r.workspace, &st); err != nil {
+		return nil, nil, err.Error()
+	}
+	m := fsops.IDMapping{DiskUID: st.Uid, DiskGID: st.Gid, UID: r.agent.UID, GID: r.agent.GID}
+	tree, err := fsops.IDMappedTree(r.workspace, m, fsops.MountAttrs(op))
+	if err != nil {
+		return nil, nil, err.Error()
+	}
+	return &policy.IDMap{DiskUID: st.Uid, DiskGID: st.Gid}, tree, ""
+}
+
+// wallLines are the /mnt/proc/policy lines that say which walls the run
+// has beyond its mounts: seccomp, Landlock and the workspace's ownership.
+func (r *agentRun) wallLines(idmapWhy string) []string {
+	lines := []string{"sandbox seccomp enforced (denied: see ctx man sandbox)"}
+	abi, err := fsops.LandlockABI()
+	if abi > 0 {
+		lines = append(lines, fmt.Sprintf("sandbox landlock abi=%d enforced", abi))
+	} else {
+		lines = append(lines, fmt.Sprintf("sandbox landlock unavailable: %v (the run goes on behind its mounts and seccomp)", err))
+	}
+	switch {
+	case r.iso != policy.IsoUID:
+	case idmapWhy == "":
+		lines = append(lines, fmt.Sprintf("sandbox workspace idmapped: the workspace owner's files are the agent's (uid %d)", r.agent.UID))
+	default:
+		lines = append(lines, fmt.Sprintf("sandbox workspace not idmapped: %s; the agent writes it as uid %d under its permissions", idmapWhy, r.agent.UID))
+	}
+	return lines
+}
+
+// shieldTerminal keeps a host terminal out of the agent's reach: when w is
+// a terminal it is handed to the program as a pipe that the host copies
+// from, so the agent can neither read the person's keystrokes through it
+// nor push input into it. Anything else passes as it is.
+func shieldTerminal(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return struct{ io.Writer }{f}
+	}
+	return w
+}
+
+// shieldTerminalInput is shieldTerminal for stdin.
+func shieldTerminalInput(rd io.Reader) io.Reader {
+	if f, ok := rd.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return struct{ io.Reader }{f}
+	}
+	return rd
+}
+
+// canonicalDir resolves the symlinks of a directory the caller named (the
+// root, the workspace): the caller's own choice, resolved once on the host,
+// so every bind source below it can then be opened without following any.
+func canonicalDir(dir string) (string, error) {
+	p, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", err
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return "", err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return "", fmt.Errorf("%s: not a directory", dir)
+	}
+	return p, nil
+}

@@ -1,0 +1,136 @@
+package fsops
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/policy"
+)
+
+// UsernsHoldApplet is the hidden applet that holds a user namespace open
+// while the host takes a descriptor of it: it waits for EOF on stdin.
+const UsernsHoldApplet = "ctx-userns-hold"
+
+// RunUsernsHold is that applet.
+func RunUsernsHold() int {
+	io.Copy(io.Discard, os.Stdin)
+	return 0
+}
+
+// idmapFD is the descriptor the sandbox child finds an idmapped workspace
+// tree on, when the plan asks for one.
+const idmapFD = 5
+
+// idmappedWorkspace is, in the sandbox child, the detached idmapped tree
+// the host prepared for the workspace bind.
+var idmappedWorkspace *os.File
+
+// IDMapping says which on-disk owner an idmapped mount shows as the agent.
+type IDMapping struct {
+	DiskUID, DiskGID uint32 // the owner on disk (the workspace's owner)
+	UID, GID         uint32 // who the agent is
+}
+
+// IDMappedTree makes a detached clone of dir (opened without following
+// symlinks) whose files owned by m.DiskUID/m.DiskGID appear owned by the
+// agent's m.UID/m.GID, and whose files the agent creates are stored as
+// m.DiskUID/m.DiskGID: in uid mode the agent works in a root caller's
+// workspace as itself, and the caller finds its own files afterwards.
+// attrs are MOUNT_ATTR_* flags (read-only, nosuid...). It needs root, a
+// kernel with idmapped mounts (5.12) and a filesystem that supports them;
+// the error says which step failed so the caller can fall back to a plain
+// bind and report why.
+func IDMappedTree(dir string, m IDMapping, attrs uint64) (*os.File, error) {
+	src, err := OpenNoSymlinks(dir)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dir, explainNoSymlinks(err))
+	}
+	defer unix.Close(src)
+	userns, err := mappedUserns(m)
+	if err != nil {
+		return nil, fmt.Errorf("user namespace for the idmap: %w", err)
+	}
+	defer userns.Close()
+	tree, err := unix.OpenTree(src, "", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_EMPTY_PATH)
+	if err != nil {
+		return nil, fmt.Errorf("open_tree %s: %w", dir, err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_IDMAP | attrs, Userns_fd: uint64(userns.Fd())}
+	if err := unix.MountSetattr(tree, "", unix.AT_EMPTY_PATH, &attr); err != nil {
+		unix.Close(tree)
+		return nil, fmt.Errorf("idmapping %s: %w", dir, err)
+	}
+	return os.NewFile(uintptr(tree), "idmapped "+dir), nil
+}
+
+// MountAttrs turns an op's flags into MOUNT_ATTR_* flags.
+func MountAttrs(op policy.Op) uint64 {
+	var a uint64
+	if op.ReadOnly {
+		a |= unix.MOUNT_ATTR_RDONLY
+	}
+	if op.NoSuid {
+		a |= unix.MOUNT_ATTR_NOSUID
+	}
+	if op.NoDev {
+		a |= unix.MOUNT_ATTR_NODEV
+	}
+	if op.NoExec {
+		a |= unix.MOUNT_ATTR_NOEXEC
+	}
+	return a
+}
+
+// mappedUserns returns a descriptor of a new user namespace mapping
+// m.DiskUID (inside) onto m.UID (outside), and the same for gids: for an
+// idmapped mount, that presents on-disk DiskUID as the agent. A process
+// holds the namespace while its descriptor is taken.
+func mappedUserns(m IDMapping) (*os.File, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer w.Close()
+	cmd := &exec.Cmd{Path: self, Args: []string{UsernsHoldApplet}, Stdin: r, Env: []string{}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(m.DiskUID), HostID: int(m.UID), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(m.DiskGID), HostID: int(m.GID), Size: 1}},
+		Pdeathsig:   syscall.SIGKILL,
+	}
+	err = cmd.Start()
+	r.Close()
+	if err != nil {
+		return nil, err
+	}
+	ns, err := os.Open(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "ns", "user"))
+	w.Close()
+	cmd.Wait()
+	return ns, err
+}
+
+// attachIDMapped moves the host's idmapped workspace tree onto target.
+// Its flags were set when it was made.
+func attachIDMapped(base string, op policy.Op, target string) error {
+	if err := mkdirAll(base, op.Target, 0o755); err != nil {
+		return err
+	}
+	tree := idmappedWorkspace
+	idmappedWorkspace = nil
+	defer tree.Close()
+	if err := unix.MoveMount(int(tree.Fd()), "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return fmt.Errorf("attaching the idmapped %s: %w", op.Source, err)
+	}
+	return nil
+}

@@ -1,0 +1,125 @@
+package fsops
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpenNoSymlinks opens path (absolute) as an O_PATH descriptor without
+// following a symlink in any component: openat2 with RESOLVE_NO_SYMLINKS
+// where the kernel has it (5.6), else one O_NOFOLLOW step per component.
+// A symlink anywhere on the way is ELOOP. The caller closes the descriptor.
+func OpenNoSymlinks(path string) (int, error) {
+	if !filepath.IsAbs(path) {
+		return -1, fmt.Errorf("%s: not an absolute path", path)
+	}
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
+	if err == nil {
+		return fd, nil
+	}
+	if err != unix.ENOSYS && err != unix.EPERM {
+		return -1, err
+	}
+	return openNoSymlinksByComponent(path)
+}
+
+// openNoSymlinksByComponent walks path one component at a time, each step
+// an openat with O_NOFOLLOW relative to the last: no component is ever
+// resolved through a symlink, and ".." never appears (the path is clean).
+func openNoSymlinksByComponent(path string) (int, error) {
+	fd, err := unix.Open("/", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	if err != nil {
+		return -1, err
+	}
+	for _, c := range strings.Split(strings.Trim(filepath.Clean(path), "/"), "/") {
+		if c == "" {
+			continue
+		}
+		if c == ".." {
+			unix.Close(fd)
+			return -1, fmt.Errorf("%s: a .. component", path)
+		}
+		next, err := unix.Openat(fd, c, unix.O_PATH|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		var st unix.Stat_t
+		if err := unix.Fstat(next, &st); err != nil {
+			unix.Close(next)
+			return -1, err
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			unix.Close(next)
+			return -1, unix.ELOOP
+		}
+		fd = next
+	}
+	return fd, nil
+}
+
+// explainNoSymlinks turns ELOOP from OpenNoSymlinks into the refusal it
+// stands for.
+func explainNoSymlinks(err error) error {
+	if errors.Is(err, unix.ELOOP) {
+		return errors.New("a symlink on the way to the source (bind sources are never followed through symlinks; give the real path)")
+	}
+	return err
+}
+
+// fdPath names descriptor fd for syscalls that take a path: mounting
+// /proc/self/fd/N mounts exactly the object the descriptor holds.
+func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+
+// sameMountAs checks that path, opened again without following symlinks,
+// is a mount on top of the directory fd holds (another mount id), so the
+// path the plan goes on to use is the mount just made.
+func sameMountAs(path string, fd int) error {
+	now, err := OpenNoSymlinks(path)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(now)
+	var under, over unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &under); err != nil {
+		return err
+	}
+	if err := unix.Statx(now, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &over); err != nil {
+		return err
+	}
+	if under.Mask&unix.STATX_MNT_ID == 0 {
+		return nil // a kernel before 5.8 does not say; the mount was made through fd
+	}
+	if under.Mnt_id == over.Mnt_id {
+		return errors.New("the path does not lead to the mount just made")
+	}
+	return nil
+}
+
+// CloseInheritedOnExec marks every descriptor from 3 up close-on-exec, so
+// that descriptors a caller left open (a shell's 7</, a leaked socket)
+// never pass through ctx into a program it starts. Descriptors ctx hands a
+// child on purpose are passed through exec.Cmd, which clears the flag on
+// exactly those. close_range(CLOSE_RANGE_CLOEXEC) needs Linux 5.11; older
+// kernels get the same through /proc/self/fd.
+func CloseInheritedOnExec() {
+	if err := unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err == nil {
+		return
+	}
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if fd, err := strconv.Atoi(e.Name()); err == nil && fd > 2 {
+			unix.CloseOnExec(fd)
+		}
+	}
+}

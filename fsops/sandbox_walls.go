@@ -1,0 +1,69 @@
+package fsops
+
+import (
+	"debug/elf"
+	"path/filepath"
+
+	"ctx/policy"
+)
+
+// applyWalls puts the walls that stand behind the mounts on the init's
+// locked thread, from which the agent's program is forked and inherits
+// them: Landlock (the plan's read/write split, execute rights from perm x,
+// no signals or abstract sockets out of the sandbox), then the seccomp
+// filter. exe is the program about to start: without perm x it is, with
+// its ELF interpreter, the one file outside ctx's tools that may run.
+func applyWalls(plan *policy.Plan, exe string) error {
+	var rules []LandlockRule
+	for _, a := range plan.Access {
+		rules = append(rules, LandlockRule{Path: a.Path, Write: a.Write, Exec: a.Exec && plan.ExecAll, Dev: a.Dev, Optional: a.Optional})
+	}
+	if !plan.ExecAll {
+		for _, p := range plan.ExecPaths {
+			rules = append(rules, LandlockRule{Path: p, Exec: true, Optional: true})
+		}
+		for _, p := range programFiles(exe) {
+			rules = append(rules, LandlockRule{Path: p, Exec: true, Optional: true})
+		}
+	}
+	abi, _, err := ApplyLandlock(LandlockPolicy{Rules: rules, DenyTCP: plan.DenyTCP, Scope: true})
+	if err != nil && abi > 0 {
+		return &SandboxError{"applying the Landlock ruleset", err}
+	}
+	if err := InstallSeccomp(); err != nil {
+		return &SandboxError{"installing the seccomp filter", err}
+	}
+	return nil
+}
+
+// programFiles are the files executing exe opens for execution: exe
+// itself and, for a dynamic ELF program, its interpreter, each with its
+// symlinks resolved (Landlock rules hold real files).
+func programFiles(exe string) []string {
+	real, err := filepath.EvalSymlinks(exe)
+	if err != nil {
+		return nil
+	}
+	files := []string{real}
+	f, err := elf.Open(real)
+	if err != nil {
+		return files
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_INTERP {
+			continue
+		}
+		buf := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(buf, 0); err != nil {
+			break
+		}
+		for len(buf) > 0 && buf[len(buf)-1] == 0 {
+			buf = buf[:len(buf)-1]
+		}
+		if interp, err := filepath.EvalSymlinks(string(buf)); err == nil {
+			files = append(files, interp)
+		}
+	}
+	return files
+}
