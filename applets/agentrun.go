@@ -44,15 +44,24 @@ type agentRun struct {
 	noConsole bool // --no-console: the terminal is reachable only through its socket
 }
 
-// projectTools computes the tools agent a may execute: the first hit of each
-// name through its tool path, kept when the full check allows it. It also
-// returns one line per candidate for /mnt/proc/policy. Nothing is written:
-// visibility is computed, never materialised.
+// projectTools computes the tools agent a may execute: the first trusted
+// hit of each name through its tool path, kept when the full check allows
+// it. Tiers and tools the trust rule sets aside (DESIGN §16 rule 8) are no
+// candidates at all. It also returns one line per candidate, skipped tier
+// and skipped tool for /mnt/proc/policy. Nothing is written: visibility is
+// computed, never materialised.
 func projectTools(root fsops.Root, a *policy.Agent) ([]policy.ProjectedTool, []string) {
-	dirs := authority.ToolDirs(root, a)
-	hits, _ := fsops.ListTools(dirs)
+	tp := authority.TrustedToolDirs(root, a)
 	var tools []policy.ProjectedTool
 	var lines []string
+	for _, s := range tp.Skipped {
+		lines = append(lines, policy.TierSkipLine(s.Tier, s.Reason))
+	}
+	dirs := tp.Dirs
+	hits, skipped := tp.List()
+	for _, s := range skipped {
+		lines = append(lines, policy.ToolSkipLine(s.Tool, s.Reason))
+	}
 	for _, hit := range hits {
 		d := authority.CheckHit(a, authority.View(root, a), hit)
 		if !d.Allowed {
@@ -60,7 +69,7 @@ func projectTools(root fsops.Root, a *policy.Agent) ([]policy.ProjectedTool, []s
 			continue
 		}
 		lines = append(lines, fmt.Sprintf("tool:%s execute granted", hit.Name))
-		tier := a.Path[indexOf(dirs, hit.Dir)]
+		tier := tp.Tiers[indexOf(dirs, hit.Dir)]
 		schema, err := fsops.ReadControl(filepath.Join(hit.ControlDir, "schema"))
 		if err != nil {
 			schema = []byte("{}\n")
@@ -85,29 +94,17 @@ func indexOf(list []string, s string) int {
 	return 0
 }
 
-// sharedGrants finds the shared spaces agent a may read or write.
+// sharedGrants finds the shared spaces agent a may read or write. The
+// decision is authority.SharedGrant's, the same the tool-trust rule uses to
+// find the spaces an agent may write.
 func sharedGrants(root fsops.Root, a *policy.Agent) ([]policy.SharedGrant, []string) {
-	entries, _ := os.ReadDir(root.Path("shared"))
 	var grants []policy.SharedGrant
 	var lines []string
-	for _, en := range entries {
-		space := en.Name()
-		if space == "cortexfs-docs" || policy.ValidName(space) != nil || !en.IsDir() {
-			continue
-		}
+	for _, space := range authority.SharedSpaces(root) {
 		dir := root.SharedDir(space)
-		facts := policy.Facts{File: authority.FileFacts(dir)}
-		obj := policy.Object{Class: policy.ClassShared, Name: space}
-		// The sandbox mounts a space read-write when the other layers allow
-		// writing it: decide with that mount in the view, under the agent's
-		// own mount control (which may still narrow it).
-		base := authority.View(root, a)
-		view := policy.View{Mounts: append([]policy.Mount{base.Mounts[0],
-			{Source: dir, Target: policy.SandboxRoot + "/shared/" + space}}, base.Mounts[1:]...)}
-		canRead := policy.Check(a, view, obj, policy.PermRead, facts).Allowed
-		canWrite := policy.Check(a, view, obj, policy.PermWrite, facts).Allowed
+		canRead, canWrite := authority.SharedGrant(root, a, space)
 		switch {
-		case canWrite && canRead:
+		case canWrite:
 			grants = append(grants, policy.SharedGrant{Space: space, HostDir: dir, Write: true})
 			lines = append(lines, "shared:"+space+" write granted")
 		case canRead:

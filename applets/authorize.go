@@ -23,7 +23,9 @@ func authorizeTool(e *Env, name string) *toolError {
 	if !c.InAgent() {
 		return nil
 	}
-	d := authority.CheckTool(c.Root, c.Agent, c.View(), name)
+	// The tool is found through the agent's tool path over the tiers and
+	// tools the trust rule keeps (DESIGN §16 rule 8).
+	d := c.CheckTool(name)
 	if d.Allowed {
 		return nil
 	}
@@ -38,7 +40,9 @@ func authorizeTool(e *Env, name string) *toolError {
 // toolVisibleTo decides whether ctxmcp serve lists (and so may run) the
 // tool at hit. Inside an agent context the server serves that agent's own
 // tools and no other agent's; on the host, --agent A serves what A may
-// execute; with neither, a person serves every tool CTX_PATH shows.
+// execute; with neither, a person serves every tool CTX_PATH shows. For an
+// agent, a tool the trust rule sets aside (its tier, file or control
+// directory is not trusted, DESIGN §16 rule 8) is never served.
 func toolVisibleTo(e *Env, root fsops.Root, agent string, hit fsops.ToolHit) bool {
 	c, err := authority.CurrentCaller(e.Getenv)
 	if err != nil {
@@ -48,13 +52,16 @@ func toolVisibleTo(e *Env, root fsops.Root, agent string, hit fsops.ToolHit) boo
 		if agent != "" && agent != c.Agent.Name {
 			return false
 		}
-		return authority.CheckHit(c.Agent, c.View(), hit).Allowed
+		return c.CheckTrustedHit(hit).Allowed
 	}
 	if agent == "" {
 		return true
 	}
 	a, err := authority.LoadAgent(root, agent)
 	if err != nil {
+		return false
+	}
+	if ok, _ := authority.LoadTrust(root).Tool(hit); !ok {
 		return false
 	}
 	return authority.CheckHit(a, authority.View(root, a), hit).Allowed

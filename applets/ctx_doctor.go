@@ -5,8 +5,12 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
 )
 
 // rootEntries are the only names allowed at the top of the tree.
@@ -40,6 +44,7 @@ func runDoctor(e *Env, args []string) int {
 	findings = append(findings, checkControls(root)...)
 	findings = append(findings, checkHooks(root)...)
 	findings = append(findings, checkRootEntries(root)...)
+	findings = append(findings, checkToolTrust(root)...)
 
 	code := exitOK
 	for _, fd := range findings {
@@ -91,6 +96,36 @@ func checkHooks(root fsops.Root) []fsops.Finding {
 					out = append(out, fsops.Finding{Status: "invalid", Rel: rel, Detail: "hook is not an executable regular file; it is skipped"})
 				}
 			}
+		}
+	}
+	return out
+}
+
+// checkToolTrust reports, for every agent, each tier of its tool path and
+// each tool in a usable tier that the tool-trust rule sets aside (DESIGN
+// §16 rule 8): its tools are no candidates for that agent, exactly as if
+// absent. The detail is the line its runs show in /mnt/proc/policy.
+func checkToolTrust(root fsops.Root) []fsops.Finding {
+	entries, _ := os.ReadDir(root.AgentDir())
+	trust := authority.LoadTrust(root)
+	var out []fsops.Finding
+	for _, en := range entries {
+		name, ok := strings.CutSuffix(en.Name(), ".d")
+		if !ok || policy.ValidName(name) != nil {
+			continue
+		}
+		a, err := authority.LoadAgent(root, name)
+		if err != nil {
+			continue // reported by checkControls
+		}
+		rel := "agent/" + name + ".d/path"
+		tp := trust.Filter(a.Path, authority.ToolDirs(root, a))
+		for _, s := range tp.Skipped {
+			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel, Detail: ptyterm.Escape(policy.TierSkipLine(s.Tier, s.Reason))})
+		}
+		_, tools := tp.List()
+		for _, s := range tools {
+			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel, Detail: ptyterm.Escape(policy.ToolSkipLine(s.Tool, s.Reason))})
 		}
 	}
 	return out

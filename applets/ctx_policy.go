@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"strings"
 	"syscall"
 
@@ -103,7 +104,19 @@ func runPolicyExplain(e *Env, args []string) int {
 	var facts policy.Facts
 	switch obj.Class {
 	case policy.ClassTool:
-		facts, _ = authority.ToolFacts(root, a, obj.Name)
+		// The lookup goes over the tiers and tools the trust rule keeps
+		// (DESIGN §16 rule 8); what it set aside for this name is shown
+		// first, as layer tool-trust.
+		tp := authority.TrustedToolDirs(root, a)
+		tiers, tools := tp.SkippedFor(obj.Name)
+		for _, s := range tiers {
+			fmt.Fprintf(e.Stdout, "%s: skipped: %s: tier %s untrusted: %s\n", policy.LayerTrust,
+				ptyterm.Escape(path.Join(s.Tier, obj.Name)), ptyterm.Escape(s.Tier), ptyterm.Escape(s.Reason))
+		}
+		for _, s := range tools {
+			fmt.Fprintf(e.Stdout, "%s: skipped: %s: untrusted: %s\n", policy.LayerTrust, ptyterm.Escape(s.Tool), ptyterm.Escape(s.Reason))
+		}
+		facts, _ = tp.ToolFacts(obj.Name)
 	case policy.ClassShared:
 		facts.File = authority.FileFacts(root.SharedDir(obj.Name))
 	}

@@ -278,17 +278,35 @@ func ctxmcpServe(e *Env, args []string) int {
 
 // serveToolPath is the CTX_PATH served: the process CTX_PATH when set (in
 // an agent sandbox it is authoritative), else the agent's path control,
-// else <root>/tool:<root>/home/<uid>/tool.
+// else <root>/tool:<root>/home/<uid>/tool. Served for an agent (in its
+// context, or --agent on the host), the tiers the trust rule sets aside
+// (DESIGN §16 rule 8) are left out, each with a warning.
 func serveToolPath(e *Env, root fsops.Root, agent string) []string {
-	if p := e.Getenv("CTX_PATH"); p != "" {
-		return fsops.SplitToolPath(p)
-	}
+	var a *policy.Agent
 	if agent != "" {
-		if a, err := authority.LoadAgent(root, agent); err == nil {
-			return authority.ToolDirs(root, a)
-		}
+		a, _ = authority.LoadAgent(root, agent)
 	}
-	return root.DefaultToolPath(os.Getuid())
+	dirs := root.DefaultToolPath(os.Getuid())
+	tiers := dirs
+	switch p := e.Getenv("CTX_PATH"); {
+	case p != "":
+		dirs = fsops.SplitToolPath(p)
+		tiers = dirs
+	case a != nil:
+		dirs, tiers = authority.ToolDirs(root, a), a.Path
+	}
+	var tp authority.ToolPath
+	if c, err := authority.CurrentCaller(e.Getenv); err == nil && c.InAgent() {
+		tp = c.TrustedDirs(dirs)
+	} else if agent != "" {
+		tp = authority.LoadTrust(root).Filter(tiers, dirs)
+	} else {
+		return dirs // a person serving their own tools
+	}
+	for _, s := range tp.Skipped {
+		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, ptyterm.Escape(policy.TierSkipLine(s.Tier, s.Reason)))
+	}
+	return tp.Dirs
 }
 
 // serveToolEnv is the environment served tools run with: PATH, the ctx

@@ -2,10 +2,12 @@ package fsops
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"syscall"
 
 	"ctx/policy"
@@ -46,6 +48,13 @@ func isToolEntry(info fs.FileInfo) bool {
 // hits and do not stop the search. It returns an error wrapping ENOENT when
 // nothing matches and EINVAL for an invalid tool name.
 func LookupTool(dirs []string, name string) (ToolHit, error) {
+	return LookupToolFunc(dirs, name, nil)
+}
+
+// LookupToolFunc is LookupTool that also passes over every hit accept
+// refuses (nil accepts all): a refused hit is not found, exactly as if it
+// were absent, and the search goes on with the next directory.
+func LookupToolFunc(dirs []string, name string, accept func(ToolHit) bool) (ToolHit, error) {
 	if err := policy.ValidName(name); err != nil {
 		return ToolHit{}, &os.PathError{Op: "lookup", Path: name, Err: errnoError{syscall.EINVAL, err.Error()}}
 	}
@@ -55,7 +64,11 @@ func LookupTool(dirs []string, name string) (ToolHit, error) {
 		if err != nil || !isToolEntry(info) {
 			continue
 		}
-		return ToolHit{Name: name, Dir: dir, Path: p, ControlDir: p + ".d", Info: info}, nil
+		hit := ToolHit{Name: name, Dir: dir, Path: p, ControlDir: p + ".d", Info: info}
+		if accept != nil && !accept(hit) {
+			continue
+		}
+		return hit, nil
 	}
 	return ToolHit{}, &os.PathError{Op: "lookup", Path: name, Err: errnoError{syscall.ENOENT, "tool not found in CTX_PATH"}}
 }
@@ -65,6 +78,13 @@ func LookupTool(dirs []string, name string) (ToolHit, error) {
 // truncated reports that more tools were present. Unreadable or missing
 // directories are skipped.
 func ListTools(dirs []string) (hits []ToolHit, truncated bool) {
+	return ListToolsFunc(dirs, nil)
+}
+
+// ListToolsFunc is ListTools that also passes over every hit accept refuses
+// (nil accepts all): a refused hit does not hide a tool of the same name in
+// a later directory.
+func ListToolsFunc(dirs []string, accept func(ToolHit) bool) (hits []ToolHit, truncated bool) {
 	seen := map[string]bool{}
 	for _, dir := range dirs {
 		entries, err := os.ReadDir(dir)
@@ -82,7 +102,11 @@ func ListTools(dirs []string) (hits []ToolHit, truncated bool) {
 				continue
 			}
 			p := filepath.Join(dir, name)
-			tier = append(tier, ToolHit{Name: name, Dir: dir, Path: p, ControlDir: p + ".d", Info: info})
+			hit := ToolHit{Name: name, Dir: dir, Path: p, ControlDir: p + ".d", Info: info}
+			if accept != nil && !accept(hit) {
+				continue
+			}
+			tier = append(tier, hit)
 		}
 		sort.Slice(tier, func(i, j int) bool { return tier[i].Name < tier[j].Name })
 		for _, h := range tier {
@@ -113,4 +137,101 @@ func ReadControls(dir string, names []string) (map[string][]byte, error) {
 		out[n] = b
 	}
 	return out, nil
+}
+
+// MaxControlEntries bounds the walk of one tool control directory.
+const MaxControlEntries = 256
+
+// OwnerChain gathers the facts the tool-trust rule walks for target: top
+// (stat, so a symlinked tree root is followed: it is the administrator's),
+// then each component below it down to target (lstat, never following).
+// target must be top or below it; both absolute and clean. The walk stops
+// at the first component that does not exist (missing reports it): what
+// exists is returned. Any other failure is an error naming the path.
+func OwnerChain(top, target string) (facts []policy.FileFacts, missing bool, err error) {
+	info, err := os.Stat(top)
+	if err != nil {
+		return nil, errors.Is(err, fs.ErrNotExist), err
+	}
+	facts = append(facts, ownerFacts(top, info))
+	rel, err := filepath.Rel(top, target)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+		return facts, false, fmt.Errorf("%s is not within %s", target, top)
+	}
+	if rel == "." {
+		return facts, false, nil
+	}
+	p := top
+	for _, comp := range strings.Split(rel, "/") {
+		p = filepath.Join(p, comp)
+		info, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			return facts, true, nil
+		}
+		if err != nil {
+			return facts, false, err
+		}
+		facts = append(facts, ownerFacts(p, info))
+		if info.Mode()&fs.ModeSymlink != 0 {
+			return facts, false, nil // never walked through
+		}
+	}
+	return facts, false, nil
+}
+
+// ControlTreeFacts gathers the facts of a tool's control directory and of
+// every entry below it (lstat, never following a symlink), each directory
+// before its entries, at most MaxControlEntries: more reports that the
+// walk stopped there. A directory that does not exist yields nothing.
+func ControlTreeFacts(dir string) (facts []policy.FileFacts, more bool, err error) {
+	var walk func(p string, info fs.FileInfo) error
+	walk = func(p string, info fs.FileInfo) error {
+		if len(facts) == MaxControlEntries {
+			more = true
+			return nil
+		}
+		facts = append(facts, ownerFacts(p, info))
+		if !info.IsDir() {
+			return nil
+		}
+		entries, err := os.ReadDir(p)
+		if err != nil {
+			return err
+		}
+		for _, en := range entries {
+			ep := filepath.Join(p, en.Name())
+			info, err := os.Lstat(ep)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			if err := walk(ep, info); err != nil {
+				return err
+			}
+			if more {
+				return nil
+			}
+		}
+		return nil
+	}
+	info, err := os.Lstat(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	err = walk(dir, info)
+	return facts, more, err
+}
+
+// ownerFacts converts an lstat (or stat) result.
+func ownerFacts(p string, info fs.FileInfo) policy.FileFacts {
+	ff := policy.FileFacts{Path: p, Mode: info.Mode()}
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		ff.UID, ff.GID = st.Uid, st.Gid
+	}
+	return ff
 }

@@ -105,10 +105,17 @@ func View(root fsops.Root, a *policy.Agent) policy.View {
 }
 
 // ToolFacts finds tool name through the agent's tool path as CTX_PATH
-// lookup does, and reads its policy. A tool that is not found leaves File
-// nil, which the check refuses.
+// lookup does, over the tiers and tools the trust rule keeps (see
+// TrustedToolDirs), and reads its policy. A tool that is not found leaves
+// File nil, which the check refuses.
 func ToolFacts(root fsops.Root, a *policy.Agent, name string) (policy.Facts, fsops.ToolHit) {
-	hit, err := fsops.LookupTool(ToolDirs(root, a), name)
+	return TrustedToolDirs(root, a).ToolFacts(name)
+}
+
+// ToolFacts finds tool name through p as CTX_PATH lookup does (trusted
+// tools only) and reads its policy; a tool not found leaves File nil.
+func (p ToolPath) ToolFacts(name string) (policy.Facts, fsops.ToolHit) {
+	hit, err := p.Lookup(name)
 	if err != nil {
 		return policy.Facts{}, hit
 	}
@@ -156,10 +163,31 @@ func CheckHit(a *policy.Agent, v policy.View, hit fsops.ToolHit) policy.Decision
 }
 
 // CheckTool decides whether agent a, with mount view v, may execute tool
-// name, found through its own tool path under root.
+// name, found through its own tool path under root (trusted tiers and
+// tools only).
 func CheckTool(root fsops.Root, a *policy.Agent, v policy.View, name string) policy.Decision {
 	facts, _ := ToolFacts(root, a, name)
 	return policy.Check(a, v, policy.Object{Class: policy.ClassTool, Name: name}, policy.PermExecute, facts)
+}
+
+// CheckTool decides whether the caller, an agent, may execute tool name,
+// found through its own tool path as the caller sees it, over the tiers
+// and tools the trust rule keeps for the caller (see Caller.Trust).
+func (c Caller) CheckTool(name string) policy.Decision {
+	p := c.Trust().Filter(c.Agent.Path, ToolDirs(c.Root, c.Agent))
+	facts, _ := p.ToolFacts(name)
+	return policy.Check(c.Agent, c.View(), policy.Object{Class: policy.ClassTool, Name: name}, policy.PermExecute, facts)
+}
+
+// CheckTrustedHit is CheckHit preceded by the trust rule for the hit (its
+// tier, file and control directory) as the caller sees the tree: a tool
+// found before its tier became untrusted is refused by layer tool-trust.
+func (c Caller) CheckTrustedHit(hit fsops.ToolHit) policy.Decision {
+	if ok, reason := c.Trust().Tool(hit); !ok {
+		return policy.Decision{Layer: policy.LayerTrust, Errno: syscall.EACCES, Reason: reason,
+			Verdicts: []policy.Verdict{{Layer: policy.LayerTrust, Reason: reason}}}
+	}
+	return CheckHit(c.Agent, c.View(), hit)
 }
 
 // Caller is the authority context of this process: no agent (a person), or

@@ -24,24 +24,38 @@ var authorize = authorizeExec
 //
 // Inside a sandbox the agent's authority is read from /ctx, the read-only
 // tree, whatever --root or CTX_ROOT say; elsewhere from tsh's own root.
+//
+// The tool-trust rule (DESIGN §16 rule 8) comes first: a hit whose tier,
+// file or control directory is not trusted now (ToolPath left out the tiers
+// that were not when tsh started) is refused with layer tool-trust.
 func authorizeExec(e *Env, root fsops.Root, hit fsops.ToolHit) (errno string, layer string, ok bool) {
-	ctx, err := detectContext(e)
+	c, err := caller(e, root)
 	if err != nil {
 		return deny(e, hit, "EACCES", "agent-context")
+	}
+	d := c.CheckTrustedHit(hit)
+	if d.Allowed {
+		return "", "", true
+	}
+	return deny(e, hit, unix.ErrnoName(d.Errno), string(d.Layer))
+}
+
+// caller establishes the agent context tsh runs in. Inside a sandbox the
+// agent's authority is read from /ctx, the read-only tree, whatever --root
+// or CTX_ROOT say; elsewhere from tsh's own root.
+func caller(e *Env, root fsops.Root) (authority.Caller, error) {
+	ctx, err := detectContext(e)
+	if err != nil {
+		return authority.Caller{}, err
 	}
 	if ctx.Source == policy.ContextSandbox {
 		root = fsops.Root{Dir: policy.SandboxRoot}
 	}
 	a, err := authority.LoadAgent(root, ctx.Agent)
 	if err != nil {
-		return deny(e, hit, "EACCES", "agent-context")
+		return authority.Caller{}, err
 	}
-	c := authority.Caller{Context: ctx, Agent: a, Root: root}
-	d := authority.CheckHit(a, c.View(), hit)
-	if d.Allowed {
-		return "", "", true
-	}
-	return deny(e, hit, unix.ErrnoName(d.Errno), string(d.Layer))
+	return authority.Caller{Context: ctx, Agent: a, Root: root}, nil
 }
 
 func deny(e *Env, hit fsops.ToolHit, errno, layer string) (string, string, bool) {

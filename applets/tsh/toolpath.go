@@ -39,10 +39,27 @@ func ToolPath(e *Env, root fsops.Root) ([]string, error) {
 			return nil, err
 		}
 	}
+	dirs := root.DefaultToolPath(uid)
 	if v := e.Getenv("CTX_PATH"); v != "" {
-		return fsops.SplitToolPath(v), nil
+		dirs = fsops.SplitToolPath(v)
 	}
-	return root.DefaultToolPath(uid), nil
+	if !agentContext(e) {
+		return dirs, nil
+	}
+	return trustedDirs(e, root, dirs), nil
+}
+
+// trustedDirs drops the tiers the tool-trust rule sets aside (DESIGN §16
+// rule 8: a tool an agent could have planted never runs as an agent): their
+// tools are not found at all, and lookup goes on with the next tier. When
+// the agent context cannot be established the dirs stay as they are:
+// authorizeExec then refuses every execution (agent-context).
+func trustedDirs(e *Env, root fsops.Root, dirs []string) []string {
+	c, err := caller(e, root)
+	if err != nil {
+		return dirs
+	}
+	return c.TrustedDirs(dirs).Dirs
 }
 
 // readTshrc reads and parses CTX_HOME/.tshrc. It returns an error wrapping
