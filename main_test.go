@@ -48,6 +48,15 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building ctx:", err)
 		return 1
 	}
+	// The hostile agent's toolkit for the containment tests (testdata/attack),
+	// static so that it runs inside any sandbox.
+	attack := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(binDir, "ctx-attack"), "./testdata/attack")
+	attack.Env = append(os.Environ(), "CGO_ENABLED=0")
+	attack.Stdout, attack.Stderr = os.Stderr, os.Stderr
+	if err := attack.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building testdata/attack:", err)
+		return 1
+	}
 	workRoot = filepath.Join(dir, "work")
 	if err := os.Mkdir(workRoot, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)

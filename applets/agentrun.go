@@ -42,6 +42,18 @@ type agentRun struct {
 	env       []string
 	argv      []string
 	noConsole bool // --no-console: the terminal is reachable only through its socket
+	// allowHostRoot is --allow-host-root: the caller accepts a run as host
+	// uid 0 (still without capabilities, behind seccomp).
+	allowHostRoot bool
+	idmapTree     *os.File // the idmapped workspace for the sandbox, until it starts
+}
+
+// closeIDMap drops the host's copy of the idmapped workspace tree.
+func (r *agentRun) closeIDMap() {
+	if r.idmapTree != nil {
+		r.idmapTree.Close()
+		r.idmapTree = nil
+	}
 }
 
 // projectTools computes the tools agent a may execute: the first trusted

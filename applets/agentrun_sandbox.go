@@ -9,7 +9,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-	"golang.org/x/term"
 
 	"ctx/fsops"
 	"ctx/policy"
@@ -94,23 +93,30 @@ func (r *agentRun) wallLines(idmapWhy string) []string {
 	return lines
 }
 
-// shieldTerminal keeps a host terminal out of the agent's reach: when w is
-// a terminal it is handed to the program as a pipe that the host copies
-// from, so the agent can neither read the person's keystrokes through it
-// nor push input into it. Anything else passes as it is.
-func shieldTerminal(w io.Writer) io.Writer {
-	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+// shieldOutput keeps the caller's files out of the agent's reach: a
+// terminal, a regular file or a device on stdout or stderr is handed to the
+// program as a pipe that the host copies from, so the agent can neither
+// read the person's keystrokes through a terminal, push input into it, nor
+// reopen a host file through /proc/self/fd (which Landlock would refuse
+// anyway, breaking `> /dev/stderr`). Pipes and sockets pass as they are.
+func shieldOutput(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok && !pipeOrSocket(f) {
 		return struct{ io.Writer }{f}
 	}
 	return w
 }
 
-// shieldTerminalInput is shieldTerminal for stdin.
-func shieldTerminalInput(rd io.Reader) io.Reader {
-	if f, ok := rd.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+// shieldInput is shieldOutput for stdin.
+func shieldInput(rd io.Reader) io.Reader {
+	if f, ok := rd.(*os.File); ok && !pipeOrSocket(f) {
 		return struct{ io.Reader }{f}
 	}
 	return rd
+}
+
+func pipeOrSocket(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0
 }
 
 // canonicalDir resolves the symlinks of a directory the caller named (the

@@ -340,8 +340,8 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 	if stdinTTY || forceTerminal {
 		status = r.runOnTerminal(e, cmd, stdinTTY, started)
 	} else {
-		// A terminal on stdout or stderr reaches the agent only as a pipe.
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = shieldTerminalInput(e.Stdin), shieldTerminal(e.Stdout), shieldTerminal(e.Stderr)
+		// The caller's terminal or files reach the agent only as pipes.
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
 		if err := cmd.Start(); err != nil {
 			runcap.CloseChild()
 			status = fail(e, exitUnavailable, "starting agent %s: %v", r.agent.Name, err)
@@ -403,6 +403,10 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(i
 		ConsoleOut: e.Stdout,
 		Log:        e.Stderr,
 		Started:    started,
+	}
+	if r.iso == policy.IsoUID && r.plan != nil {
+		// The agent runs as its own uid: its terminal is its own.
+		cfg.TTYOwner = &[2]int{int(r.agent.UID), int(r.agent.GID)}
 	}
 	switch {
 	case r.noConsole:

@@ -45,6 +45,7 @@ func runDoctor(e *Env, args []string) int {
 	findings = append(findings, checkHooks(root)...)
 	findings = append(findings, checkRootEntries(root)...)
 	findings = append(findings, checkToolTrust(root)...)
+	findings = append(findings, checkHostRoot(root)...)
 
 	code := exitOK
 	for _, fd := range findings {

@@ -28,6 +28,11 @@ type LandlockRule struct {
 	Exec     bool   // execute files beneath Path
 	Dev      bool   // ioctl on device files beneath Path (ABI 5+), for /dev
 	Optional bool   // skip the rule when Path does not exist or is a symlink
+	// Inherited, instead of Path, names a descriptor the process already
+	// holds (a terminal on stdin): the rule attaches to its file, which may
+	// lie outside the sandbox's tree (the host's PTY), so that reopening
+	// it through /dev/stdout keeps working.
+	Inherited *int
 }
 
 // LandlockPolicy is everything one ApplyLandlock call enforces. Whatever is
@@ -269,7 +274,15 @@ func landlockRestrictSelf(rulesetFD, abi int) (threads string, err error) {
 // ruleset handles (a right it does not handle is refused with EINVAL) and,
 // for anything but a directory, to the rights a file can carry.
 func landlockAddRule(rulesetFD int, r LandlockRule, handled uint64) error {
-	fd, isDir, err := openLandlockPath(r.Path)
+	var fd int
+	var isDir bool
+	var err error
+	if r.Inherited != nil {
+		fd, err = unix.Open(fdPath(*r.Inherited), unix.O_PATH|unix.O_CLOEXEC, 0)
+		r.Path = fdPath(*r.Inherited)
+	} else {
+		fd, isDir, err = openLandlockPath(r.Path)
+	}
 	if err != nil {
 		if r.Optional && (errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, ErrSymlink)) {
 			return nil

@@ -22,6 +22,13 @@ func OpenNoSymlinks(path string) (int, error) {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
 	if err == nil {
+		// O_PATH|O_NOFOLLOW opens a trailing symlink itself instead of
+		// failing: that is a symlink on the way too.
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			unix.Close(fd)
+			return -1, unix.ELOOP
+		}
 		return fd, nil
 	}
 	if err != unix.ENOSYS && err != unix.EPERM {

@@ -4,6 +4,8 @@ import (
 	"debug/elf"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"ctx/policy"
 )
 
@@ -24,6 +26,15 @@ func applyWalls(plan *policy.Plan, exe string) error {
 		}
 		for _, p := range programFiles(exe) {
 			rules = append(rules, LandlockRule{Path: p, Exec: true, Optional: true})
+		}
+	}
+	// A terminal the agent was given (ctxterm's PTY, from the host's
+	// devpts) stays reachable as /dev/stdout and /dev/tty's target.
+	for fd := 0; fd < 3; fd++ {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR {
+			fd := fd
+			rules = append(rules, LandlockRule{Inherited: &fd, Write: true, Dev: true})
 		}
 	}
 	abi, _, err := ApplyLandlock(LandlockPolicy{Rules: rules, DenyTCP: plan.DenyTCP, Scope: true})

@@ -462,7 +462,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		// The network namespace is the wall here; denying TCP on top
 		// would break servers on the sandbox's own loopback.
 		DenyTCP: false,
-		IDMap:      in.WorkspaceIDMap,
+		IDMap:   in.WorkspaceIDMap,
 	}
 	if !canExec {
 		p.ExecPaths = execPaths

@@ -61,6 +61,11 @@ type Config struct {
 	// Started, if set, is called once the socket listens and the command
 	// runs.
 	Started func(pid int)
+	// TTYOwner, when set, is the uid and gid the PTY's slave is given to
+	// before the command starts: a command that runs as another uid than
+	// ctxterm (an agent with a uid of its own) can then reopen its own
+	// terminal (/dev/stdout, /proc/self/fd/0).
+	TTYOwner *[2]int
 }
 
 // SetupError is an error that happened before the command ran, with the
@@ -122,7 +127,7 @@ func Serve(cfg Config) (int, error) {
 			return 1, &SetupError{1, err}
 		}
 	}
-	master, pid, veof, err := startOnPTY(cfg.Cmd, size)
+	master, pid, veof, err := startOnPTY(cfg.Cmd, size, cfg.TTYOwner)
 	if err != nil {
 		if sock != nil {
 			sock.close()
@@ -194,12 +199,18 @@ func Serve(cfg Config) (int, error) {
 // master, the pid and the terminal's EOF character. Our copy of the slave
 // is closed once the command holds it, so the master reads EOF (EIO) when
 // the last process using the terminal is gone.
-func startOnPTY(cmd *exec.Cmd, size Winsize) (*os.File, int, byte, error) {
+func startOnPTY(cmd *exec.Cmd, size Winsize, owner *[2]int) (*os.File, int, byte, error) {
 	master, tty, err := openPTY(size.Rows, size.Cols)
 	if err != nil {
 		return nil, 0, 0, err
 	}
 	defer tty.Close()
+	if owner != nil {
+		if err := tty.Chown(owner[0], owner[1]); err != nil {
+			master.Close()
+			return nil, 0, 0, err
+		}
+	}
 	veof := eofChar(tty)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
 	if cmd.SysProcAttr == nil {

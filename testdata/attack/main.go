@@ -1,0 +1,136 @@
+// Command attack is what a hostile agent runs inside its sandbox: the
+// containment tests copy it into the workspace and check that each attempt
+// is refused, and that what it aims at is untouched. It prints one line per
+// attempt: NAME=ok or NAME=ERRNO.
+package main
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: attack tiocsti|syscalls|fds|write FILE|read FILE")
+		os.Exit(2)
+	}
+	switch os.Args[1] {
+	case "tiocsti":
+		tiocsti()
+	case "syscalls":
+		syscalls()
+	case "fds":
+		fds()
+	case "write":
+		report("write "+os.Args[2], os.WriteFile(os.Args[2], []byte(os.Args[3]), 0o644))
+	case "read":
+		b, err := os.ReadFile(os.Args[2])
+		report("read "+os.Args[2], err)
+		if err == nil {
+			fmt.Printf("content=%q\n", strings.TrimSpace(string(b)))
+		}
+	default:
+		fmt.Fprintln(os.Stderr, "unknown attack", os.Args[1])
+		os.Exit(2)
+	}
+}
+
+func report(name string, err error) {
+	if err == nil {
+		fmt.Printf("%s=ok\n", name)
+		return
+	}
+	if errno, ok := err.(syscall.Errno); ok {
+		fmt.Printf("%s=%s\n", name, unix.ErrnoName(errno))
+		return
+	}
+	if pe, ok := err.(*os.PathError); ok {
+		if errno, ok := pe.Err.(syscall.Errno); ok {
+			fmt.Printf("%s=%s\n", name, unix.ErrnoName(errno))
+			return
+		}
+	}
+	fmt.Printf("%s=%v\n", name, err)
+}
+
+// tiocsti pushes a command into every terminal it can reach: its own
+// descriptors and its controlling terminal.
+func tiocsti() {
+	inject := func(fd int) error {
+		for _, c := range []byte("touch PWNED\n") {
+			b := c
+			if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCSTI, uintptr(unsafe.Pointer(&b))); e != 0 {
+				return e
+			}
+		}
+		return nil
+	}
+	for fd := 0; fd < 3; fd++ {
+		report(fmt.Sprintf("tiocsti-fd%d", fd), inject(fd))
+	}
+	tty, err := unix.Open("/dev/tty", unix.O_RDWR, 0)
+	report("open-dev-tty", err)
+	if err == nil {
+		report("tiocsti-dev-tty", inject(tty))
+	}
+	// A terminal on a standard descriptor could also be read: keystrokes.
+	for fd := 0; fd < 3; fd++ {
+		var ws unix.Winsize
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGWINSZ, uintptr(unsafe.Pointer(&ws)))
+		if e == 0 {
+			fmt.Printf("terminal-fd%d=yes\n", fd)
+		} else {
+			fmt.Printf("terminal-fd%d=no\n", fd)
+		}
+	}
+}
+
+// syscalls tries what the seccomp filter must refuse.
+func syscalls() {
+	raw := func(name string, nr uintptr, a ...uintptr) {
+		for len(a) < 6 {
+			a = append(a, 0)
+		}
+		_, _, e := unix.Syscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5])
+		if e == 0 {
+			report(name, nil)
+		} else {
+			report(name, e)
+		}
+	}
+	raw("ptrace", unix.SYS_PTRACE, unix.PTRACE_TRACEME)
+	raw("unshare-user", unix.SYS_UNSHARE, unix.CLONE_NEWUSER)
+	raw("unshare-mount", unix.SYS_UNSHARE, unix.CLONE_NEWNS)
+	raw("keyctl", unix.SYS_KEYCTL, 0 /* KEYCTL_GET_KEYRING_ID */, ^uintptr(3) /* session keyring */, 0)
+	raw("add_key", unix.SYS_ADD_KEY, 0, 0, 0, 0, 0)
+	raw("bpf", unix.SYS_BPF, 0, 0, 0)
+	raw("perf_event_open", unix.SYS_PERF_EVENT_OPEN, 0, 0, ^uintptr(0), ^uintptr(0), 0)
+	raw("userfaultfd", unix.SYS_USERFAULTFD, 0)
+	raw("io_uring_setup", unix.SYS_IO_URING_SETUP, 1, 0)
+	raw("mount", unix.SYS_MOUNT, 0, 0, 0, 0, 0)
+	raw("open_tree", unix.SYS_OPEN_TREE, ^uintptr(99) /* AT_FDCWD */, 0, 0)
+	raw("setns", unix.SYS_SETNS, 0, 0)
+	raw("open_by_handle_at", unix.SYS_OPEN_BY_HANDLE_AT, 0, 0, 0)
+	raw("kexec_load", unix.SYS_KEXEC_LOAD, 0, 0, 0, 0)
+	raw("init_module", unix.SYS_INIT_MODULE, 0, 0, 0)
+	raw("syslog", unix.SYS_SYSLOG, 3 /* SYSLOG_ACTION_READ_ALL */, 0, 0)
+	raw("acct", unix.SYS_ACCT, 0)
+	raw("swapoff", unix.SYS_SWAPOFF, 0)
+	raw("reboot", unix.SYS_REBOOT, 0, 0, 0, 0)
+	// Ordinary work still works.
+	raw("getpid", unix.SYS_GETPID)
+}
+
+// fds lists the descriptors the process holds beyond 0-2.
+func fds() {
+	entries, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range entries {
+		target, _ := os.Readlink("/proc/self/fd/" + e.Name())
+		fmt.Printf("fd %s -> %s\n", e.Name(), target)
+	}
+}
