@@ -308,6 +308,13 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 			}
 		}
 		cmd.Args[0] = filepath.Base(r.argv[0])
+		// No namespaces, but no new privileges and the seccomp filter:
+		// the program starts through ctx's confining trampoline.
+		self, err := os.Executable()
+		if err != nil {
+			return fail(e, exitUnavailable, "agent %s: cannot find ctx itself to confine the program: %v", r.agent.Name, err)
+		}
+		cmd = &exec.Cmd{Path: self, Args: append([]string{fsops.ConfineApplet, cmd.Path}, cmd.Args...)}
 		cmd.Env, cmd.Dir = r.env, r.workspace
 		cmd.ExtraFiles = []*os.File{runcap.Child}
 		// A session of its own: never the caller's controlling terminal.

@@ -13,3 +13,10 @@ func runSandboxInit(e *Env, args []string) int {
 func runUsernsHold(e *Env, args []string) int {
 	return fsops.RunUsernsHold()
 }
+
+// runConfine is the hidden applet an iso shared run starts its program
+// through (fsops.RunConfine): no_new_privs and the seccomp filter, then
+// the program.
+func runConfine(e *Env, args []string) int {
+	return fsops.RunConfine(args, e.Stderr)
+}

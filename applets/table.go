@@ -30,6 +30,7 @@ func init() {
 		{Name: "ctx", Run: runCtx},
 		{Name: fsops.SandboxInitApplet, Run: runSandboxInit, Hidden: true},
 		{Name: fsops.UsernsHoldApplet, Run: runUsernsHold, Hidden: true},
+		{Name: fsops.ConfineApplet, Run: runConfine, Hidden: true},
 		toolApplet(fsReadTool),
 		toolApplet(fsListTool),
 		toolApplet(fsStatTool),

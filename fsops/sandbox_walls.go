@@ -2,7 +2,12 @@ package fsops
 
 import (
 	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
 	"path/filepath"
+	"runtime"
 
 	"golang.org/x/sys/unix"
 
@@ -77,4 +82,34 @@ func programFiles(exe string) []string {
 		}
 	}
 	return files
+}
+
+// ConfineApplet is the hidden applet an iso shared run starts its program
+// through: no namespaces there, but the program still runs without new
+// privileges and behind the seccomp filter.
+const ConfineApplet = "ctx-confine"
+
+// RunConfine is that applet: argv is PATH ARGV0 ARGS...; on success it
+// does not return (the program replaces it).
+func RunConfine(argv []string, stderr io.Writer) int {
+	if len(argv) < 2 {
+		fmt.Fprintf(stderr, "ctx: %s: usage: %s PATH ARGV0 [ARGS...]\n", ConfineApplet, ConfineApplet)
+		return 2
+	}
+	runtime.LockOSThread()
+	CloseInheritedOnExec()
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		fmt.Fprintf(stderr, "ctx: sandbox: setting no_new_privs: %v\n", err)
+		return 69
+	}
+	if err := InstallSeccomp(); err != nil {
+		fmt.Fprintf(stderr, "ctx: sandbox: installing the seccomp filter: %v\n", err)
+		return 69
+	}
+	err := unix.Exec(argv[0], argv[1:], os.Environ())
+	fmt.Fprintf(stderr, "ctx: sandbox: starting %s: %v\n", argv[0], err)
+	if errors.Is(err, unix.ENOENT) {
+		return 127
+	}
+	return 126
 }
