@@ -5,7 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"ctx/fsops"
 	"ctx/manual"
+	"ctx/policy"
 )
 
 func TestTableSortedAndUnique(t *testing.T) {
@@ -85,5 +87,41 @@ func TestToolNamesSorted(t *testing.T) {
 	names := ToolNames()
 	if !sort.StringsAreSorted(names) || len(names) == 0 {
 		t.Fatalf("ToolNames() = %v", names)
+	}
+}
+
+// TestManualSandboxListsEveryWall keeps `ctx man sandbox` in step with
+// what the code enforces: every syscall the seccomp filter refuses, every
+// /proc file it masks or makes read-only, and every host /etc entry.
+func TestManualSandboxListsEveryWall(t *testing.T) {
+	page, ok := manual.Read("ctx.sandbox.md")
+	if !ok {
+		t.Fatal("no ctx.sandbox.md")
+	}
+	text := strings.Join(strings.Fields(string(page)), " ")
+	var want []string
+	for _, n := range fsops.SeccompDeniedNames() {
+		if name, flag, ok := strings.Cut(strings.TrimSuffix(n, ")"), "("); ok {
+			// clone(CLONE_NEWUSER) is listed as the flag; ioctl(TIOCSTI)
+			// as the request; personality(...) by its name.
+			if name == "clone" || name == "ioctl" {
+				want = append(want, strings.TrimPrefix(flag, "CLONE_"))
+				continue
+			}
+			n = name
+		}
+		want = append(want, n)
+	}
+	want = append(want, policy.ProcMasked()...)
+	want = append(want, policy.ProcReadOnly()...)
+	for _, e := range policy.HostEtcNames {
+		if e != "ca-certificates" && e != "ca-certificates.conf" {
+			want = append(want, "`"+e)
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(text, w) {
+			t.Errorf("ctx man sandbox does not mention %s", w)
+		}
 	}
 }
