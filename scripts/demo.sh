@@ -23,7 +23,9 @@ else
 	"$ctx" agent start --root "$root" architect -- tsh fs.write notes.txt hello || true
 fi
 
-uid=$(id -u)
+# The agent's own uid names its home (an unprivileged uid of its own in a
+# tree root bootstrapped).
+uid=$("$ctx" cat --root "$root" agent/coder.d/uid)
 say "the session's events ($root/home/$uid/agent/coder/session/default/events.jsonl)"
 tail -n 8 "$root/home/$uid/agent/coder/session/default/events.jsonl"
 say "ctx agent ps"
