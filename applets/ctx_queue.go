@@ -534,14 +534,16 @@ func queueRunJob(e *Env, path string, argv []string, req []byte, timeout time.Du
 	// The command inherits this process's environment (what the caller
 	// gave ctx) plus the job's coordinates.
 	cmd.Env = append(os.Environ(), env...)
-	// Its own process group, so a timeout kills everything it started;
-	// and it dies with us: a lease names this process, and a job must not
-	// outlive the process recover will judge it by.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// Its own process group, and a tree that ends whole (fsops.StartTree):
+	// a timeout, or the end of the command, kills everything it started,
+	// daemons included. And it dies with us: a lease names this process,
+	// and a job must not outlive the process recover will judge it by.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.WaitDelay = 2 * time.Second
 	runtime.LockOSThread() // Pdeathsig follows the thread that forked
 	defer runtime.UnlockOSThread()
-	if err := cmd.Start(); err != nil {
+	tree, err := fsops.StartTree(cmd)
+	if err != nil {
 		return nil, -1, err.Error()
 	}
 	why := ""
@@ -549,16 +551,15 @@ func queueRunJob(e *Env, path string, argv []string, req []byte, timeout time.Du
 	if timeout > 0 {
 		timer := time.AfterFunc(timeout, func() {
 			timedOut.Store(true)
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			tree.Kill()
 		})
 		defer timer.Stop()
 	}
-	err := cmd.Wait()
+	err = tree.Wait()
 	if timedOut.Load() {
 		why = "timed out after " + timeout.String()
 	}
 	if out.over {
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		why = fmt.Sprintf("output larger than %d bytes", queue.MaxResult)
 	}
 	exit := 0

@@ -7,9 +7,12 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"ctx/fsops"
 )
 
 // The bounds of shell.exec.
@@ -42,9 +45,6 @@ func shellExec(c *toolCall) error {
 	}
 	cmd := exec.Command("/bin/sh", "-c", cmdText)
 	cmd.Env = shellEnv(c.env)
-	// Its own process group, so a timeout (and the end of the command) can
-	// kill everything it started, not just the shell.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
 		return fsErr(err)
@@ -56,7 +56,11 @@ func shellExec(c *toolCall) error {
 		return fsErr(err)
 	}
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
-	err = cmd.Start()
+	// The shell leads its own process group, and the tree ends whole with
+	// the call: whatever it left running, in its group or in a session of
+	// its own, is killed and reaped, so nothing outlives the call or holds
+	// its output open.
+	tree, err := fsops.StartTree(cmd)
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
@@ -66,22 +70,30 @@ func shellExec(c *toolCall) error {
 	}
 	var outBuf, errBuf cappedBuffer
 	outBuf.limit, errBuf.limit = maxShellOutput, maxShellOutput
-	drained := make(chan struct{}, 2)
-	go func() { io.Copy(&outBuf, stdoutR); stdoutR.Close(); drained <- struct{}{} }()
-	go func() { io.Copy(&errBuf, stderrR); stderrR.Close(); drained <- struct{}{} }()
+	var copies sync.WaitGroup
+	copies.Add(2)
+	go func() { defer copies.Done(); io.Copy(&outBuf, stdoutR) }()
+	go func() { defer copies.Done(); io.Copy(&errBuf, stderrR) }()
 
 	var timedOut atomic.Bool
 	timer := time.AfterFunc(shellTimeout, func() {
 		timedOut.Store(true)
-		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		tree.Kill()
 	})
-	state, _ := cmd.Process.Wait()
+	_ = tree.Wait() // the status is in cmd.ProcessState
 	timer.Stop()
-	// Whatever the shell left running in its group goes with it: a stray
-	// background job must neither outlive the call nor hold its pipes open.
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-drained
-	<-drained
+	state := cmd.ProcessState
+	// Every writer is dead now, unless one got out of reach (see
+	// fsops.ChildTree): its pipes are not worth more than a second.
+	copied := make(chan struct{})
+	go func() { copies.Wait(); close(copied) }()
+	select {
+	case <-copied:
+	case <-time.After(time.Second):
+	}
+	stdoutR.Close()
+	stderrR.Close()
+	<-copied
 
 	code := exitStatus(state)
 	if c.native {

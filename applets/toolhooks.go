@@ -2,15 +2,16 @@ package applets
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"syscall"
+	"sync/atomic"
 	"time"
+
+	"ctx/fsops"
 )
 
 // Hook bounds: a hook gets 5 seconds and its output is kept to 64 KiB (and
@@ -78,20 +79,28 @@ func runHooks(e *Env, dir, tool, phase string, status string, exit *int) []error
 	return errs
 }
 
+// runHook runs one hook in its own process group; the hook and everything
+// it starts, in its group or not, end when it does (fsops.StartTree).
 func runHook(path string, input []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), hookTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path)
+	cmd := exec.Command(path)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stdin = bytes.NewReader(input)
 	var out cappedBuffer
 	out.limit = maxHookOutput
 	cmd.Stdout, cmd.Stderr = &out, &out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
-	err := cmd.Run()
-	if ctx.Err() != nil {
+	tree, err := fsops.StartTree(cmd)
+	if err != nil {
+		return err
+	}
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(hookTimeout, func() {
+		timedOut.Store(true)
+		tree.Kill()
+	})
+	err = tree.Wait()
+	timer.Stop()
+	if timedOut.Load() {
 		return fmt.Errorf("timed out after %s", hookTimeout)
 	}
 	return err

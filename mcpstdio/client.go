@@ -2,6 +2,7 @@ package mcpstdio
 
 import (
 	"bufio"
+	"ctx/fsops"
 	"ctx/policy"
 	"encoding/json"
 	"errors"
@@ -14,8 +15,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // AdvertisedVersion is the protocol version the client asks for.
@@ -66,7 +65,7 @@ type Client struct {
 	name string
 	opts Options
 	cmd  *exec.Cmd
-	pgid int
+	tree *fsops.ChildTree
 
 	wmu   sync.Mutex
 	stdin *os.File
@@ -76,7 +75,6 @@ type Client struct {
 	nextID  int64
 	readErr error         // why the reader stopped, set before done closes
 	done    chan struct{} // closed when the reader stops
-	exited  chan struct{} // closed when the server process has exited (not yet reaped)
 	stdout  *os.File
 	stderrR *os.File
 	stderr  tail
@@ -173,9 +171,9 @@ func lookCommand(s ServerConfig) (string, error) {
 }
 
 // Start spawns the server with a cleared environment (see Environ) in its
-// own process group, then runs the initialize handshake. Start makes the
-// calling process a child subreaper (see Close). On any failure the
-// process group is already gone when Start returns.
+// own process group, as a tree that Close ends whole (fsops.StartTree),
+// then runs the initialize handshake. On any failure the server and
+// everything it started are already gone when Start returns.
 func Start(name string, s ServerConfig, opts Options) (*Client, error) {
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
@@ -184,7 +182,7 @@ func Start(name string, s ServerConfig, opts Options) (*Client, error) {
 		opts.KillGrace = DefaultKillGrace
 	}
 	c := &Client{name: name, opts: opts, pending: map[int64]chan *message{},
-		done: make(chan struct{}), exited: make(chan struct{}), closed: make(chan struct{}),
+		done: make(chan struct{}), closed: make(chan struct{}),
 		stderrDone: make(chan struct{})}
 	fail := func(op string, err error) error { return &Error{Server: name, Op: op, Err: err} }
 	path, err := lookCommand(s)
@@ -209,19 +207,17 @@ func Start(name string, s ServerConfig, opts Options) (*Client, error) {
 		outW.Close()
 		return nil, fail("start", err)
 	}
-	becomeSubreaper()
 	// Our own pipes, not StdoutPipe: exec.Cmd.Wait would close those under
 	// the reader, losing the server's last words.
 	c.cmd = &exec.Cmd{
-		Path:        path,
-		Args:        append([]string{s.Command}, s.Args...),
-		Env:         Environ(s),
-		Stdin:       inR,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &unix.SysProcAttr{Setpgid: true},
+		Path:   path,
+		Args:   append([]string{s.Command}, s.Args...),
+		Env:    Environ(s),
+		Stdin:  inR,
+		Stdout: outW,
+		Stderr: errW,
 	}
-	err = c.cmd.Start()
+	c.tree, err = fsops.StartTree(c.cmd)
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -231,9 +227,7 @@ func Start(name string, s ServerConfig, opts Options) (*Client, error) {
 		errR.Close()
 		return nil, fail("start", err)
 	}
-	c.pgid = c.cmd.Process.Pid
 	c.stdin, c.stdout, c.stderrR = inW, outR, errR
-	go c.watchExit()
 	go func() {
 		// Drains until every writer is gone or Close closes the pipe.
 		_, _ = io.Copy(&c.stderr, errR)
@@ -248,25 +242,11 @@ func Start(name string, s ServerConfig, opts Options) (*Client, error) {
 	return c, nil
 }
 
-// Pgid is the server's process group id.
-func (c *Client) Pgid() int { return c.pgid }
+// Pgid is the server's process group id (its pid).
+func (c *Client) Pgid() int { return c.tree.Pid() }
 
 // ProtocolVersion is the negotiated protocol version.
 func (c *Client) ProtocolVersion() string { return c.protocol }
-
-// watchExit waits for the server to exit without reaping it (WNOWAIT): the
-// unreaped leader keeps its pid, and so the group id, from being reused
-// until Close has signalled the group.
-func (c *Client) watchExit() {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, c.pgid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	close(c.exited)
-}
 
 func (c *Client) readLoop(r *bufio.Reader) {
 	err := c.read(r)
@@ -342,7 +322,7 @@ func (c *Client) serverGone() error {
 	case <-time.After(200 * time.Millisecond):
 	}
 	select {
-	case <-c.exited:
+	case <-c.tree.Exited():
 		return errors.New("server exited before answering")
 	default:
 	}
@@ -593,21 +573,18 @@ func (c *Client) CallTool(name string, arguments json.RawMessage) (*CallResult, 
 	return out, nil
 }
 
-// Close ends the session and the server's whole process group, on every
-// path: stdin is closed, the group gets SIGTERM, then SIGKILL after the
-// grace period, the server is reaped, and so is every other member of its
-// group that became our child (Start made us a subreaper, so orphaned
-// grandchildren are reparented here). A process that left the group
-// (setsid, setpgid) is beyond reach.
+// Close ends the session and the server's whole tree, on every path:
+// stdin is closed, the server and its process group get SIGTERM, then
+// SIGKILL after the grace period, and then every process the server
+// started, in its group or not (setsid, double fork), is killed and
+// reaped (fsops.ChildTree).
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.stdin.Close()
-		killGroup(c.pgid, c.opts.KillGrace)
-		<-c.exited
-		_ = c.cmd.Wait() // reaps the leader; its exit status is not ours to report
-		waitGroupGone(c.pgid)
-		// Closing our read ends unblocks the reader even if a process that
-		// escaped the group still holds the write ends.
+		c.tree.Stop(c.opts.KillGrace)
+		_ = c.tree.Wait() // its exit status is not ours to report
+		// Closing our read ends unblocks the reader even if a process out
+		// of reach still holds the write ends.
 		c.stdout.Close()
 		c.stderrR.Close()
 		<-c.done

@@ -16,8 +16,6 @@ import (
 
 	"ctx/fsops"
 	"ctx/policy/schema"
-
-	"golang.org/x/sys/unix"
 )
 
 // PathTools serves the ctx tools found through a CTX_PATH: it lists them
@@ -93,8 +91,9 @@ func (p *PathTools) warn(format string, args ...any) {
 // CTX_TOOL_MODE=cli, CTX_AUTHORIZED_OBJECT=<its path> and a fresh
 // CTX_RUN_ID unless p.Env has one. Exit 0 yields its stdout as one text
 // block; any other exit yields isError with its stdout (when any) and its
-// stderr (or the exit status) as text. The whole group is killed when the
-// call times out or ctx is cancelled.
+// stderr (or the exit status) as text. The tool and everything it started
+// end with the call; when the call times out or ctx is cancelled they are
+// killed first.
 func (p *PathTools) Call(ctx context.Context, tool ServedTool, args json.RawMessage) (ToolResult, error) {
 	hit, err := fsops.LookupTool(p.Dirs, tool.Name)
 	if err != nil || (p.Visible != nil && !p.Visible(hit)) {
@@ -172,12 +171,11 @@ func (b *boundedBuffer) String() string {
 	return b.buf.String()
 }
 
-// runBounded runs path with argv in its own process group, captures at
-// most MaxCallOutput bytes of each output stream, and kills the group on
-// timeout or cancellation. status is the exit status, or 128+N for a
-// signal.
+// runBounded runs path with argv as a tree that ends whole with the call
+// (fsops.StartTree), captures at most MaxCallOutput bytes of each output
+// stream, and stops the tree on timeout or cancellation. status is the
+// exit status, or 128+N for a signal.
 func runBounded(ctx context.Context, path string, argv, env []string, timeout time.Duration) (string, string, int, error) {
-	becomeSubreaper()
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return "", "", 0, err
@@ -193,9 +191,8 @@ func runBounded(ctx context.Context, path string, argv, env []string, timeout ti
 		outW.Close()
 		return "", "", 0, err
 	}
-	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Stdin: devnull, Stdout: outW, Stderr: errW,
-		Dir: "", SysProcAttr: &unix.SysProcAttr{Setpgid: true}}
-	err = cmd.Start()
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Stdin: devnull, Stdout: outW, Stderr: errW}
+	tree, err := fsops.StartTree(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -203,38 +200,28 @@ func runBounded(ctx context.Context, path string, argv, env []string, timeout ti
 		errR.Close()
 		return "", "", 0, fmt.Errorf("cannot run %s: %v", filepath.Base(path), err)
 	}
-	pgid := cmd.Process.Pid
 	stdout := &boundedBuffer{max: MaxCallOutput}
 	stderr := &boundedBuffer{max: MaxCallOutput}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _, _ = io.Copy(stdout, outR) }()
 	go func() { defer wg.Done(); _, _ = io.Copy(stderr, errR) }()
-	exited := make(chan struct{})
-	go func() {
-		var info unix.Siginfo
-		for unix.Waitid(unix.P_PID, pgid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
-		}
-		close(exited)
-	}()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var killed error
 	select {
-	case <-exited:
+	case <-tree.Exited():
 	case <-timer.C:
 		killed = fmt.Errorf("timed out after %v", timeout)
 	case <-ctx.Done():
 		killed = fmt.Errorf("cancelled")
 	}
-	// The tool's own group is ended in every case, so nothing it started
-	// outlives the call (the leader is not reaped yet: its pid, and so the
-	// group id, cannot have been reused).
-	killGroup(pgid, DefaultKillGrace)
-	<-exited
-	_ = cmd.Wait()
-	waitGroupGone(pgid)
-	// Every writer is dead unless one escaped the group; read what is left
+	// The tool's tree is ended in every case, so nothing it started
+	// outlives the call: its group gets SIGTERM and a grace period, then
+	// SIGKILL, and so does everything that left the group.
+	tree.Stop(DefaultKillGrace)
+	_ = tree.Wait()
+	// Every writer is dead unless one got out of reach; read what is left
 	// in the pipes, and only then close them to unblock the copies.
 	copied := make(chan struct{})
 	go func() { wg.Wait(); close(copied) }()

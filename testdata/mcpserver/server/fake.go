@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -35,6 +36,8 @@ import (
 //	              first, and of two concurrent tools/call the second first
 //	grandchild    spawns a grandchild in its own process group, then is good
 //	grandcrash    spawns a grandchild, then crashes during tools/call
+//	daemon        leaves a sleeper in a session of its own whose parent
+//	              exited (setsid, double fork), then is good
 //	ignoreterm    ignores SIGTERM and stdin EOF (needs SIGKILL), otherwise good
 //	iserror       tools/call returns isError with text
 //	manytools     lists 1025 tools on one page
@@ -54,6 +57,17 @@ func runFake(mode string) {
 			os.Exit(1)
 		}
 		recordPid("grandchild", cmd.Process.Pid)
+	}
+	if mode == "daemon" {
+		// sh forks setsid(1), which becomes a session leader and execs
+		// sleep; sh prints its pid and exits: the sleeper is an orphan.
+		out, err := exec.Command("/bin/sh", "-c", "setsid sleep 1000 </dev/null >/dev/null 2>&1 & echo $!").Output()
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+		if err != nil || pid <= 0 {
+			fmt.Fprintln(os.Stderr, "cannot start daemon:", err)
+			os.Exit(1)
+		}
+		recordPid("daemon", pid)
 	}
 	if mode == "flood" {
 		chunk := []byte(strings.Repeat("x", 1023) + "\n")
