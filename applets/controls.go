@@ -94,19 +94,12 @@ func checkControls(root fsops.Root) []fsops.Finding {
 		out = append(out, checkControlFiles(root, root.AgentControl(name), "agent", []string{"system.md", "prompt.template.md", "meta.json"})...)
 		out = append(out, fsops.Finding{Status: "ok", Rel: rel, Detail: "controls valid"})
 	}
-	tiers := []string{root.ToolDir(), root.UserToolDir(os.Geteuid())}
-	spaces, _ := filepath.Glob(filepath.Join(root.Path("shared"), "*", "tool"))
-	sort.Strings(spaces)
-	tiers = append(tiers, spaces...)
-	for _, tier := range tiers {
-		hits, _ := fsops.ListTools([]string{tier})
-		for _, h := range hits {
-			findings := checkControlFiles(root, h.ControlDir, "tool", []string{"policy", "schema", "program", "mcp", "cap", "description"})
-			if len(findings) == 0 {
-				findings = append(findings, fsops.Finding{Status: "ok", Rel: root.RelPath(h.ControlDir), Detail: "controls valid"})
-			}
-			out = append(out, findings...)
+	for _, h := range treeTools(root) {
+		findings := checkControlFiles(root, h.ControlDir, "tool", []string{"policy", "schema", "program", "mcp", "cap", "description"})
+		if len(findings) == 0 {
+			findings = append(findings, fsops.Finding{Status: "ok", Rel: root.RelPath(h.ControlDir), Detail: "controls valid"})
 		}
+		out = append(out, findings...)
 	}
 	for _, p := range []string{filepath.Join(root.ToolDir(), "tsh.d", "config"), filepath.Join(root.Home(os.Geteuid()), ".tshrc")} {
 		b, err := fsops.ReadControl(p)
@@ -116,6 +109,34 @@ func checkControls(root fsops.Root) []fsops.Finding {
 		if err := validateControl(root, p, b); err != nil {
 			out = append(out, fsops.Finding{Status: "invalid", Rel: root.RelPath(p), Detail: err.Error()})
 		}
+	}
+	return out
+}
+
+// treeTools lists the tools of every tier the tree holds for the caller:
+// the system tier, the caller's home tier and each shared space's tier.
+func treeTools(root fsops.Root) []fsops.ToolHit {
+	tiers := []string{root.ToolDir(), root.UserToolDir(os.Geteuid())}
+	spaces, _ := filepath.Glob(filepath.Join(root.Path("shared"), "*", "tool"))
+	sort.Strings(spaces)
+	tiers = append(tiers, spaces...)
+	var out []fsops.ToolHit
+	for _, tier := range tiers {
+		hits, _ := fsops.ListTools([]string{tier})
+		out = append(out, hits...)
+	}
+	return out
+}
+
+// checkProgramControls is bootstrap's share of the seed's rule that the
+// program control is "validated by object install, layout inspection, and
+// bootstrap": one invalid finding per tool whose program control is
+// present and not a valid JSON Schema object. Nothing is written; an
+// invalid control only makes its tool ineligible.
+func checkProgramControls(root fsops.Root) []fsops.Finding {
+	var out []fsops.Finding
+	for _, h := range treeTools(root) {
+		out = append(out, checkControlFiles(root, h.ControlDir, "tool", []string{"program"})...)
 	}
 	return out
 }

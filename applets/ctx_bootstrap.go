@@ -51,14 +51,24 @@ func runBootstrap(e *Env, args []string) int {
 			kept++
 		}
 	}
+	// Reported, not repaired: the control is the tool author's claim, so
+	// bootstrap neither rewrites nor removes it (as it never removes what
+	// it did not create); the tool is ineligible until someone fixes it.
+	invalid := checkProgramControls(root)
+	for _, f := range invalid {
+		fmt.Fprintln(e.Stdout, f)
+	}
 	switch {
-	case len(actions) == 0:
+	case len(actions) == 0 && len(invalid) == 0:
 		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s is up to date\n", root.Dir)
 	default:
 		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s: %d change(s)\n", root.Dir, len(actions)-kept)
 	}
 	if kept > 0 {
 		return fail(e, exitFailure, "%d path(s) hold files bootstrap did not create; left unchanged (see ctx doctor)", kept)
+	}
+	if len(invalid) > 0 {
+		return fail(e, exitFailure, "%d program control(s) invalid: the tools are ineligible for programmatic calling; left unchanged (see ctx doctor)", len(invalid))
 	}
 	return exitOK
 }
