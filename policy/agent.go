@@ -1,6 +1,9 @@
 package policy
 
-import "strconv"
+import (
+	"reflect"
+	"strconv"
+)
 
 // Agent is an agent definition parsed from the control files of
 // agent/NAME.d/. Optional controls that were absent hold their defaults, so
@@ -27,6 +30,7 @@ type Agent struct {
 	Mounts   []Mount  // mount control; default none
 	Root     string   // root control: a host directory holding the agent's own root filesystem; default "" (a fresh tmpfs)
 	Cwd      string   // cwd control: the working directory inside the sandbox; default "" (the sandbox's /workspace)
+	Budgets  Budgets  // budgets control; default DefaultBudgets()
 	Policy   *Policy  // policy control
 }
 
@@ -36,7 +40,7 @@ type Agent struct {
 var AgentControlNames = []string{
 	"label", "perm", "uid", "gid", "policy", // required
 	"owner", "groups", "iso", "life", "parent", "env", "path", "tools",
-	"window", "approval", "abi", "model", "mount", "root", "cwd",
+	"window", "approval", "abi", "model", "mount", "root", "cwd", "budgets",
 }
 
 // RequiredControls are the controls an agent cannot be defined without:
@@ -124,10 +128,15 @@ func ParseAgent(name string, controls map[string][]byte) (*Agent, error) {
 			a.Root, err = ParsePathControl(c, data)
 		case "cwd":
 			a.Cwd, err = ParsePathControl(c, data)
+		case "budgets":
+			a.Budgets, err = ParseBudgets(data)
 		}
 		if err != nil {
 			return nil, err
 		}
+	}
+	if a.Budgets == nil {
+		a.Budgets = DefaultBudgets()
 	}
 	if !ownerGiven {
 		a.Owner = a.UID
@@ -177,6 +186,9 @@ func (a *Agent) Controls() map[string][]byte {
 	}
 	if a.Cwd != "" {
 		c["cwd"] = line(a.Cwd)
+	}
+	if a.Budgets != nil && !reflect.DeepEqual(a.Budgets, DefaultBudgets()) {
+		c["budgets"] = FormatBudgets(a.Budgets)
 	}
 	return c
 }

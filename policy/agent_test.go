@@ -39,7 +39,8 @@ func TestParseAgentDefaults(t *testing.T) {
 		Owner: 1000, UID: 1000, GID: 1000, Life: LifeOwned,
 		Path:   []string{"/ctx/tool", "/ctx/home/1000/tool"},
 		Window: Window{Auto: true}, Approval: ApprovalAuto, ABI: ABIArgv,
-		Policy: a.Policy,
+		Budgets: DefaultBudgets(),
+		Policy:  a.Policy,
 	}
 	if !reflect.DeepEqual(a, want) {
 		t.Errorf("got  %+v\nwant %+v", a, want)

@@ -197,3 +197,17 @@ func FuzzParseIdentity(f *testing.F) {
 		}
 	})
 }
+
+func FuzzParseBudgets(f *testing.F) {
+	f.Fuzz(func(t *testing.T, data []byte) {
+		b, err := ParseBudgets(data)
+		if err != nil {
+			checkControlError(t, "budgets", data, err)
+			return
+		}
+		b2, err := ParseBudgets(FormatBudgets(b))
+		if err != nil || !reflect.DeepEqual(b, b2) {
+			t.Fatalf("round trip of %q: %v", FormatBudgets(b), err)
+		}
+	})
+}

@@ -88,6 +88,8 @@ func ValidateControl(class, name string, value []byte) error {
 		_, err = policy.ParsePath(value)
 	case "agent/mount":
 		_, err = policy.ParseMounts(value)
+	case "agent/budgets":
+		_, err = policy.ParseBudgets(value)
 	case "agent/model":
 		_, err = policy.ParseModel(value)
 	case "agent/window":
