@@ -3,6 +3,9 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -59,22 +62,35 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 			return "", conflictf("job %s is leased to worker %s, not %s", job, l.Worker, opt.Worker)
 		}
 	}
-	// A result in the other terminal directory means an earlier finish
-	// with the other status was interrupted: finishing again would give
-	// the job two results. (A result or request in this status's
-	// directory is refused by the renames themselves, which never
-	// replace.)
-	other := Done
-	if st == Done {
-		other = Failed
+	// Every conflict is checked before anything is written: a finish that
+	// wrote its result and then met a foreign request (or a result from an
+	// earlier, interrupted finish) would itself leave the job incomplete.
+	// Only the complete claimed state may be finished.
+	ev, err := q.Inspect(job)
+	if err != nil {
+		return "", err
 	}
-	if ok, err := exists(q.fd[other.dir()], resultName(job)); err != nil || ok {
-		if err != nil {
-			return "", pathErr("stat", q.ResultPath(other, job), err)
-		}
-		return "", conflictf("job %s: an earlier finish was interrupted (%s exists); ctx queue recover completes it", job, q.ResultPath(other, job))
+	if state, why := Classify(ev); state != StateClaimed {
+		return "", conflictf("job %s is %s (%s: %s); nothing written; %s",
+			job, state, why, strings.Join(ev.Paths(), " "), q.nextStep(ev, state))
 	}
+	// A symlink, FIFO or directory at a name finish must create is no
+	// evidence (Classify passes over it) but still blocks the rename.
 	tfd, tdir := q.fd[st.dir()], q.path(string(st))
+	for _, name := range []string{resultName(job), job} {
+		sta, err := lstatAt(tfd, name)
+		if err == unix.ENOENT {
+			continue
+		}
+		if err != nil {
+			return "", pathErr("stat", filepath.Join(tdir, name), err)
+		}
+		return "", conflictf("job %s: %s already exists and is a %s, not queue evidence; nothing written; remove it by hand (%s lists it)",
+			job, filepath.Join(tdir, name), kindOf(&sta), q.command("check"))
+	}
+	// What remains is a race with another process between that check and
+	// these no-replace renames; the renames refuse it, and the message
+	// names the step that takes the job on from where it then stands.
 	tmp, err := writeTemp(tfd, tdir, resultName(job), result, FileMode, "finish")
 	if err != nil {
 		return "", err
@@ -82,7 +98,7 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 	if err := installTemp(tfd, tmp, resultName(job)); err != nil {
 		unix.Unlinkat(tfd, tmp, 0)
 		if err == unix.EEXIST {
-			return "", conflictf("job %s: %s already exists", job, q.ResultPath(st, job))
+			return "", conflictf("job %s: %s appeared meanwhile; nothing written; %s", job, q.ResultPath(st, job), q.nextStepNow(job))
 		}
 		return "", pathErr("rename", q.ResultPath(st, job), err)
 	}
@@ -93,11 +109,11 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 	step("finish.result-synced")
 	if err := moveNoReplace(cj, job, tfd, job); err != nil {
 		if err == unix.EEXIST {
-			err = conflictf("%s already exists", q.TerminalPath(st, job))
+			err = conflictf("%s appeared meanwhile", q.TerminalPath(st, job))
 		} else {
 			err = pathErr("rename", q.ClaimedPath(job)+" -> "+q.TerminalPath(st, job), err)
 		}
-		return "", fmt.Errorf("job %s: result written but request not moved (ctx queue recover completes it): %w", job, err)
+		return "", fmt.Errorf("job %s: result written but request not moved; %s: %w", job, q.nextStepNow(job), err)
 	}
 	step("finish.request-renamed")
 	if err := q.syncAll(cj, q.path("claimed", job), tfd, tdir); err != nil {
@@ -147,7 +163,7 @@ func (q *Queue) openClaim(job string) (cj, lj int, err error) {
 	case StateAbsent:
 		return -1, -1, fmt.Errorf("%w: %s", ErrNotFound, job)
 	case StateInterruptedFinish:
-		return -1, -1, conflictf("job %s: an earlier finish was interrupted (%s); ctx queue recover completes it", job, why)
+		return -1, -1, conflictf("job %s: an earlier finish was interrupted (%s); %s", job, why, q.nextStep(ev, st))
 	}
 	msg := fmt.Sprintf("job %s is not claimed with a lease: it is %s", job, st)
 	if why != "" {
@@ -214,4 +230,56 @@ func (q *Queue) ReadRequest(job string) ([]byte, error) {
 	}
 	defer unix.Close(cj)
 	return readFileAt(cj, job, q.ClaimedPath(job), MaxRequest)
+}
+
+// nextStep says, for a refusal's message, which command takes job on from
+// state: recover where the protocol lets it (with --force when the lease
+// holder cannot be proven gone, as recover itself would demand), the
+// manual's procedure where only a person may decide. Every command it
+// names runs as printed, --root included.
+func (q *Queue) nextStep(ev *Evidence, state State) string {
+	switch state {
+	case StateInterruptedFinish:
+		if holderGone(ev, false) != nil {
+			return "if no worker still runs it, " + q.command("recover", ev.Job, "--force") + " completes it"
+		}
+		return q.command("recover", ev.Job) + " completes it"
+	case StateResidue:
+		return q.command("recover", ev.Job) + " removes the leftovers"
+	case StateUnleasedClaim:
+		return `reconcile by hand (ctx man ctx.shared, "Reconciling an unleased claim")`
+	case StateConflict, StateOrphan:
+		return "compare the evidence (" + q.command("check") + ") and reconcile by hand (ctx man ctx.shared)"
+	}
+	return "see " + q.command("status")
+}
+
+// nextStepNow is nextStep for the evidence on disk now.
+func (q *Queue) nextStepNow(job string) string {
+	ev, err := q.Inspect(job)
+	if err != nil {
+		return "see " + q.command("check")
+	}
+	state, _ := Classify(ev)
+	return q.nextStep(ev, state)
+}
+
+// command renders `ctx queue VERB --root ROOT SPACE ARGS...` for this
+// queue, the root given explicitly so that the command works whatever the
+// reader's CTX_ROOT is.
+func (q *Queue) command(verb string, args ...string) string {
+	root := strings.TrimSuffix(q.Dir, string(filepath.Separator)+filepath.Join("shared", q.Space, "queue"))
+	return strings.Join(append([]string{"ctx queue", verb, "--root", shellWord(root), q.Space}, args...), " ")
+}
+
+// plainWord matches what a POSIX shell reads back as itself.
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./,:@%+=-]+$`)
+
+// shellWord quotes s for a POSIX shell when it needs quoting, so a printed
+// command can be pasted as it is.
+func shellWord(s string) string {
+	if plainWord.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -209,8 +209,12 @@ func TestSymlinkedNames(t *testing.T) {
 			if _, err := q.Finish(J, Failed, []byte("x"), FinishOptions{}); !errors.Is(err, ErrConflict) {
 				t.Fatalf("finish: %v", err)
 			}
-			mustState(t, q, J, StateInterruptedFinish)
-			mustFile(t, qpath(root, "failed", J+ResultSuffix), []byte("x"))
+			// Refused before anything is written: no result beside the
+			// planted name, the claim as it was.
+			mustState(t, q, J, StateClaimed)
+			if _, err := os.Lstat(qpath(root, "failed", J+ResultSuffix)); !os.IsNotExist(err) {
+				t.Fatalf("failed/J.result: %v, want no such file", err)
+			}
 		}},
 		{"queue/log -> file", func(t *testing.T, root string, q *Queue, b bait) {
 			os.Remove(qpath(root, LogName))
