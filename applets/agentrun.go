@@ -46,6 +46,8 @@ type agentRun struct {
 	// uid 0 (still without capabilities, behind seccomp).
 	allowHostRoot bool
 	idmapTree     *os.File // the idmapped workspace for the sandbox, until it starts
+	planOnly      bool     // --plan: nothing is started, no cgroup made
+	budgets       *runBudgets
 }
 
 // closeIDMap drops the host's copy of the idmapped workspace tree.
@@ -167,12 +169,6 @@ func renderSOP(root fsops.Root, name string) []byte {
 	return b
 }
 
-// budgets is /mnt/proc/budgets: the limits the run is held to.
-func budgets() []byte {
-	return []byte("shell_exec_timeout_s=20\nshell_exec_output_bytes=65536\ntool_input_bytes=1048576\n" +
-		"fs_read_bytes=1048576\nfs_list_entries=256\ntmp_bytes=536870912\nhook_timeout_s=5\n")
-}
-
 // writeRunDir writes the files shown read-only at /mnt/proc.
 func (r *agentRun) writeRunDir(policyLines []string) error {
 	if err := os.MkdirAll(filepath.Join(r.runtime, "run"), 0o700); err != nil {
@@ -188,7 +184,7 @@ func (r *agentRun) writeRunDir(policyLines []string) error {
 	for name, data := range map[string][]byte{
 		"identity": id.Format(),
 		"policy":   []byte(strings.Join(policyLines, "\n") + "\n"),
-		"budgets":  budgets(),
+		"budgets":  r.budgetsText(),
 		"audit":    nil,
 	} {
 		// Runtime files of one run, removed at its end: no fsync needed.
@@ -228,6 +224,9 @@ func (r *agentRun) collectExecutables() {
 func (r *agentRun) recordEvent(ev fsops.Event) {
 	ev.Agent, ev.Session, ev.Run = r.agent.Name, r.session, r.runID
 	line := ev.Line()
+	if !r.allowEvent(ev, len(line)) {
+		return
+	}
 	files := []string{r.sess.Events, filepath.Join(r.root.AgentControl(r.agent.Name), "log")}
 	if ev.Type == "tool.call" {
 		if log, ok := r.toolLogs[strings.TrimPrefix(ev.Object, "tool/")]; ok {

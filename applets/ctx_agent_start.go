@@ -48,8 +48,9 @@ func runAgentStart(e *Env, args []string) int {
 	if !ok {
 		return code
 	}
-	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot}
+	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan}
 	defer r.closeIDMap()
+	defer r.endBudgets()
 	if code, ok := r.prepare(e, session, cwd, mounts, f.Command); !ok {
 		return code
 	}
@@ -148,6 +149,7 @@ func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, co
 		return fail(e, exitUnavailable, "agent %s home: %v", a.Name, err), false
 	}
 	r.runID = fsops.NewRunID()
+	r.startBudgets(r.planOnly)
 	r.sess, err = r.root.EnsureSession(int(a.UID), a.Name, session, policy.SandboxWorkspace, cwd)
 	if err != nil {
 		return fail(e, exitUnavailable, "session %s: %v", session, err), false
@@ -204,6 +206,7 @@ func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, co
 		RootDir: r.root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(), Etc: hostEtc(),
 		Workspace: cwd, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: tools, Shared: shared,
 		ProcDir: r.runDir, SkillsDir: skills, SOP: renderSOP(r.root, a.Name), Network: network,
+		Budgets: r.budgets.limits, Cgroup: r.budgets.cgroup != nil,
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
 	}
 	if r.plan, err = policy.BuildPlan(in); err != nil {
@@ -329,7 +332,17 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
+	stopWatch := make(chan struct{})
 	started := func(pid int) {
+		// Into the run's cgroup before the plan goes: the init waits for
+		// the plan, so every process of the run is born inside.
+		if cg := r.budgets.cgroup; cg != nil {
+			if err := cg.Add(pid); err != nil {
+				fmt.Fprintf(e.Stderr, "ctx agent: %s: run cgroup: %v; ending the run\n", r.agent.Name, err)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+		go r.watchBudgets(stopWatch, func() { r.killRun(pid) })
 		if sandbox != nil {
 			sandbox.SendPlan()
 		}
@@ -358,6 +371,8 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		}
 	}
 	runcap.CloseChild()
+	close(stopWatch)
+	r.endBudgets()
 	// Every holder of the run capability is gone with the sandbox; wait
 	// for the last events before recording the stop.
 	select {

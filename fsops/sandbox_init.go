@@ -496,6 +496,10 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 			exe = lookPath(exe, plan.Env)
 		}
 	}
+	if err := applyLimits(plan.Limits); err != nil {
+		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
+		return 69
+	}
 	if err := applyWalls(plan, exe); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
 		return 69

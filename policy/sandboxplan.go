@@ -115,6 +115,13 @@ type Plan struct {
 	ExecPaths []string     `json:"exec_paths,omitempty"`
 	DenyTCP   bool         `json:"deny_tcp"`
 	IDMap     *IDMap       `json:"idmap,omitempty"`
+
+	// Limits are the per-process resource limits the init sets before it
+	// starts the program (every process of the run inherits them), by
+	// name: cpu, data, fsize, nofile, nproc, core. A value is the soft
+	// limit; cpu's hard limit is a few seconds more, so SIGXCPU comes
+	// first.
+	Limits map[string]uint64 `json:"limits,omitempty"`
 }
 
 // Validate checks the plan's own consistency: absolute clean targets
@@ -229,6 +236,11 @@ type PlanInput struct {
 	SkillsDir      string // host directory shown at /mnt/skills, or ""
 	SOP            []byte // /mnt/SOP
 	Network        bool   // network:default connect is granted
+	// Budgets are the run's limits; Cgroup says the run's cgroup holds
+	// memory_bytes and pids (then no per-process data or process limit is
+	// set: the cgroup counts the run as a whole, and reports each refusal).
+	Budgets Budgets
+	Cgroup  bool
 
 	Cwd  string // inside; default /workspace
 	Env  []string
@@ -240,7 +252,6 @@ type PlanInput struct {
 const (
 	SandboxWorkspace = "/workspace"
 	SandboxMnt       = "/mnt"
-	tmpSize          = "512m"
 )
 
 // devNodes are the device files the sandbox's /dev holds.
@@ -328,7 +339,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	for _, p := range procReadOnly {
 		add(Op{Kind: OpProtect, Target: p, Why: "/proc read-only"})
 	}
-	add(Op{Kind: OpTmpfs, Target: "/tmp", Mode: 0o1777, Size: tmpSize, NoExec: !canExec, Why: "/tmp"})
+	add(Op{Kind: OpTmpfs, Target: "/tmp", Mode: 0o1777, Size: tmpfsSize(in.Budgets), NoExec: !canExec, Why: "/tmp"})
 	access = append(access, AccessRule{Path: "/tmp", Write: true, Exec: canExec})
 
 	// /ctx: a read-only skeleton holding the binary, the agent's own
@@ -463,6 +474,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		// would break servers on the sandbox's own loopback.
 		DenyTCP: false,
 		IDMap:   in.WorkspaceIDMap,
+		Limits:  processLimits(in.Budgets, in.Cgroup),
 	}
 	if !canExec {
 		p.ExecPaths = execPaths
@@ -487,6 +499,39 @@ func WritableBind(a *Agent, op Op) Op {
 		op.NoExec = true
 	}
 	return op
+}
+
+// tmpfsSize is /tmp's size option: tmp_bytes (a tmpfs needs a size; an
+// unlimited budget gets the kernel's default, half of RAM).
+func tmpfsSize(b Budgets) string {
+	if b == nil {
+		b = DefaultBudgets()
+	}
+	v := b.Get("tmp_bytes")
+	if v == Unlimited {
+		return ""
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// processLimits are the rlimits every process of the run starts with:
+// CPU seconds, file size, open files, no core dumps, and, when no cgroup
+// holds the run, the data segment and the processes of the agent's uid.
+func processLimits(b Budgets, cgroup bool) map[string]uint64 {
+	if b == nil {
+		b = DefaultBudgets()
+	}
+	l := map[string]uint64{
+		"cpu":    b.Get("cpu_s"),
+		"fsize":  b.Get("file_bytes"),
+		"nofile": b.Get("open_files"),
+		"core":   0,
+	}
+	if !cgroup {
+		l["data"] = b.Get("memory_bytes")
+		l["nproc"] = b.Get("pids")
+	}
+	return l
 }
 
 func hostname(a *Agent) string { return "ctx-" + a.Name }
