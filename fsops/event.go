@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -41,23 +42,46 @@ func Timestamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02T15:04:05.000Z")
 }
 
-// Line encodes ev as one JSON line ending in a newline, filling TS when empty
-// and shortening Detail if the line would exceed the append limit.
+// Line encodes ev as one JSON line ending in a newline, filling TS when empty.
+// A line that would exceed the append limit is shortened, Detail first, then
+// whichever field is longest, each cut in half (at a UTF-8 boundary) and
+// marked with "…", until it fits: every field of an event is bounded, and
+// the loop ends on any input because each round makes a field shorter.
 func (ev Event) Line() []byte {
 	if ev.TS == "" {
 		ev.TS = Timestamp(time.Now())
 	}
 	for {
 		b, _ := json.Marshal(ev)
-		if len(b) < maxEventLine || ev.Detail == "" {
+		if len(b) < maxEventLine {
 			return append(b, '\n')
 		}
-		cut := len(ev.Detail) - (len(b) - maxEventLine) - 16
-		if cut < 0 {
-			cut = 0
+		field := &ev.Detail
+		if len(ev.Detail) < 64 {
+			for _, f := range []*string{&ev.Type, &ev.Agent, &ev.Session, &ev.Object, &ev.Status, &ev.Run, &ev.Errno, &ev.Layer, &ev.Worker, &ev.TS, &ev.Detail} {
+				if len(*f) > len(*field) {
+					field = f
+				}
+			}
 		}
-		ev.Detail = ev.Detail[:cut] + "…"
+		if len(*field) == 0 {
+			return append(b, '\n') // nothing left to cut (cannot happen: the fixed part is small)
+		}
+		*field = halve(*field)
 	}
+}
+
+// halve returns the first half of s, cut at a UTF-8 boundary, marked "…"
+// when that keeps it shorter than s.
+func halve(s string) string {
+	n := len(s) / 2
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	if n+len("…") < len(s) {
+		return s[:n] + "…"
+	}
+	return s[:n]
 }
 
 // AppendEvent appends ev to the JSONL file at path with one write(2) of one

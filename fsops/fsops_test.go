@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func TestReadRegular(t *testing.T) {
@@ -253,6 +254,33 @@ func TestUnescapeMountinfo(t *testing.T) {
 	for in, want := range map[string]string{`/a\040b`: "/a b", `/plain`: "/plain", `/x\134y`: `/x\y`, `/bad\9`: `/bad\9`} {
 		if got := unescapeMountinfo(in); got != want {
 			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestEventLineAnyLongField: any field may be long (a 5 KB status made the old
+// line builder loop forever); the line still ends, fits one append and
+// stays valid JSON.
+func TestEventLineAnyLongField(t *testing.T) {
+	long := strings.Repeat("\x01é", 3000)
+	for _, ev := range []Event{
+		{Type: "tool.call", Status: strings.Repeat("x", 5000)},
+		{Type: long, Agent: long, Session: long, Object: long, Status: long, Run: long, Errno: long, Layer: long, Worker: long, Detail: long},
+		{Type: "tool.call", Detail: long},
+	} {
+		done := make(chan []byte, 1)
+		go func() { done <- ev.Line() }()
+		select {
+		case line := <-done:
+			if len(line) > maxEventLine {
+				t.Errorf("line of %d bytes", len(line))
+			}
+			var back map[string]any
+			if err := json.Unmarshal(line, &back); err != nil {
+				t.Errorf("not JSON: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("Event.Line did not return")
 		}
 	}
 }
