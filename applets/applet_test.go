@@ -125,3 +125,36 @@ func TestManualSandboxListsEveryWall(t *testing.T) {
 		}
 	}
 }
+
+// TestManualAgentListsEveryBudget keeps the BUDGETS table of `ctx man
+// agent` in step with policy.BudgetKeys: every key, with its default.
+func TestManualAgentListsEveryBudget(t *testing.T) {
+	page, ok := manual.Read("ctx.agent.md")
+	if !ok {
+		t.Fatal("no ctx.agent.md")
+	}
+	lines := strings.Split(string(page), "\n")
+	for _, k := range policy.BudgetKeys {
+		want := policy.FormatBudgetValue(k.Default)
+		if k.Bytes {
+			for _, u := range []struct {
+				suffix string
+				size   uint64
+			}{{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}} {
+				if k.Default%u.size == 0 {
+					want = policy.FormatBudgetValue(k.Default/u.size) + u.suffix
+					break
+				}
+			}
+		}
+		found := false
+		for _, l := range lines {
+			if f := strings.Fields(l); len(f) >= 2 && f[0] == k.Name && f[1] == want {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("ctx man agent has no line %q with default %s", k.Name, want)
+		}
+	}
+}
