@@ -2,6 +2,8 @@ package authority
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -63,4 +65,26 @@ func Report(getenv func(string) string, ev fsops.Event) bool {
 	var b [1]byte
 	unix.Read(pair[0], b[:])
 	return true
+}
+
+// RecordToolCall records one tool.call event, the one every call (allowed,
+// denied or failed) leaves, wherever it was decided: a tool recording its
+// own call, or tsh recording a refusal made before the tool ran. The
+// agent, session and run come from the environment (the run host
+// overwrites them with what it knows). Inside a run the event goes to the
+// run host, which writes the session, the agent's log and the tool's log;
+// a process with no run capability appends it to the log in controlDir
+// (tool/NAME.d/log) beside the executable. The error says why it could
+// not be appended; the caller warns, and the call's outcome stands.
+func RecordToolCall(getenv func(string) string, controlDir string, ev fsops.Event) error {
+	ev.Type = "tool.call"
+	ev.Agent = getenv("CTX_AGENT")
+	ev.Session = getenv("CTX_SESSION")
+	ev.Run = getenv("CTX_RUN_ID")
+	uid := os.Getuid()
+	ev.UID = &uid
+	if Report(getenv, ev) || controlDir == "" {
+		return nil
+	}
+	return fsops.AppendEvent(filepath.Join(controlDir, "log"), ev)
 }

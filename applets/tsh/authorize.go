@@ -18,9 +18,9 @@ var authorize = authorizeExec
 // authorizeExec runs the full authority check of DESIGN §6 for executing
 // hit in the current agent context: Linux mode and owner, mount visibility
 // and noexec, the agent's perm ceiling, agent policy, tool policy. It
-// returns the errno name and the layer that refused, or ok. A refusal is
-// reported to the run host as a denied tool.call, since the tool itself
-// never runs to report it.
+// returns the errno name and the layer that refused, or ok. It only
+// decides: runTool records the refusal (see refused), so that a test's
+// allowing check and the real one leave the same audit trail.
 //
 // Inside a sandbox the agent's authority is read from /ctx, the read-only
 // tree, whatever --root or CTX_ROOT say; elsewhere from tsh's own root.
@@ -31,13 +31,13 @@ var authorize = authorizeExec
 func authorizeExec(e *Env, root fsops.Root, hit fsops.ToolHit) (errno string, layer string, ok bool) {
 	c, err := caller(e, root)
 	if err != nil {
-		return deny(e, hit, "EACCES", "agent-context")
+		return "EACCES", "agent-context", false
 	}
 	d := c.CheckTrustedHit(hit)
 	if d.Allowed {
 		return "", "", true
 	}
-	return deny(e, hit, unix.ErrnoName(d.Errno), string(d.Layer))
+	return unix.ErrnoName(d.Errno), string(d.Layer), false
 }
 
 // caller establishes the agent context tsh runs in. Inside a sandbox the
@@ -58,10 +58,20 @@ func caller(e *Env, root fsops.Root) (authority.Caller, error) {
 	return authority.Caller{Context: ctx, Agent: a, Root: root}, nil
 }
 
-func deny(e *Env, hit fsops.ToolHit, errno, layer string) (string, string, bool) {
-	exit := 13
-	uid := os.Getuid()
-	authority.Report(e.Getenv, fsops.Event{Type: "tool.call", Object: "tool/" + hit.Name, Status: "denied",
-		Errno: errno, Layer: layer, Exit: &exit, UID: &uid, Detail: "refused by tsh before execution"})
-	return errno, layer, false
+// refused records a call tsh ended before the tool ran, as the one
+// tool.call event every call leaves (the tool never runs to record it):
+// status denied for a refusal (exit 13, or 69 without an agent context),
+// error for a tool that could not be started (126). It goes where a tool's
+// own event would: to the run host, else to the tool's log.
+func (sh *Shell) refused(hit fsops.ToolHit, status, errno, layer string, exit int, detail string) {
+	ev := fsops.Event{Object: "tool/" + hit.Name, Status: status, Errno: errno, Layer: layer, Exit: &exit, Detail: detail}
+	// A tool without its control directory has no log to append to, the
+	// same as when it records its own call.
+	dir := hit.ControlDir
+	if st, err := os.Lstat(dir); err != nil || !st.IsDir() {
+		dir = ""
+	}
+	if err := authority.RecordToolCall(sh.env.Getenv, dir, ev); err != nil {
+		sh.errorf("warning: event not logged: %v", err)
+	}
 }

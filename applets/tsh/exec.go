@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
+	"ctx/policy"
 )
 
 // cachedTool is what the path cache holds for a name: the lookup hit and
@@ -85,12 +86,22 @@ func (sh *Shell) runTool(name string, args []string) int {
 	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
 		return sh.printToolHelp(hit)
 	}
-	if !agentContext(sh.env) {
+	// A context that is there but cannot be established (an unreadable
+	// identity, a partial agent environment) refuses, naming why: tsh
+	// never falls back to a person's view.
+	switch ctx, err := detectContext(sh.env); {
+	case err != nil:
+		sh.errorf("cannot execute %s: EACCES (agent-context): %v", name, err)
+		sh.refused(hit, "denied", "EACCES", "agent-context", exitDenied, "refused by tsh: no valid agent context")
+		return exitDenied
+	case ctx.Source == policy.ContextNone:
 		sh.errorf("cannot execute %s: no agent context; run it inside an agent sandbox (ctx agent start) or join one with ctx agent attach AGENT", name)
+		sh.refused(hit, "denied", "EACCES", "agent-context", exitUnavailable, "refused by tsh: no agent context")
 		return exitUnavailable
 	}
 	if errno, layer, ok := authorize(sh.env, sh.root, hit); !ok {
 		sh.errorf("cannot execute %s: %s (%s)", name, errno, layer)
+		sh.refused(hit, "denied", errno, layer, exitDenied, "refused by tsh before execution")
 		return exitDenied
 	}
 	if sh.interactive && len(args) == 0 && needsInput[name] && isTerminal(sh.env.Stdin) {
@@ -113,6 +124,7 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 	fd, err := unix.Open(hit.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		sh.errorf("cannot execute %s: open %s: %s", hit.Name, hit.Path, errnoName(err))
+		sh.refused(hit, "error", eventErrno(err), "", exitNotExec, "tsh could not open the tool")
 		return exitNotExec
 	}
 	exe := os.NewFile(uintptr(fd), hit.Path)
@@ -120,11 +132,13 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		sh.errorf("cannot execute %s: stat %s: %s", hit.Name, hit.Path, errnoName(err))
+		sh.refused(hit, "error", eventErrno(err), "", exitNotExec, "tsh could not stat the tool")
 		return exitNotExec
 	}
 	want, _ := hit.Info.Sys().(*syscall.Stat_t)
 	if want == nil || st.Dev != want.Dev || st.Ino != want.Ino || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
 		sh.errorf("cannot execute %s: %s changed after lookup", hit.Name, hit.Path)
+		sh.refused(hit, "error", "ESTALE", "", exitNotExec, "the tool changed after the authority check")
 		return exitNotExec
 	}
 
@@ -174,6 +188,7 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 		} else {
 			sh.errorf("cannot execute %s: %s", hit.Name, errnoName(err))
 		}
+		sh.refused(hit, "error", eventErrno(err), "", exitNotExec, "tsh could not start the tool")
 		return exitNotExec
 	}
 	err = cmd.Wait()
@@ -277,6 +292,18 @@ func errnoName(err error) string {
 		}
 	}
 	return err.Error()
+}
+
+// eventErrno is the errno name of err for an event's errno field, which
+// holds names only: EIO when err carries no errno.
+func eventErrno(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		if name := unix.ErrnoName(errno); name != "" {
+			return name
+		}
+	}
+	return "EIO"
 }
 
 // isTerminal reports whether r is a file open on a terminal.
