@@ -57,8 +57,9 @@ func runShared(e *Env, args []string) int {
 // agent's uid/gid against the mode of shared/SPACE, its visibility (and
 // writability) in the agent's mount view, then `allow SUBJECT shared:SPACE
 // PERM` in agent/AGENT.d/policy. A context that cannot be established — an
-// unreadable identity, an unknown agent, or CTX_AGENT set without the rest
-// of an agent environment — refuses rather than runs unchecked.
+// unreadable identity, an unknown agent, or a partial agent environment
+// (policy.DetectContext names the missing variables) — refuses rather than
+// runs unchecked.
 func authorizeShared(e *Env, root fsops.Root, space, perm string) int {
 	deny := func(layer, reason string) int {
 		return fail(e, exitDenied, "shared:%s %s: permission denied (%s): %s", space, perm, layer, ptyterm.Escape(reason))
@@ -68,9 +69,6 @@ func authorizeShared(e *Env, root fsops.Root, space, perm string) int {
 		return deny("agent-context", err.Error())
 	}
 	if !c.InAgent() {
-		if e.Getenv("CTX_AGENT") != "" {
-			return deny("agent-context", "CTX_AGENT is set without CTX_SESSION and CTX_RUN_ID")
-		}
 		return exitOK
 	}
 	p, err := policy.ParsePermission(policy.ClassShared, perm)

@@ -243,6 +243,12 @@ func ctxmcpServe(e *Env, args []string) int {
 	if _, code, ok := parseArgs(e, f, args, 0, 0); !ok {
 		return code
 	}
+	// A context that cannot be established (a partial agent environment,
+	// an unreadable identity) refuses here, once, rather than serving an
+	// empty or a person's tool list.
+	if _, err := authority.Context(e.Getenv); err != nil {
+		return fail(e, exitDenied, "permission denied (agent-context): %s", ptyterm.Escape(err.Error()))
+	}
 	if agent == "" {
 		agent = e.Getenv("CTX_AGENT")
 	}

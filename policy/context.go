@@ -2,6 +2,7 @@ package policy
 
 import (
 	"bytes"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -151,7 +152,15 @@ func (c AgentContext) Strong() bool { return c.Source == ContextSandbox }
 // environment is ignored entirely; a present but malformed identity is an
 // error, never a fall back to the environment. Otherwise the context comes
 // from CTX_AGENT, CTX_SESSION and CTX_RUN_ID when all three are set (each
-// must then be a valid name); with fewer of them there is no context.
+// must then be a valid name); with none of them there is no context.
+//
+// CTX_AGENT or CTX_SESSION without all three is an error naming the
+// missing ones, for every caller alike: ctx agent start always sets all
+// three, so a partial set is a broken or tampered environment, and
+// treating it as "no agent" would make the same process an agent to one
+// applet and a person to another. CTX_RUN_ID alone claims no agent: it is
+// the run id a runtime gives a person's native tool call for its frames
+// (ctx man ctx.tool), so it alone is no context.
 func DetectContext(identity []byte, getenv func(string) string) (AgentContext, error) {
 	if identity != nil {
 		id, err := ParseIdentity(identity)
@@ -162,11 +171,20 @@ func DetectContext(identity []byte, getenv func(string) string) (AgentContext, e
 	}
 	vars := [3]string{"CTX_AGENT", "CTX_SESSION", "CTX_RUN_ID"}
 	var vals [3]string
+	var set, missing []string
 	for i, k := range vars {
 		vals[i] = getenv(k)
 		if vals[i] == "" {
-			return AgentContext{Source: ContextNone}, nil
+			missing = append(missing, k)
+		} else {
+			set = append(set, k)
 		}
+	}
+	switch {
+	case vals[0] == "" && vals[1] == "":
+		return AgentContext{Source: ContextNone}, nil
+	case len(missing) > 0:
+		return AgentContext{}, &PartialContextError{Set: set, Missing: missing}
 	}
 	for i, k := range vars {
 		if err := ValidName(vals[i]); err != nil {
@@ -174,4 +192,19 @@ func DetectContext(identity []byte, getenv func(string) string) (AgentContext, e
 		}
 	}
 	return AgentContext{Source: ContextEnvironment, Agent: vals[0], Session: vals[1], Run: vals[2]}, nil
+}
+
+// PartialContextError is a partial agent environment: some of CTX_AGENT,
+// CTX_SESSION and CTX_RUN_ID set, the others not.
+type PartialContextError struct {
+	Set, Missing []string
+}
+
+func (e *PartialContextError) Error() string {
+	verb := "is"
+	if len(e.Missing) > 1 {
+		verb = "are"
+	}
+	return fmt.Sprintf("partial agent environment: %s %s not set (with %s set); an agent context needs CTX_AGENT, CTX_SESSION and CTX_RUN_ID together",
+		strings.Join(e.Missing, " and "), verb, strings.Join(e.Set, " and "))
 }

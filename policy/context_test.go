@@ -93,18 +93,39 @@ func TestDetectContext(t *testing.T) {
 	if err != nil || c.Source != ContextEnvironment || c.Strong() || c.Agent != "coder" || c.Session != "s" || c.Run != "ctx-1" || c.Identity != nil {
 		t.Errorf("environment: %+v %v", c, err)
 	}
-	// Missing any of the three: no context.
+	// None of the three, only empty values, or only the run id a runtime
+	// gives a person's native call: no context.
 	for _, getenv := range []func(string) string{
 		env(),
-		env("CTX_AGENT", "coder"),
-		env("CTX_AGENT", "coder", "CTX_SESSION", "s"),
-		env("CTX_SESSION", "s", "CTX_RUN_ID", "r"),
-		env("CTX_AGENT", "", "CTX_SESSION", "s", "CTX_RUN_ID", "r"),
+		env("CTX_AGENT", "", "CTX_SESSION", "", "CTX_RUN_ID", ""),
+		env("CTX_RUN_ID", "r1"),
 	} {
 		c, err := DetectContext(nil, getenv)
 		if err != nil || !reflect.DeepEqual(c, AgentContext{Source: ContextNone}) {
-			t.Errorf("partial environment: %+v %v", c, err)
+			t.Errorf("no environment: %+v %v", c, err)
 		}
+	}
+	// Some but not all: fail closed, naming exactly the missing ones.
+	for _, tc := range []struct {
+		getenv func(string) string
+		want   string
+	}{
+		{env("CTX_AGENT", "coder"), "CTX_SESSION and CTX_RUN_ID are not set (with CTX_AGENT set)"},
+		{env("CTX_AGENT", "coder", "CTX_SESSION", "s"), "CTX_RUN_ID is not set (with CTX_AGENT and CTX_SESSION set)"},
+		{env("CTX_SESSION", "s", "CTX_RUN_ID", "r"), "CTX_AGENT is not set (with CTX_SESSION and CTX_RUN_ID set)"},
+		{env("CTX_AGENT", "", "CTX_SESSION", "s", "CTX_RUN_ID", "r"), "CTX_AGENT is not set"},
+		{env("CTX_SESSION", "s"), "CTX_AGENT and CTX_RUN_ID are not set (with CTX_SESSION set)"},
+	} {
+		c, err := DetectContext(nil, tc.getenv)
+		var pe *PartialContextError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), "partial agent environment: "+tc.want) || c.Source != "" {
+			t.Errorf("partial environment: %+v %v, want an error containing %q", c, err, tc.want)
+		}
+	}
+	// The identity file of a sandbox makes the environment irrelevant,
+	// partial or not.
+	if c, err := DetectContext([]byte(goodIdentity), env("CTX_AGENT", "x")); err != nil || c.Source != ContextSandbox {
+		t.Errorf("sandbox with a partial environment: %+v %v", c, err)
 	}
 	// Set but invalid: an error naming the variable.
 	_, err = DetectContext(nil, env("CTX_AGENT", "../etc", "CTX_SESSION", "s", "CTX_RUN_ID", "r"))
