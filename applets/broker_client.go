@@ -1,0 +1,148 @@
+package applets
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// brokeredCall is how a tool applet started inside a sandbox runs: it asks
+// the run host (fsops.BrokerSocket, found by path) to run the call, passing
+// its standard descriptors, and exits with the status the host answers. The
+// host decides, has the sandbox's init execute the tool, and records the
+// call. It reports false when there is nothing to ask: outside a sandbox,
+// in the process the init started for the call (BrokeredEnv), or in a run
+// without a broker.
+func brokeredCall(e *Env, tool string, args []string) (int, bool) {
+	if e.Getenv(fsops.BrokeredEnv) != "" {
+		return 0, false
+	}
+	if _, err := os.Stat(policy.IdentityPath); err != nil {
+		return 0, false
+	}
+	conn, err := fsops.DialBroker(fsops.BrokerSocket)
+	if err != nil {
+		if os.IsNotExist(err) || err == unix.ENOENT {
+			return 0, false // a run without a broker
+		}
+		return fail(e, exitUnavailable, "the run host cannot be reached at %s: %v", fsops.BrokerSocket, err), true
+	}
+	defer unix.Close(conn)
+
+	fds, relay, err := standardDescriptors(e)
+	if err != nil {
+		return fail(e, exitInternal, "%v", err), true
+	}
+	cwd, _ := os.Getwd()
+	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: os.Environ(), Cwd: cwd}
+	err = fsops.SendBrokerMessage(conn, req, fds)
+	relay.closeChildEnds()
+	if err != nil {
+		return fail(e, exitUnavailable, "the run host did not take the call: %v", err), true
+	}
+
+	// SIGINT or SIGTERM while the host runs the call: closing the
+	// connection cancels it there, the whole process tree of the tool.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	answer := make(chan fsops.BrokerReply, 1)
+	go func() {
+		var reply fsops.BrokerReply
+		if _, err := fsops.RecvBrokerMessage(conn, &reply, 0); err != nil {
+			reply = fsops.BrokerReply{Exit: exitUnavailable, Error: "the run host went away: " + err.Error()}
+		}
+		answer <- reply
+	}()
+	select {
+	case reply := <-answer:
+		relay.wait()
+		if reply.Error != "" {
+			fmt.Fprintf(e.Stderr, "%s\n", ptyterm.Escape(reply.Error))
+		}
+		return reply.Exit, true
+	case sig := <-sigs:
+		unix.Shutdown(conn, unix.SHUT_RDWR)
+		return 128 + int(sig.(syscall.Signal)), true
+	}
+}
+
+// descriptorRelay copies between the caller's streams and pipes when a
+// stream is not a file (tsh running a tool in its own process with its
+// output captured).
+type descriptorRelay struct {
+	child []*os.File // pipe ends passed to the tool
+	wg    sync.WaitGroup
+}
+
+func (r *descriptorRelay) closeChildEnds() {
+	for _, f := range r.child {
+		f.Close()
+	}
+}
+
+func (r *descriptorRelay) wait() { r.wg.Wait() }
+
+// standardDescriptors returns the descriptors to pass as the tool's 0, 1
+// and 2: the streams' own when they are files, else pipes relayed here.
+func standardDescriptors(e *Env) ([]int, *descriptorRelay, error) {
+	relay := &descriptorRelay{}
+	fds := make([]int, 3)
+	streams := []any{e.Stdin, e.Stdout, e.Stderr}
+	for i, s := range streams {
+		if f, ok := s.(*os.File); ok {
+			fds[i] = int(f.Fd())
+			continue
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		if i == 0 {
+			fds[i] = int(r.Fd())
+			relay.child = append(relay.child, r)
+			go func(src io.Reader) {
+				if src != nil {
+					io.Copy(w, src)
+				}
+				w.Close()
+			}(e.Stdin)
+			continue
+		}
+		fds[i] = int(w.Fd())
+		relay.child = append(relay.child, w)
+		relay.wg.Add(1)
+		go func(dst io.Writer) {
+			defer relay.wg.Done()
+			io.Copy(dst, r)
+			r.Close()
+		}(s.(io.Writer))
+	}
+	return fds, relay, nil
+}
+
+// reportBrokeredCall tells the run host what only the tool knows about the
+// call it brokered (errno, layer, detail). Best effort: the host records the
+// call either way.
+func reportBrokeredCall(token string, ev fsops.Event) {
+	conn, err := fsops.DialBroker(fsops.BrokerSocket)
+	if err != nil {
+		return
+	}
+	defer unix.Close(conn)
+	req := fsops.BrokerRequest{Report: &fsops.BrokerReport{Token: token, Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail}}
+	if fsops.SendBrokerMessage(conn, req, nil) != nil {
+		return
+	}
+	var reply fsops.BrokerReply
+	fsops.RecvBrokerMessage(conn, &reply, 0)
+}

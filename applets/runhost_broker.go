@@ -1,0 +1,354 @@
+package applets
+
+import (
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// maxBrokerCalls bounds the calls one run may have in flight at once.
+const maxBrokerCalls = 64
+
+// cancelWait bounds how long a cancelled call waits for the init's report
+// that its process group is gone.
+const cancelWait = 5 * time.Second
+
+// broker is the run host's side of the tool broker (fsops/broker.go): it
+// accepts calls on the socket /mnt/proc shows, decides each against the
+// tree as it is on disk at that moment, has the sandbox's init run it, and
+// records it. The init's side is fsops/sandbox_broker.go.
+type broker struct {
+	r      *agentRun
+	listen int
+	host   *os.File // the host's end of the order channel
+	init   *os.File // the init's end, until the sandbox has it
+
+	mu      sync.Mutex
+	nextID  uint64
+	waiting map[uint64]chan fsops.BrokerOrder
+	reports map[string]*fsops.BrokerReport // call token -> what the tool reported
+	slots   chan struct{}
+	static  []string // /mnt/proc/policy lines that are not about tools
+}
+
+// startBroker binds the broker socket in the run directory and makes the
+// order channel. Without it (a path too long for a socket, an old kernel)
+// the run goes on with tools executing in the caller's process, and
+// /mnt/proc/policy says so.
+func (r *agentRun) startBroker(static []string) error {
+	path := filepath.Join(r.runDir, fsops.BrokerSocketName)
+	if len(path) >= 108 {
+		return fmt.Errorf("%s: too long for a socket path", path)
+	}
+	fd, err := fsops.ListenBroker(path)
+	if err != nil {
+		return err
+	}
+	host, init, err := fsops.NewBrokerChannel()
+	if err != nil {
+		unix.Close(fd)
+		return err
+	}
+	r.broker = &broker{r: r, listen: fd, host: host, init: init,
+		waiting: map[uint64]chan fsops.BrokerOrder{}, reports: map[string]*fsops.BrokerReport{}, slots: make(chan struct{}, maxBrokerCalls), static: static}
+	go r.broker.readInit()
+	go r.broker.serve()
+	return nil
+}
+
+// closeBroker stops accepting calls and closes the order channel.
+func (r *agentRun) closeBroker() {
+	if b := r.broker; b != nil {
+		unix.Shutdown(b.listen, unix.SHUT_RDWR)
+		unix.Close(b.listen)
+		b.host.Close()
+		if b.init != nil {
+			b.init.Close()
+		}
+	}
+}
+
+// sandboxStarted drops the host's copy of the init's end.
+func (b *broker) sandboxStarted() {
+	if b.init != nil {
+		b.init.Close()
+		b.init = nil
+	}
+}
+
+func (b *broker) serve() {
+	for {
+		conn, _, err := unix.Accept4(b.listen, unix.SOCK_CLOEXEC)
+		if err == unix.EINTR || err == unix.ECONNABORTED {
+			continue
+		}
+		if err != nil {
+			return
+		}
+		select {
+		case b.slots <- struct{}{}:
+			go func() {
+				defer func() { <-b.slots }()
+				b.handle(conn)
+			}()
+		default:
+			fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUnavailable, Error: "too many tool calls in flight"}, nil)
+			unix.Close(conn)
+		}
+	}
+}
+
+// readInit dispatches the init's exit reports to the calls waiting.
+func (b *broker) readInit() {
+	for {
+		var o fsops.BrokerOrder
+		files, err := fsops.RecvBrokerMessage(int(b.host.Fd()), &o, 0)
+		for _, f := range files {
+			f.Close()
+		}
+		if err == fsops.ErrBrokerClosed || err == unix.EBADF {
+			b.mu.Lock()
+			for id, ch := range b.waiting {
+				ch <- fsops.BrokerOrder{Op: "exit", ID: id, Status: exitUnavailable, Error: "the sandbox is gone"}
+				delete(b.waiting, id)
+			}
+			b.mu.Unlock()
+			return
+		}
+		if err != nil || o.Op != "exit" {
+			continue
+		}
+		b.mu.Lock()
+		ch, ok := b.waiting[o.ID]
+		delete(b.waiting, o.ID)
+		b.mu.Unlock()
+		if ok {
+			ch <- o
+		}
+	}
+}
+
+// handle serves one call from request to reply. Every call, allowed,
+// refused or failed, leaves one tool.call event written by the host.
+func (b *broker) handle(conn int) {
+	defer unix.Close(conn)
+	began := time.Now()
+	var req fsops.BrokerRequest
+	files, err := fsops.RecvBrokerMessage(conn, &req, 3)
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	if err != nil {
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUsage, Error: err.Error()}, nil)
+		return
+	}
+	if req.Report != nil {
+		b.takeReport(req.Report)
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{}, nil)
+		return
+	}
+	pid := 0
+	if cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+		pid = int(cred.Pid)
+	}
+	ev := fsops.Event{Type: "tool.call", Object: "tool/" + req.Tool, PID: pid}
+	token := ""
+	reply := func(exit int, msg string) {
+		ev.Exit = &exit
+		if token != "" {
+			b.mu.Lock()
+			if rep := b.reports[token]; rep != nil {
+				ev.Errno, ev.Layer, ev.Detail = rep.Errno, rep.Layer, rep.Detail
+			}
+			delete(b.reports, token)
+			b.mu.Unlock()
+		}
+		ev.DurMS = float64(time.Since(began).Microseconds()) / 1000
+		if ev.Status == "" {
+			switch exit {
+			case 0:
+				ev.Status = "ok"
+			case exitDenied:
+				ev.Status = "denied"
+			default:
+				ev.Status = "error"
+			}
+		}
+		b.r.recordEvent(ev)
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
+	}
+	if policy.ValidName(req.Tool) != nil || len(files) != 3 {
+		ev.Object = "tool/-"
+		reply(exitUsage, "a broker request names a valid tool and passes three descriptors")
+		return
+	}
+	path, layer, why := b.decide(req.Tool)
+	if path == "" {
+		ev.Errno, ev.Layer = "EACCES", layer
+		exit := exitDenied
+		if layer == "" {
+			ev.Errno, exit = "ENOENT", exitNotFound
+		}
+		reply(exit, fmt.Sprintf("%s: %s", req.Tool, why))
+		return
+	}
+
+	var rnd [16]byte
+	if err := fsops.RandomBytes(rnd[:]); err != nil {
+		reply(exitInternal, "no entropy for the call's token")
+		return
+	}
+	token = hex.EncodeToString(rnd[:])
+	b.mu.Lock()
+	b.nextID++
+	id := b.nextID
+	done := make(chan fsops.BrokerOrder, 1)
+	b.waiting[id] = done
+	b.reports[token] = nil
+	b.mu.Unlock()
+	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: path, Argv: append([]string{req.Tool}, req.Args...),
+		Env: brokerEnv(req.Env), Cwd: req.Cwd, Token: token}
+	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
+	if err := fsops.SendBrokerMessage(int(b.host.Fd()), order, fds); err != nil {
+		b.mu.Lock()
+		delete(b.waiting, id)
+		b.mu.Unlock()
+		reply(exitUnavailable, fmt.Sprintf("%s: the sandbox cannot take the call: %v", req.Tool, err))
+		return
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	files = nil
+
+	// The caller going away (Ctrl-C, a kill, an MCP cancel closing it)
+	// cancels the call: the init kills the tool's whole process group.
+	gone := make(chan struct{})
+	go func() {
+		buf := make([]byte, 1)
+		for {
+			n, _, err := unix.Recvfrom(conn, buf, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			if n <= 0 || err != nil {
+				close(gone)
+				return
+			}
+		}
+	}()
+	select {
+	case o := <-done:
+		if o.Error != "" {
+			reply(o.Status, fmt.Sprintf("%s: %s", req.Tool, o.Error))
+			return
+		}
+		reply(o.Status, "")
+	case <-gone:
+		fsops.SendBrokerMessage(int(b.host.Fd()), fsops.BrokerOrder{Op: "kill", ID: id}, nil)
+		ev.Status = "cancelled"
+		status := 128 + int(unix.SIGKILL)
+		select {
+		case o := <-done:
+			status = o.Status
+		case <-time.After(cancelWait):
+		}
+		reply(status, "")
+	}
+}
+
+// takeReport keeps what a brokered tool reported for its call, bounded,
+// if the token names a call in flight; anything else is dropped.
+func (b *broker) takeReport(rep *fsops.BrokerReport) {
+	bound := func(s string, n int) string {
+		if len(s) > n {
+			return s[:n]
+		}
+		return s
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if cur, ok := b.reports[rep.Token]; ok && cur == nil {
+		b.reports[rep.Token] = &fsops.BrokerReport{Errno: bound(rep.Errno, 32), Layer: bound(rep.Layer, 64), Detail: bound(rep.Detail, 512)}
+	}
+}
+
+// decide checks tool against the agent's controls, policy and the tool
+// tiers as they are on disk now (a grant revoked during the run refuses
+// the next call), refreshes /mnt/proc/policy, and returns the tool's path
+// inside the sandbox, or "" with the refusing layer ("" for not found)
+// and the reason.
+func (b *broker) decide(tool string) (path, layer, why string) {
+	r := b.r
+	a, err := authority.LoadAgent(r.root, r.agent.Name)
+	if err != nil {
+		return "", "agent-context", "the agent's controls cannot be read: " + err.Error()
+	}
+	tools, lines := projectTools(r.root, a)
+	b.writePolicy(lines)
+	for _, t := range tools {
+		if t.Name == tool {
+			if !projectedAtStart(r, t) {
+				return "", "mount-visibility", "granted since the run started; it reaches the sandbox at the next start"
+			}
+			return t.Tier + "/" + t.Name, "", ""
+		}
+	}
+	for _, l := range lines {
+		if rest, ok := strings.CutPrefix(l, "tool:"+tool+" execute rejected "); ok {
+			return "", rest, "permission denied (" + rest + ")"
+		}
+	}
+	return "", "", "tool not found"
+}
+
+// projectedAtStart reports whether t was mounted into the sandbox when the
+// run started (only those files exist inside).
+func projectedAtStart(r *agentRun, t policy.ProjectedTool) bool {
+	for _, p := range r.tools {
+		if p.Name == t.Name && p.Tier == t.Tier {
+			return true
+		}
+	}
+	return false
+}
+
+// writePolicy replaces /mnt/proc/policy with the tool lines of the latest
+// decision and the run's other lines.
+func (b *broker) writePolicy(toolLines []string) {
+	lines := append(append([]string(nil), toolLines...), b.static...)
+	sort.Strings(lines)
+	tmp := filepath.Join(b.r.runDir, ".policy.tmp")
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err == nil {
+		os.Rename(tmp, filepath.Join(b.r.runDir, "policy"))
+	}
+}
+
+// brokerEnv bounds the caller's environment passed to the tool and drops
+// the brokered marker, which only the init sets.
+func brokerEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, fsops.BrokeredEnv+"=") || strings.IndexByte(kv, 0) >= 0 {
+			continue
+		}
+		if len(out) == 1024 {
+			break
+		}
+		out = append(out, kv)
+	}
+	return out
+}

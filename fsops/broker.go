@@ -1,0 +1,206 @@
+package fsops
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// The run host brokers the tool calls of its run (DESIGN §8). A process
+// inside the sandbox finds the broker by path, BrokerSocket, a socket the
+// host binds in the run directory that /mnt/proc shows read-only, so it
+// needs nothing inherited: Python's subprocess and Node's child_process
+// reach it as well as tsh. It sends one BrokerRequest with its standard
+// descriptors attached; the host decides against the live tree, has the
+// sandbox's init execute the tool with those descriptors, records the call
+// from what it decided and observed, and answers one BrokerReply. Closing
+// the connection before the reply cancels the call.
+//
+// Between the host and the init runs a second channel, inherited by the
+// init only (descriptor brokerFD): the host's orders (exec, kill) and the
+// init's reports (exit). Every message is one SOCK_SEQPACKET datagram of
+// JSON, bounded by MaxBrokerMessage.
+
+// BrokerSocket is where a process inside the sandbox finds the broker.
+const BrokerSocket = "/mnt/proc/broker.sock"
+
+// BrokerSocketName is its name in the run directory.
+const BrokerSocketName = "broker.sock"
+
+// BrokeredEnv marks a tool process the init started on the host's order:
+// it runs the call instead of asking the broker again. Any process can set
+// it; doing so only runs the tool with the caller's own authority and no
+// record, which the caller could do without the tool (ctx man sandbox).
+const BrokeredEnv = "CTX_BROKERED"
+
+// MaxBrokerMessage bounds one message on either channel.
+const MaxBrokerMessage = 256 << 10
+
+// brokerFD is the init's end of the host's order channel.
+const brokerFD = 6
+
+// BrokerRequest asks the run host to run one tool call, or (Report)
+// tells it how a call it brokered went, from inside the tool.
+type BrokerRequest struct {
+	Tool   string        `json:"tool"`
+	Args   []string      `json:"args"`
+	Env    []string      `json:"env"`
+	Cwd    string        `json:"cwd"`
+	Report *BrokerReport `json:"report,omitempty"`
+}
+
+// BrokerReport is what a brokered tool adds to the host's record of its
+// call: the errno, the refusing layer and a detail, which only the tool
+// knows. Token (the BrokeredEnv value the init set) names the call. The
+// host takes these three fields for that call only, bounded; status, exit,
+// duration and object stay the host's own observations.
+type BrokerReport struct {
+	Token  string `json:"token"`
+	Errno  string `json:"errno,omitempty"`
+	Layer  string `json:"layer,omitempty"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// BrokerReply is the host's answer: the call's exit status and, for a call
+// the host refused or could not run, the one-line reason.
+type BrokerReply struct {
+	Exit  int    `json:"exit"`
+	Error string `json:"error,omitempty"`
+}
+
+// BrokerOrder is a message between the host and the init.
+type BrokerOrder struct {
+	Op     string   `json:"op"` // exec, kill (host to init); exit (init to host)
+	ID     uint64   `json:"id"`
+	Path   string   `json:"path,omitempty"`
+	Argv   []string `json:"argv,omitempty"`
+	Env    []string `json:"env,omitempty"`
+	Cwd    string   `json:"cwd,omitempty"`
+	Token  string   `json:"token,omitempty"`
+	Status int      `json:"status,omitempty"`
+	Error  string   `json:"error,omitempty"`
+}
+
+// SendBrokerMessage sends v as one datagram on fd with fds attached.
+func SendBrokerMessage(fd int, v any, fds []int) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if len(b) > MaxBrokerMessage {
+		return fmt.Errorf("broker message of %d bytes (limit %d)", len(b), MaxBrokerMessage)
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	for {
+		err = unix.Sendmsg(fd, b, oob, nil, 0)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
+// ErrBrokerClosed is the end of a broker channel.
+var ErrBrokerClosed = errors.New("broker channel closed")
+
+// RecvBrokerMessage receives one datagram from fd into v and returns the
+// descriptors attached to it (at most max; more are closed). A truncated
+// message or malformed JSON is an error, after closing what came with it.
+func RecvBrokerMessage(fd int, v any, max int) ([]*os.File, error) {
+	buf := make([]byte, MaxBrokerMessage+1)
+	oob := make([]byte, unix.CmsgSpace(8*4))
+	var n, oobn, flags int
+	var err error
+	for {
+		n, oobn, flags, _, err = unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	var files []*os.File
+	if msgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil {
+		for i := range msgs {
+			fds, err := unix.ParseUnixRights(&msgs[i])
+			if err != nil {
+				continue
+			}
+			for _, f := range fds {
+				if len(files) < max {
+					files = append(files, os.NewFile(uintptr(f), "passed"))
+				} else {
+					unix.Close(f)
+				}
+			}
+		}
+	}
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	if n == 0 && oobn == 0 {
+		return nil, ErrBrokerClosed
+	}
+	if flags&(unix.MSG_TRUNC|unix.MSG_CTRUNC) != 0 || n > MaxBrokerMessage {
+		closeAll()
+		return nil, fmt.Errorf("broker message over %d bytes or with too many descriptors", MaxBrokerMessage)
+	}
+	if err := json.Unmarshal(buf[:n], v); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("malformed broker message: %v", err)
+	}
+	return files, nil
+}
+
+// NewBrokerChannel makes the host-init order channel: the host keeps the
+// first end, the init inherits the second as brokerFD.
+func NewBrokerChannel() (host, init *os.File, err error) {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(fds[0]), "broker-host"), os.NewFile(uintptr(fds[1]), "broker-init"), nil
+}
+
+// ListenBroker binds the broker socket at path (mode 0666: inside the
+// sandbox only the run's processes can reach it, whatever their uid).
+func ListenBroker(path string) (int, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := os.Chmod(path, 0o666); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Listen(fd, 64); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// DialBroker connects to the broker at path.
+func DialBroker(path string) (int, error) {
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}

@@ -1,0 +1,124 @@
+package fsops
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+
+	"ctx/policy"
+)
+
+// initBroker is the sandbox init's side of the run host's broker: it
+// executes tool calls on the host's order, from the init's locked thread,
+// so every tool process carries the same walls as the agent's program
+// (Landlock, seccomp, limits, the agent's uid), and reports how each ended.
+type initBroker struct {
+	ch     *os.File
+	plan   *policy.Plan
+	orders chan brokerDelivery
+	byPid  map[int]uint64 // running tool process -> call id
+	pgid   map[uint64]int // call id -> its process group
+}
+
+type brokerDelivery struct {
+	order BrokerOrder
+	files []*os.File
+}
+
+// newInitBroker returns the init's broker when the host passed its order
+// channel, else nil (a sandbox started without a broker: tests).
+func newInitBroker(plan *policy.Plan) *initBroker {
+	ch := os.NewFile(brokerFD, "broker")
+	if ch == nil {
+		return nil
+	}
+	if st, err := ch.Stat(); err != nil || st.Mode()&os.ModeSocket == 0 {
+		return nil
+	}
+	b := &initBroker{ch: ch, plan: plan, orders: make(chan brokerDelivery, 16),
+		byPid: map[int]uint64{}, pgid: map[uint64]int{}}
+	go b.read()
+	return b
+}
+
+// read forwards the host's orders to the init's loop, which acts on them
+// on its locked thread. It ends when the host closes the channel.
+func (b *initBroker) read() {
+	for {
+		var o BrokerOrder
+		files, err := RecvBrokerMessage(int(b.ch.Fd()), &o, 3)
+		if err == ErrBrokerClosed {
+			close(b.orders)
+			return
+		}
+		if err != nil {
+			continue
+		}
+		b.orders <- brokerDelivery{o, files}
+	}
+}
+
+// handle carries out one order.
+func (b *initBroker) handle(d brokerDelivery) {
+	defer func() {
+		for _, f := range d.files {
+			f.Close()
+		}
+	}()
+	o := d.order
+	switch o.Op {
+	case "kill":
+		if pg, ok := b.pgid[o.ID]; ok {
+			syscall.Kill(-pg, syscall.SIGKILL)
+		}
+	case "exec":
+		if len(d.files) != 3 || len(o.Argv) == 0 {
+			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: 70, Error: "an exec order without three descriptors"})
+			return
+		}
+		cmd := &exec.Cmd{Path: o.Path, Args: o.Argv, Env: append(o.Env, BrokeredEnv+"="+o.Token), Dir: o.Cwd,
+			Stdin: d.files[0], Stdout: d.files[1], Stderr: d.files[2]}
+		// Its own process group, so a cancel ends the whole call.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if b.plan.Iso == "uid" {
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: b.plan.UID, Gid: b.plan.GID, Groups: b.plan.Groups}
+		}
+		if err := cmd.Start(); err != nil {
+			status := 126
+			if os.IsNotExist(err) {
+				status = 127
+			}
+			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: status, Error: err.Error()})
+			return
+		}
+		b.byPid[cmd.Process.Pid] = o.ID
+		b.pgid[o.ID] = cmd.Process.Pid
+	}
+}
+
+// exited reports a reaped tool process; false when pid is none of ours.
+func (b *initBroker) exited(pid, status int) bool {
+	if b == nil {
+		return false
+	}
+	id, ok := b.byPid[pid]
+	if !ok {
+		return false
+	}
+	delete(b.byPid, pid)
+	delete(b.pgid, id)
+	b.report(BrokerOrder{Op: "exit", ID: id, Status: status})
+	return true
+}
+
+func (b *initBroker) report(o BrokerOrder) {
+	SendBrokerMessage(int(b.ch.Fd()), o, nil)
+}
+
+// deliveries is the order channel, nil (never ready) without a broker.
+func (b *initBroker) deliveries() <-chan brokerDelivery {
+	if b == nil {
+		return nil
+	}
+	return b.orders
+}
