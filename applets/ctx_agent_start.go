@@ -409,7 +409,11 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(i
 	if err := fsops.MkdirNoFollow(termDir, 0o700); err != nil {
 		return fail(e, exitUnavailable, "terminal %s: %v", termDir, err)
 	}
-	r.socket = fsops.TerminalSocketPath(r.runtime, r.agent.Name, r.session)
+	sockets, err := fsops.TerminalDir(r.callerUID)
+	if err != nil {
+		return fail(e, exitUnavailable, "terminal socket directory: %v", err)
+	}
+	r.socket = fsops.TerminalSocketPath(sockets, r.agent.Name, r.session)
 	link := filepath.Join(r.sess.TerminalDir, "main.sock")
 	if err := replaceSymlink(r.socket, link); err != nil {
 		return fail(e, exitUnavailable, "terminal locator %s: %v", link, err)

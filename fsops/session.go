@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -191,17 +192,116 @@ func RuntimeDir(uid int) (string, error) {
 	return "", lastErr
 }
 
+// runBase is /run; a variable only so that tests can lay the terminal
+// directories out in a temporary directory.
+var runBase = "/run"
+
+// TerminalDir returns the directory of uid's terminal sockets, made if
+// missing, at the paths the seed and DESIGN §8 name:
+// /run/user/UID/cortexfs/terminal when /run/user/UID exists, else
+// /run/cortexfs/terminal/UID (the seed's path for installations without a
+// per-user runtime directory). Where neither can be used (no writable
+// /run, a name another user holds) it falls back to
+// $TMPDIR/cortexfs-UID/terminal, then /tmp/cortexfs-UID/terminal. The
+// directory itself is 0700 and owned by uid; every directory that leads to
+// it must be owned by root or uid and, when others may write it, sticky
+// (the rule the socket's own directory is held to), so no other user can
+// swap a path component.
+func TerminalDir(uid int) (string, error) {
+	id := strconv.Itoa(uid)
+	var candidates [][]string // each: a trusted existing parent, then the components to make under it
+	if st, err := os.Stat(filepath.Join(runBase, "user", id)); err == nil && st.IsDir() {
+		candidates = append(candidates, []string{filepath.Join(runBase, "user", id), "cortexfs", "terminal"})
+	}
+	candidates = append(candidates, []string{runBase, "cortexfs/", "terminal/", id},
+		[]string{os.TempDir(), "cortexfs-" + id, "terminal"}, []string{"/tmp", "cortexfs-" + id, "terminal"})
+	var lastErr error
+	for _, c := range candidates {
+		dir, err := makeTerminalDir(c[0], c[1:], uid)
+		if err == nil {
+			return dir, nil
+		}
+		lastErr = err
+	}
+	return "", lastErr
+}
+
+// makeTerminalDir makes each component under parent in turn. A component
+// written "name/" is a directory shared by all users (/run/cortexfs and
+// /run/cortexfs/terminal): made sticky and world-writable like /tmp, so
+// each user can have a directory in it and none can touch another's; the
+// others are private (0700). Each must end up owned by root or uid, and
+// may be writable by others only when sticky.
+func makeTerminalDir(parent string, components []string, uid int) (string, error) {
+	if err := trustedDir(parent, uid); err != nil {
+		return "", err
+	}
+	dir := parent
+	for _, c := range components {
+		name, shared := strings.CutSuffix(c, "/")
+		dir = filepath.Join(dir, name)
+		mode := os.FileMode(0o700)
+		if shared {
+			mode = 0o777 | os.ModeSticky
+		}
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+				return "", err
+			}
+			// Mkdir applies the umask and cannot set the sticky bit.
+			if err := os.Chmod(dir, mode); err != nil {
+				return "", err
+			}
+		}
+		if err := trustedDir(dir, uid); err != nil {
+			return "", err
+		}
+	}
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return "", err
+	}
+	if int(st.Sys().(*syscall.Stat_t).Uid) != uid || st.Mode().Perm() != 0o700 {
+		return "", fmt.Errorf("%s: owned by uid %d with mode %04o, not uid %d's private (0700) directory",
+			dir, st.Sys().(*syscall.Stat_t).Uid, st.Mode().Perm(), uid)
+	}
+	return dir, nil
+}
+
+// trustedDir checks that dir is a real directory (not a symlink) owned by
+// root or uid, and writable by others only if it is sticky.
+func trustedDir(dir string, uid int) error {
+	st, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return &os.PathError{Op: "lstat", Path: dir, Err: ErrSymlink}
+	}
+	if !st.IsDir() {
+		return &os.PathError{Op: "lstat", Path: dir, Err: syscall.ENOTDIR}
+	}
+	owner := int(st.Sys().(*syscall.Stat_t).Uid)
+	if owner != 0 && owner != uid {
+		return fmt.Errorf("%s: owned by uid %d, not by root or uid %d", dir, owner, uid)
+	}
+	if st.Mode().Perm()&0o022 != 0 && st.Mode()&os.ModeSticky == 0 {
+		return fmt.Errorf("%s: writable by others (mode %04o) and not sticky", dir, st.Mode().Perm())
+	}
+	return nil
+}
+
 // maxSocketPath keeps a socket path within sun_path (108 bytes, NUL included).
 const maxSocketPath = 107
 
-// TerminalSocketPath is the runtime socket of agent's session terminal:
-// RUNTIME/terminal/AGENT/SESSION/main.sock, or, when that would not fit a
-// socket address, RUNTIME/terminal/h-HASH/main.sock.
-func TerminalSocketPath(runtime, agent, session string) string {
-	p := filepath.Join(runtime, "terminal", agent, session, "main.sock")
+// TerminalSocketPath is the socket of agent's session terminal in dir (a
+// TerminalDir): DIR/AGENT/SESSION/main.sock, or, when that would not fit a
+// socket address, DIR/h-HASH/main.sock.
+func TerminalSocketPath(dir, agent, session string) string {
+	p := filepath.Join(dir, agent, session, "main.sock")
 	if len(p) <= maxSocketPath {
 		return p
 	}
 	sum := sha256.Sum256([]byte(agent + "/" + session))
-	return filepath.Join(runtime, "terminal", "h-"+hex.EncodeToString(sum[:8]), "main.sock")
+	return filepath.Join(dir, "h-"+hex.EncodeToString(sum[:8]), "main.sock")
 }
