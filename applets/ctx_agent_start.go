@@ -233,6 +233,8 @@ func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
 			kv = "CTX_PATH=" + strings.Join(authority.ToolDirs(r.root, r.agent), ":")
 		case "HOME":
 			kv = "HOME=" + home
+		case "PATH":
+			kv = "PATH=" + sharedPATH(r.root, strings.TrimPrefix(kv, "PATH="))
 		}
 		env = append(env, kv)
 	}
@@ -243,6 +245,10 @@ func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
 			return fail(e, exitInternal, "%v", err), false
 		}
 		r.argv = []string{self, "tsh"}
+		return 0, true
+	}
+	if code, ok := r.resolveSharedProgram(e); !ok {
+		return code, false
 	}
 	return 0, true
 }
