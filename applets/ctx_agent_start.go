@@ -436,6 +436,13 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(i
 		Log:        e.Stderr,
 		Started:    started,
 	}
+	// record_bytes: past it the recording stops and the run goes on.
+	if v := r.budgets.limits.Get("record_bytes"); v != policy.Unlimited {
+		cfg.RecordLimit = int64(min(v, 1<<62))
+		cfg.OnRecordLimit = func() {
+			r.budgetExceeded("record_bytes", "terminal recording stopped; the run goes on")
+		}
+	}
 	if r.iso == policy.IsoUID && r.plan != nil {
 		// The agent runs as its own uid: its terminal is its own.
 		cfg.TTYOwner = &[2]int{int(r.agent.UID), int(r.agent.GID)}

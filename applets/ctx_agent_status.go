@@ -1,11 +1,14 @@
 package applets
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
 
 	"ctx/applets/authority"
 	"ctx/fsops"
@@ -54,10 +57,62 @@ func runAgentStatus(e *Env, args []string) int {
 		groups[i] = fmt.Sprint(g)
 	}
 	session := root.CurrentSession(int(a.UID), a.Name)
-	fmt.Fprintf(e.Stdout, "%s\nmodel=%s\nlife=%s\nparent=%s\nchildren=%d\npid=%s\nuid=%d\ngid=%d\ngroups=%s\niso=%s\nsubject=%s\nperm=%s\nsession=%s\n",
+	fmt.Fprintf(e.Stdout, "%s\nmodel=%s\nlife=%s\nparent=%s\nchildren=%d\npid=%s\nuid=%d\ngid=%d\ngroups=%s\niso=%s\nsubject=%s\nperm=%s\nsession=%s\nbudget=%s\n",
 		status, a.Model, a.Life, a.Parent, children, pidText, a.UID, a.GID, strings.Join(groups, ","),
-		a.Isolation(uint32(os.Getuid())), a.Subject, a.Ceiling, session)
+		a.Isolation(uint32(os.Getuid())), a.Subject, a.Ceiling, session,
+		lastBudgetEvent(filepath.Join(root.AgentControl(a.Name), "log")))
 	return exitOK
+}
+
+// budgetLogTail is how much of the end of agent/NAME.d/log status reads
+// for the last budget event.
+const budgetLogTail = 64 << 10
+
+// lastBudgetEvent describes the last budget.exceeded event in the tail of
+// the agent's log as "KEY VALUE at TS", or "-" when there is none. An
+// event whose detail does not start with a budgets KEY=VALUE, or whose ts
+// is not an event timestamp, is passed over: the line may not be the run
+// host's.
+func lastBudgetEvent(logPath string) string {
+	f, err := fsops.OpenRegular(logPath)
+	if err != nil {
+		return "-"
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return "-"
+	}
+	off := max(st.Size()-budgetLogTail, 0)
+	buf := make([]byte, st.Size()-off)
+	n, _ := f.ReadAt(buf, off)
+	buf = buf[:n]
+	if off > 0 {
+		// The first line is cut: skip it.
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			buf = buf[i+1:]
+		} else {
+			buf = nil
+		}
+	}
+	for len(buf) > 0 {
+		i := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
+		line := buf[i+1:]
+		buf = buf[:i+1]
+		if !bytes.Contains(line, []byte(`"budget.exceeded"`)) {
+			continue
+		}
+		var ev fsops.Event
+		if json.Unmarshal(line, &ev) != nil || ev.Type != "budget.exceeded" {
+			continue
+		}
+		key, value, ok := policy.ParseBudgetDetail(ev.Detail)
+		if _, err := time.Parse("2006-01-02T15:04:05.000Z", ev.TS); !ok || err != nil {
+			continue
+		}
+		return key + " " + policy.FormatBudgetValue(value) + " at " + ev.TS
+	}
+	return "-"
 }
 
 // runAgentPs is `ctx agent ps [--root DIR]`: every agent as a tree under

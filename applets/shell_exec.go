@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -12,18 +13,48 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
+	"ctx/policy"
 )
 
-// The bounds of shell.exec.
+// The bounds of shell.exec outside a sandbox, and the defaults inside one
+// (the budgets tool_timeout_s and tool_output_bytes).
 const (
 	shellTimeout   = 20 * time.Second
 	maxShellOutput = 64 << 10 // per stream
 )
 
+// shellLimits returns the timeout (0: none) and the output kept per stream
+// of one shell.exec call. Inside a sandbox they are the run's budgets, read
+// from /mnt/proc/budgets; a key the file does not give, or a file that is
+// missing, unreadable or malformed, takes the default. Elsewhere they are
+// the defaults.
+func shellLimits(e *Env) (time.Duration, int) {
+	ctx, err := authority.Context(e.Getenv)
+	if err != nil || ctx.Source != policy.ContextSandbox {
+		return shellTimeout, maxShellOutput
+	}
+	var b policy.Budgets // nil: every key at its default
+	if data, err := fsops.ReadRegular(policy.BudgetsPath, policy.MaxBudgetsFile); err == nil {
+		if parsed, err := policy.ParseBudgetsFile(data); err == nil {
+			b = parsed
+		}
+	}
+	timeout := time.Duration(0)
+	if s := b.Get("tool_timeout_s"); s < uint64(math.MaxInt64/int64(time.Second)) {
+		timeout = time.Duration(s) * time.Second
+	}
+	output := math.MaxInt
+	if n := b.Get("tool_output_bytes"); n < uint64(math.MaxInt) {
+		output = int(n)
+	}
+	return timeout, output
+}
+
 var shellExecTool = &builtinTool{
 	Name:        "shell.exec",
-	Description: "Run one bounded /bin/sh -c command: cleared environment, stdin /dev/null, own process group, 20 s timeout, 64 KiB output per stream.",
+	Description: "Run one bounded /bin/sh -c command: cleared environment, stdin /dev/null, own process group, 20 s timeout, 64 KiB output per stream (in a sandbox: the run's tool_timeout_s and tool_output_bytes budgets).",
 	Cap:         "shell.exec",
 	Grants:      writersGrants,
 	Bare:        "cmd",
@@ -43,6 +74,7 @@ func shellExec(c *toolCall) error {
 	if strings.IndexByte(cmdText, 0) >= 0 {
 		return inputErr("cmd contains a NUL byte")
 	}
+	timeout, maxOutput := shellLimits(c.env)
 	cmd := exec.Command("/bin/sh", "-c", cmdText)
 	cmd.Env = shellEnv(c.env)
 	stdoutR, stdoutW, err := os.Pipe()
@@ -69,19 +101,24 @@ func shellExec(c *toolCall) error {
 		return toolErr(syscall.ENOENT, exitUnavailable, "cannot start /bin/sh: %v", err)
 	}
 	var outBuf, errBuf cappedBuffer
-	outBuf.limit, errBuf.limit = maxShellOutput, maxShellOutput
+	outBuf.limit, errBuf.limit = maxOutput, maxOutput
 	var copies sync.WaitGroup
 	copies.Add(2)
 	go func() { defer copies.Done(); io.Copy(&outBuf, stdoutR) }()
 	go func() { defer copies.Done(); io.Copy(&errBuf, stderrR) }()
 
 	var timedOut atomic.Bool
-	timer := time.AfterFunc(shellTimeout, func() {
-		timedOut.Store(true)
-		tree.Kill()
-	})
+	var timer *time.Timer
+	if timeout > 0 {
+		timer = time.AfterFunc(timeout, func() {
+			timedOut.Store(true)
+			tree.Kill()
+		})
+	}
 	_ = tree.Wait() // the status is in cmd.ProcessState
-	timer.Stop()
+	if timer != nil {
+		timer.Stop()
+	}
 	state := cmd.ProcessState
 	// Every writer is dead now, unless one got out of reach (see
 	// fsops.ChildTree): its pipes are not worth more than a second.
@@ -105,7 +142,7 @@ func shellExec(c *toolCall) error {
 	}
 	switch {
 	case timedOut.Load():
-		return toolErr(syscall.ETIMEDOUT, 128+int(syscall.SIGKILL), "command timed out after %s", shellTimeout)
+		return toolErr(syscall.ETIMEDOUT, 128+int(syscall.SIGKILL), "command timed out after %s", timeout)
 	case code != 0 && c.native:
 		return toolErr(syscall.EIO, code, "command failed (exit %d)", code)
 	}

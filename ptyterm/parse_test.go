@@ -237,7 +237,7 @@ func TestLastSeqAndReplayErrors(t *testing.T) {
 	b.WriteString(`{"seq":2001,"ts":"2026-01-01T00:00:00.000Z","type":"process.exit","exit_code":9}` + "\n")
 	b.WriteString(`{"seq":20`) // cut short
 	os.WriteFile(path, b.Bytes(), 0o644)
-	rec, err := openRecorder(path, nil)
+	rec, err := openRecorder(path, 0, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"ctx/fsops"
@@ -28,6 +29,12 @@ import (
 //	{"seq":5,"ts":"...","type":"terminal.detach","mode":"attach","uid":1000,"pid":77,"reason":"eof"}
 //	{"seq":6,"ts":"...","type":"process.exit","exit_code":0}
 //
+// A record may be held to a number of bytes per run (Config.RecordLimit):
+// the line that would pass it is not written, and record.stopped is
+// written instead, as the run's last line:
+//
+//	{"seq":7,"ts":"...","type":"record.stopped","reason":"record_bytes","limit":65536}
+//
 // seq increases by one per line and continues from the last seq already in
 // the file, so a resumed session keeps one sequence. Every line is shorter
 // than maxEventLine, and every O_APPEND write(2) holds whole lines only
@@ -44,6 +51,7 @@ const (
 	EventAttach   = "terminal.attach"
 	EventDetach   = "terminal.detach"
 	EventRefused  = "terminal.refused"
+	EventStopped  = "record.stopped"
 	maxEventLine  = 4000
 	maxOutputData = 2880 // raw bytes per pty.output: 3840 base64 characters
 	// outputLinger is how long the recorder waits for more output before it
@@ -57,6 +65,10 @@ const (
 	// maxReplayLine bounds one line read back by Replay and ReadExit.
 	maxReplayLine = 64 << 10
 )
+
+// StopReasonLimit is the reason of the record.stopped event written when
+// the record reached Config.RecordLimit: the run's record_bytes budget.
+const StopReasonLimit = "record_bytes"
 
 // Event is one line of the terminal record. Fields that do not apply to a
 // type are omitted.
@@ -74,6 +86,7 @@ type Event struct {
 	Rows     uint16 `json:"rows,omitempty"`
 	Cols     uint16 `json:"cols,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	Limit    int64  `json:"limit,omitempty"`
 }
 
 // recorder appends events to the terminal record. Output is handed to a
@@ -86,9 +99,18 @@ type recorder struct {
 
 	created bool // the record did not exist before this terminal
 
+	// limit is how many bytes this run may append (0: no bound); onLimit
+	// is called once when a line would pass it.
+	limit   int64
+	onLimit func()
+	// stopped is set once the limit stopped the record: Output then drops
+	// output at once, without queueing it.
+	stopped atomic.Bool
+
 	mu      sync.Mutex
 	f       *os.File
 	seq     uint64
+	written int64 // bytes this run appended
 	failed  bool
 	output  chan []byte   // nil without a record; set once at open
 	flushed chan struct{} // closed when cutOutput has written everything
@@ -96,8 +118,10 @@ type recorder struct {
 
 // openRecorder opens (creating 0644) the record at path for appending and
 // finds the last seq in it. A symlink or non-regular file is refused.
-func openRecorder(path string, log func(error)) (*recorder, error) {
-	r := &recorder{path: path, log: log}
+// limit bounds the bytes this run appends (0 or less: no bound); onLimit,
+// if set, is called once when the bound stops the record.
+func openRecorder(path string, limit int64, onLimit func(), log func(error)) (*recorder, error) {
+	r := &recorder{path: path, log: log, limit: max(limit, 0), onLimit: onLimit}
 	if path != "" {
 		const flags = unix.O_RDWR | unix.O_APPEND | unix.O_NOFOLLOW | unix.O_CLOEXEC | unix.O_NONBLOCK
 		fd, err := unix.Open(path, flags|unix.O_CREAT|unix.O_EXCL, 0o644)
@@ -162,7 +186,7 @@ func lastSeq(f *os.File, size int64) (uint64, error) {
 // Output queues PTY output for the record. p must not be modified
 // afterwards.
 func (r *recorder) Output(p []byte) {
-	if r.output == nil {
+	if r.output == nil || r.stopped.Load() {
 		return
 	}
 	r.output <- p
@@ -235,14 +259,20 @@ func (r *recorder) cutOutput() {
 // bytes each, built in buf, with one write(2), and returns buf for reuse.
 // A write holds whole lines only, so the record never has a line cut by
 // another writer. The lines are encoded by hand: this is the hot path, and
-// base64 never needs JSON escaping.
+// base64 never needs JSON escaping. A line that would pass the limit is
+// not written: the record stops there.
 func (r *recorder) writeOutput(buf []byte, t time.Time, data []byte) []byte {
 	r.mu.Lock()
-	defer r.mu.Unlock()
+	if r.f == nil || r.stopped.Load() {
+		r.mu.Unlock()
+		return buf
+	}
 	ts := fsops.Timestamp(t)
+	over := false
 	for len(data) > 0 {
 		chunk := data[:min(len(data), maxOutputData)]
 		data = data[len(chunk):]
+		start := len(buf)
 		r.seq++
 		buf = append(buf, `{"seq":`...)
 		buf = strconv.AppendUint(buf, r.seq, 10)
@@ -251,19 +281,48 @@ func (r *recorder) writeOutput(buf []byte, t time.Time, data []byte) []byte {
 		buf = append(buf, `","type":"pty.output","data_b64":"`...)
 		buf = base64.StdEncoding.AppendEncode(buf, chunk)
 		buf = append(buf, "\"}\n"...)
+		if r.limit > 0 && r.written+int64(len(buf)) > r.limit {
+			buf, over = buf[:start], true
+			r.seq--
+			break
+		}
 	}
-	if r.f != nil {
+	if len(buf) > 0 {
 		r.appendLocked(buf)
+	}
+	first := over && r.stopLocked()
+	r.mu.Unlock()
+	if first && r.onLimit != nil {
+		r.onLimit()
 	}
 	return buf
 }
 
-// Event writes one event line, filling seq and ts.
+// stopLocked stops the record at its limit: it writes the one
+// record.stopped line, past the limit, and reports whether this call
+// stopped it.
+func (r *recorder) stopLocked() bool {
+	if r.stopped.Swap(true) {
+		return false
+	}
+	r.seq++
+	b, err := json.Marshal(Event{Seq: r.seq, TS: fsops.Timestamp(time.Now()), Type: EventStopped,
+		Reason: StopReasonLimit, Limit: r.limit})
+	if err != nil {
+		r.fail(err)
+		return true
+	}
+	r.appendLocked(append(b, '\n'))
+	return true
+}
+
+// Event writes one event line, filling seq and ts. An event that would
+// pass the limit stops the record instead.
 func (r *recorder) Event(ev Event) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.f == nil {
-		return // no record, or closed (a late refusal after the exit)
+	if r.f == nil || r.stopped.Load() {
+		r.mu.Unlock()
+		return // no record, closed (a late refusal after the exit) or stopped
 	}
 	r.seq++
 	ev.Seq = r.seq
@@ -271,17 +330,27 @@ func (r *recorder) Event(ev Event) {
 		ev.TS = fsops.Timestamp(time.Now())
 	}
 	b, err := json.Marshal(ev)
-	if err != nil {
+	first := false
+	switch {
+	case err != nil:
 		r.fail(err)
-		return
+	case r.limit > 0 && r.written+int64(len(b))+1 > r.limit:
+		r.seq--
+		first = r.stopLocked()
+	default:
+		r.appendLocked(append(b, '\n'))
 	}
-	r.appendLocked(append(b, '\n'))
+	r.mu.Unlock()
+	if first && r.onLimit != nil {
+		r.onLimit()
+	}
 }
 
 func (r *recorder) appendLocked(line []byte) {
 	if r.failed {
 		return
 	}
+	r.written += int64(len(line))
 	if _, err := r.f.Write(line); err != nil {
 		r.fail(&os.PathError{Op: "append", Path: r.path, Err: err})
 	}

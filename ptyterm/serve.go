@@ -37,6 +37,15 @@ type Config struct {
 	Owner int
 	// Events is the terminal record to append to; empty for none.
 	Events string
+	// RecordLimit bounds the bytes this run appends to Events (0: no
+	// bound): the line that would pass it is replaced by one
+	// record.stopped event, and nothing more is recorded. The command,
+	// the clients and the console go on.
+	RecordLimit int64
+	// OnRecordLimit, if set, is called once when RecordLimit stops the
+	// record, from the goroutine that writes it: it must not wait for the
+	// terminal.
+	OnRecordLimit func()
 	// ID names the terminal in the process.start event; may be empty.
 	ID string
 	// Size is the initial window size; a zero field is taken from the
@@ -116,7 +125,7 @@ func Serve(cfg Config) (int, error) {
 		size.Cols = cfg.Size.Cols
 	}
 
-	rec, err := openRecorder(cfg.Events, func(err error) { logf("%v", err) })
+	rec, err := openRecorder(cfg.Events, cfg.RecordLimit, cfg.OnRecordLimit, func(err error) { logf("%v", err) })
 	if err != nil {
 		return 1, &SetupError{1, err}
 	}
