@@ -30,7 +30,7 @@ const stopGrace = 5 * time.Second
 // foreground as the run host until the run ends, and exits with the
 // program's status.
 func runAgentStart(e *Env, args []string) int {
-	var session, cwd string
+	var session, sharedSpace, cwd string
 	var mounts [][]string
 	var forceTerminal, noConsole, showPlan, allowHostRoot bool
 	// Descriptors the caller left open (a shell's 7</) must not reach the
@@ -38,6 +38,7 @@ func runAgentStart(e *Env, args []string) int {
 	fsops.CloseInheritedOnExec()
 	f := newFlags()
 	f.String("session", &session)
+	f.String("shared", &sharedSpace)
 	f.String("cwd", &cwd)
 	f.Tuple("mount", 3, &mounts)
 	f.Bool("terminal", &forceTerminal)
@@ -51,7 +52,7 @@ func runAgentStart(e *Env, args []string) int {
 	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan}
 	defer r.closeIDMap()
 	defer r.endBudgets()
-	if code, ok := r.prepare(e, session, cwd, mounts, f.Command); !ok {
+	if code, ok := r.prepare(e, session, sharedSpace, cwd, mounts, f.Command); !ok {
 		return code
 	}
 	if showPlan {
@@ -76,7 +77,7 @@ func runAgentStart(e *Env, args []string) int {
 
 // prepare resolves everything the run needs and builds the plan. On
 // failure it has printed one line and returns the exit status.
-func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, command []string) (int, bool) {
+func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [][]string, command []string) (int, bool) {
 	a := r.agent
 	if r.callerUID != 0 && uint32(r.callerUID) != a.Owner {
 		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may start it", a.Name, a.Owner), false
@@ -104,8 +105,13 @@ func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, co
 		return fail(e, exitUnavailable, "root %s: %v", r.root.Dir, err), false
 	}
 	r.root.Dir = canonical
+	// The session lives with the agent's own, or in a shared space.
+	place, code, ok := startSessionPlace(e, r.root, a, sharedSpace)
+	if !ok {
+		return code, false
+	}
 	if session == "" {
-		session = r.root.CurrentSession(int(a.UID), a.Name)
+		session = place.Current()
 	}
 	if session == "" {
 		session = "default"
@@ -150,7 +156,7 @@ func (r *agentRun) prepare(e *Env, session, cwd string, mountArgs [][]string, co
 	}
 	r.runID = fsops.NewRunID()
 	r.startBudgets(r.planOnly)
-	r.sess, err = r.root.EnsureSession(int(a.UID), a.Name, session, policy.SandboxWorkspace, cwd)
+	r.sess, err = r.root.EnsureSessionAt(place, a.Name, session, policy.SandboxWorkspace, cwd)
 	if err != nil {
 		return fail(e, exitUnavailable, "session %s: %v", session, err), false
 	}
@@ -412,7 +418,7 @@ func (r *agentRun) forwardSignals(sigs <-chan os.Signal, pid int) {
 func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(int)) int {
 	id := "terminal-" + r.agent.Name + "-" + r.session
 	termDir := filepath.Join(r.sess.TerminalDir, id)
-	if err := fsops.MkdirNoFollow(termDir, 0o700); err != nil {
+	if err := fsops.MkdirNoFollow(termDir, r.sess.DirMode); err != nil {
 		return fail(e, exitUnavailable, "terminal %s: %v", termDir, err)
 	}
 	sockets, err := fsops.TerminalDir(r.callerUID)
@@ -494,8 +500,8 @@ func (r *agentRun) finish(status int) {
 		st = "error"
 	}
 	r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + r.agent.Name, Status: st, Exit: &status})
-	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "state"), []byte("idle\n"), 0o600)
-	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "updated_at"), []byte(strconv.FormatInt(time.Now().Unix(), 10)+"\n"), 0o600)
+	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "state"), []byte("idle\n"), r.sess.FileMode)
+	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "updated_at"), []byte(strconv.FormatInt(time.Now().Unix(), 10)+"\n"), r.sess.FileMode)
 	if r.runDir != "" {
 		os.RemoveAll(r.runDir)
 	}

@@ -11,25 +11,34 @@ import (
 	"ctx/ptyterm"
 )
 
-// runAgentWatch is `ctx agent watch [--root DIR] NAME [--session S]`.
+// runAgentWatch is `ctx agent watch [--root DIR] NAME [--session S] [--shared SPACE]`.
 func runAgentWatch(e *Env, args []string) int { return joinTerminal(e, args, ptyterm.Watch) }
 
-// runAgentAttach is `ctx agent attach [--root DIR] NAME [--session S]`.
+// runAgentAttach is `ctx agent attach [--root DIR] NAME [--session S] [--shared SPACE]`.
 func runAgentAttach(e *Env, args []string) int { return joinTerminal(e, args, ptyterm.Attach) }
 
 // joinTerminal connects to the session's terminal through its ABI locator,
-// home/UID/agent/NAME/session/S/terminal/main.sock, a symlink to the run's
-// socket. The server must run as the agent's owner or root (SO_PEERCRED).
+// home/UID/agent/NAME/session/S/terminal/main.sock (with --shared SPACE,
+// shared/SPACE/agent/NAME/session/S/terminal/main.sock), a symlink to the
+// run's socket. The server must run as the agent's owner or root
+// (SO_PEERCRED).
 func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
-	var session string
+	var session, space string
 	f := newFlags()
 	f.String("session", &session)
+	f.String("shared", &space)
 	root, a, code, ok := agentArgs(e, args, f)
 	if !ok {
 		return code
 	}
+	place := root.PrivateSessions(int(a.UID), a.Name)
+	if space != "" {
+		if place, code, ok = sharedSessionPlace(e, root, a, space); !ok {
+			return code
+		}
+	}
 	if session == "" {
-		session = root.CurrentSession(int(a.UID), a.Name)
+		session = place.Current()
 	}
 	if session == "" {
 		session = "default"
@@ -37,7 +46,7 @@ func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 	if err := policy.ValidName(session); err != nil {
 		return usageError(e, "--session: %v", err)
 	}
-	locator := filepath.Join(root.SessionDir(int(a.UID), a.Name, session), "terminal", "main.sock")
+	locator := filepath.Join(place.SessionDir(session), "terminal", "main.sock")
 	target, err := os.Readlink(locator)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

@@ -17,30 +17,78 @@ import (
 
 // SessionFiles are the files of a session directory.
 type SessionFiles struct {
-	Dir         string // home/UID/agent/AGENT/session/SESSION
+	Dir         string // home/UID/agent/AGENT/session/SESSION, or shared/SPACE/agent/AGENT/session/SESSION
 	Events      string // events.jsonl
 	TerminalDir string // terminal/
+	// DirMode and FileMode are the modes of the session's directories and
+	// files: private (0700, 0600) under a home, group-readable (0750,
+	// 0640) in a shared space.
+	DirMode, FileMode os.FileMode
 }
 
-// EnsureSession creates (or reuses) session dir of agent under uid's home:
+// SessionPlace is where an agent's sessions live: the directory holding
+// session/ (with session/index/), and how they are shared.
+type SessionPlace struct {
+	Base  string // home/UID/agent/AGENT, or shared/SPACE/agent/AGENT
+	Scope string // "private", or "shared:SPACE"; recorded in meta.json
+	// space is set for a shared place: shared/SPACE must already be a real
+	// directory, and shared/SPACE/agent/ is made for every member.
+	space             string
+	dirMode, fileMode os.FileMode
+	// eventsMode is events.jsonl's: readable by the agent's own uid in a
+	// private place (the sandbox shows an agent its sessions), by the
+	// space's group in a shared one.
+	eventsMode os.FileMode
+}
+
+// PrivateSessions is the place of an agent's own sessions, in the home of
+// the uid it runs as: home/UID/agent/AGENT/session/.
+func (r Root) PrivateSessions(uid int, agent string) SessionPlace {
+	return SessionPlace{Base: r.AgentHome(uid, agent), Scope: "private", dirMode: 0o700, fileMode: 0o600, eventsMode: 0o644}
+}
+
+// SharedSessions is the place of an agent's sessions in shared space
+// SPACE: shared/SPACE/agent/AGENT/session/ (seed, "Shared sessions are
+// ordinary directories"). They are readable by the space's group, whose
+// members may see them; only the run host that wrote them can change
+// them.
+func (r Root) SharedSessions(space, agent string) SessionPlace {
+	return SessionPlace{Base: filepath.Join(r.SharedDir(space), "agent", agent), Scope: "shared:" + space,
+		space: r.SharedDir(space), dirMode: 0o750, fileMode: 0o640, eventsMode: 0o640}
+}
+
+// EnsureSession creates (or reuses) session dir of agent under uid's home;
+// see EnsureSessionAt.
+func (r Root) EnsureSession(uid int, agent, session, cwd, workspace string) (SessionFiles, error) {
+	return r.EnsureSessionAt(r.PrivateSessions(uid, agent), agent, session, cwd, workspace)
+}
+
+// EnsureSessionAt creates (or reuses) session dir of agent at place:
 // events.jsonl, state, cwd, workspace, created_at (once), updated_at,
 // meta.json and terminal/, and makes it the index's current session. Every
-// file write is atomic; nothing is ever truncated or deleted.
-func (r Root) EnsureSession(uid int, agent, session, cwd, workspace string) (SessionFiles, error) {
-	dir := r.SessionDir(uid, agent, session)
-	f := SessionFiles{Dir: dir, Events: filepath.Join(dir, "events.jsonl"), TerminalDir: filepath.Join(dir, "terminal")}
+// file write is atomic; nothing is ever truncated or deleted, and nothing
+// is followed through a symlink.
+func (r Root) EnsureSessionAt(place SessionPlace, agent, session, cwd, workspace string) (SessionFiles, error) {
+	dir := filepath.Join(place.Base, "session", session)
+	f := SessionFiles{Dir: dir, Events: filepath.Join(dir, "events.jsonl"), TerminalDir: filepath.Join(dir, "terminal"),
+		DirMode: place.dirMode, FileMode: place.fileMode}
+	if place.space != "" {
+		if err := place.makeSharedBase(); err != nil {
+			return f, err
+		}
+	}
 	for _, d := range []string{filepath.Dir(dir), dir, f.TerminalDir, filepath.Join(filepath.Dir(dir), "index")} {
-		if err := MkdirNoFollow(d, 0o700); err != nil {
+		if err := MkdirNoFollow(d, place.dirMode); err != nil {
 			return f, err
 		}
 	}
 	now := strconv.FormatInt(time.Now().Unix(), 10) + "\n"
 	if _, err := os.Lstat(filepath.Join(dir, "created_at")); errors.Is(err, fs.ErrNotExist) {
-		if err := WriteAtomic(filepath.Join(dir, "created_at"), []byte(now), 0o600); err != nil {
+		if err := WriteAtomic(filepath.Join(dir, "created_at"), []byte(now), place.fileMode); err != nil {
 			return f, err
 		}
 	}
-	meta, _ := json.Marshal(map[string]string{"agent": agent, "session": session, "scope": "private", "client": "ctx"})
+	meta, _ := json.Marshal(map[string]string{"agent": agent, "session": session, "scope": place.Scope, "client": "ctx"})
 	// Durable facts are rewritten only when they change; live state (state,
 	// updated_at) is replaced atomically without fsync: a crash leaves it
 	// stale, which readers see from the processes themselves.
@@ -49,30 +97,91 @@ func (r Root) EnsureSession(uid int, agent, session, cwd, workspace string) (Ses
 		if old, err := ReadControl(p); err == nil && string(old) == v {
 			continue
 		}
-		if err := WriteAtomic(p, []byte(v), 0o600); err != nil {
+		if err := WriteAtomic(p, []byte(v), place.fileMode); err != nil {
 			return f, err
 		}
 	}
 	for name, v := range map[string]string{"state": "active\n", "updated_at": now} {
-		if err := WriteVolatile(filepath.Join(dir, name), []byte(v), 0o600); err != nil {
+		if err := WriteVolatile(filepath.Join(dir, name), []byte(v), place.fileMode); err != nil {
 			return f, err
 		}
 	}
-	if err := AppendLine(f.Events, nil); err != nil { // create it, empty, if missing
+	if err := appendCreate(f.Events, place.eventsMode); err != nil { // create it, empty, if missing
 		return f, err
 	}
-	return f, r.setCurrentSession(uid, agent, session)
+	return f, place.setCurrent(session)
 }
 
-// setCurrentSession writes session/index/current and moves session to the
+// makeSharedBase makes shared/SPACE/agent/AGENT under an existing space.
+// The space itself must be a real directory (never made here: creating a
+// space is ctx shared new's, which makes agent/ for every member, group
+// writable; it is made the same way when missing). AGENT's directory must
+// be the run host's own: one another member made first could be changed
+// under the run host's feet, so it is refused.
+func (p SessionPlace) makeSharedBase() error {
+	st, err := os.Lstat(p.space)
+	if err != nil {
+		return err
+	}
+	if !st.IsDir() {
+		return &os.PathError{Op: "open", Path: p.space, Err: notRegular(st.Mode())}
+	}
+	agents := filepath.Dir(p.Base)
+	if _, err := os.Lstat(agents); errors.Is(err, fs.ErrNotExist) {
+		if err := os.Mkdir(agents, 0o770); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		// Mkdir applies the umask; chmod must repeat the setgid bit the
+		// directory inherited from the space, or it would drop it.
+		mode := os.FileMode(0o770) | st.Mode()&os.ModeSetgid
+		if err := os.Chmod(agents, mode); err != nil {
+			return err
+		}
+	}
+	if err := MkdirNoFollow(agents, 0o770); err != nil { // refuses a symlink or a file
+		return err
+	}
+	if err := MkdirNoFollow(p.Base, p.dirMode); err != nil {
+		return err
+	}
+	bst, err := os.Lstat(p.Base)
+	if err != nil {
+		return err
+	}
+	if owner := int(bst.Sys().(*syscall.Stat_t).Uid); owner != os.Geteuid() {
+		return fmt.Errorf("%s: owned by uid %d, not by uid %d, the run host writing the session", p.Base, owner, os.Geteuid())
+	}
+	return nil
+}
+
+// appendCreate creates path empty with mode if it is missing (never
+// following a symlink), and leaves an existing regular file as it is.
+func appendCreate(path string, mode os.FileMode) error {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		fd, err := syscall.Open(path, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, uint32(mode))
+		if err != nil && err != syscall.EEXIST {
+			return &os.PathError{Op: "create", Path: path, Err: err}
+		}
+		if err == nil {
+			syscall.Close(fd)
+			// The umask narrows the mode given to open.
+			if err := os.Chmod(path, mode); err != nil {
+				return err
+			}
+		}
+	}
+	return AppendLine(path, nil)
+}
+
+// setCurrent writes session/index/current and moves session to the
 // front of session/index/list.
-func (r Root) setCurrentSession(uid int, agent, session string) error {
-	index := filepath.Join(r.AgentHome(uid, agent), "session", "index")
+func (p SessionPlace) setCurrent(session string) error {
+	index := filepath.Join(p.Base, "session", "index")
 	current := filepath.Join(index, "current")
 	if old, err := ReadControl(current); err == nil && string(old) == session+"\n" {
 		return nil // already current, and so already first in the list
 	}
-	if err := WriteAtomic(current, []byte(session+"\n"), 0o600); err != nil {
+	if err := WriteAtomic(current, []byte(session+"\n"), p.fileMode); err != nil {
 		return err
 	}
 	list := []string{session}
@@ -83,17 +192,28 @@ func (r Root) setCurrentSession(uid int, agent, session string) error {
 			}
 		}
 	}
-	return WriteAtomic(filepath.Join(index, "list"), []byte(strings.Join(list, "\n")+"\n"), 0o600)
+	return WriteAtomic(filepath.Join(index, "list"), []byte(strings.Join(list, "\n")+"\n"), p.fileMode)
 }
 
 // CurrentSession reads session/index/current of an agent; "" when absent
 // or unreadable.
 func (r Root) CurrentSession(uid int, agent string) string {
-	b, err := ReadControl(filepath.Join(r.AgentHome(uid, agent), "session", "index", "current"))
+	return r.PrivateSessions(uid, agent).Current()
+}
+
+// Current reads session/index/current at the place; "" when absent or
+// unreadable.
+func (p SessionPlace) Current() string {
+	b, err := ReadControl(filepath.Join(p.Base, "session", "index", "current"))
 	if err != nil {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// SessionDir is the directory of session at the place.
+func (p SessionPlace) SessionDir(session string) string {
+	return filepath.Join(p.Base, "session", session)
 }
 
 // AgentHomeDirs are the directories of an agent's home the agent itself

@@ -357,15 +357,24 @@ func SharedSpaces(root fsops.Root) []string {
 // and write are allowed). The space is decided with its mount in the view,
 // under the agent's own mount control, which may still narrow it.
 func SharedGrant(root fsops.Root, a *policy.Agent, space string) (read, write bool) {
+	read = SharedDecision(root, a, space, policy.PermRead).Allowed
+	write = read && SharedDecision(root, a, space, policy.PermWrite).Allowed
+	return read, write
+}
+
+// SharedDecision is the full check of perm on shared space `space` for
+// agent a as its sandbox would have it (the space mounted in the view, the
+// agent's mount control over it): Linux permission of shared/SPACE for the
+// agent's uid and groups, mount visibility, then agent policy. The
+// decision names the refusing layer and why.
+func SharedDecision(root fsops.Root, a *policy.Agent, space string, perm policy.Permission) policy.Decision {
 	dir := root.SharedDir(space)
 	facts := policy.Facts{File: FileFacts(dir)}
 	obj := policy.Object{Class: policy.ClassShared, Name: space}
 	base := View(root, a)
 	view := policy.View{Mounts: append([]policy.Mount{base.Mounts[0],
 		{Source: dir, Target: policy.SandboxRoot + "/shared/" + space}}, base.Mounts[1:]...)}
-	read = policy.Check(a, view, obj, policy.PermRead, facts).Allowed
-	write = read && policy.Check(a, view, obj, policy.PermWrite, facts).Allowed
-	return read, write
+	return policy.Check(a, view, obj, perm, facts)
 }
 
 func ownerOf(info fs.FileInfo) uint32 {
