@@ -104,6 +104,15 @@ func scriptParams(dir string) testscript.Params {
 					return false, fmt.Errorf("sandbox tests are required here but namespaces are refused: %v", err)
 				}
 				return err == nil, nil
+			case "git":
+				// Scripts on a real git checkout start with [!git] skip;
+				// where sandbox tests are required, git is too (.ci/run
+				// installs it), and a missing one fails them instead.
+				_, err := exec.LookPath("git")
+				if err != nil && os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
+					return false, fmt.Errorf("git is required here (CTX_REQUIRE_SANDBOX) but not found: %v", err)
+				}
+				return err == nil, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -39,6 +39,7 @@ type agentRun struct {
 	toolLogs  map[string]string // tool name -> its host log file
 	exes      map[[2]uint64]bool
 	plan      *policy.Plan
+	protect   *protectState // what the start found for the protect control (agentrun_protect.go)
 	env       []string
 	argv      []string
 	noConsole bool // --no-console: the terminal is reachable only through its socket

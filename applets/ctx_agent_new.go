@@ -130,6 +130,10 @@ func runAgentNew(e *Env, args []string) int {
 		controls["parent"] = "agent:" + parent.Name + "\n"
 		controls["path"] = string(policy.FormatLines(parent.Path))
 		controls["groups"] = string(policy.FormatGroups(parent.Groups))
+		if parent.Protect != nil {
+			// The child protects what its parent does (attenuation).
+			controls["protect"] = string(policy.FormatProtect(parent.Protect))
+		}
 	}
 	// Parse what we are about to write: the same grammar every reader uses.
 	raw := map[string][]byte{}

@@ -192,6 +192,11 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		idmap, r.idmapTree, idmapWhy = r.workspaceIDMap(op)
 	}
 	policyLines = append(policyLines, r.wallLines(idmapWhy)...)
+	protectLines, err := r.gatherProtect()
+	if err != nil {
+		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
+	}
+	policyLines = append(policyLines, protectLines...)
 	if err := r.writeRunDir(policyLines); err != nil {
 		return fail(e, exitUnavailable, "run directory: %v", err), false
 	}
@@ -228,6 +233,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
 	home := r.root.AgentHome(int(r.agent.UID), r.agent.Name)
 	var env []string
+	in.Protect = &r.protect.wp
 	for _, kv := range r.env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
@@ -329,7 +335,11 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		if err != nil {
 			return fail(e, exitUnavailable, "agent %s: cannot find ctx itself to confine the program: %v", r.agent.Name, err)
 		}
-		cmd = &exec.Cmd{Path: self, Args: append([]string{fsops.ConfineApplet, cmd.Path}, cmd.Args...)}
+		network := fsops.ConfineNoNetwork
+		if networkGranted(r.agent) {
+			network = fsops.ConfineNetwork
+		}
+		cmd = &exec.Cmd{Path: self, Args: append([]string{fsops.ConfineApplet, network, cmd.Path}, cmd.Args...)}
 		cmd.Env, cmd.Dir = r.env, r.workspace
 		cmd.ExtraFiles = []*os.File{runcap.Child}
 		// A session of its own: never the caller's controlling terminal.
@@ -410,6 +420,7 @@ func (r *agentRun) forwardSignals(sigs <-chan os.Signal, pid int) {
 		})
 	}
 }
+	r.warnProtect(e)
 
 // runOnTerminal runs the program on a PTY that ctxterm (package ptyterm)
 // owns for the whole run: the caller's terminal is its console, the
@@ -499,7 +510,7 @@ func (r *agentRun) finish(status int) {
 	if status != 0 {
 		st = "error"
 	}
-	r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + r.agent.Name, Status: st, Exit: &status})
+	r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + r.agent.Name, Status: st, Exit: &status, Detail: r.protectDetail()})
 	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "state"), []byte("idle\n"), r.sess.FileMode)
 	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "updated_at"), []byte(strconv.FormatInt(time.Now().Unix(), 10)+"\n"), r.sess.FileMode)
 	if r.runDir != "" {

@@ -222,6 +222,9 @@ func (a referenceAgent) controls(o treeOwner, i int) []control {
 		{"env", ""},
 		{"path", "/ctx/tool\n/ctx/home/" + owner + "/tool\n"},
 		{"mount", ""},
+		// The protected set written out, so the person sees it and can take
+		// a default out with a ! line (ctx man sandbox).
+		{"protect", string(policy.FormatProtect(policy.DefaultProtectEntries()))},
 		{"model", "main\n"},
 		{"window", "auto\n"},
 		{"abi", "argv-v1\n"},

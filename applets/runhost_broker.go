@@ -178,11 +178,15 @@ func (b *broker) handle(conn int) {
 		}
 		ev.DurMS = float64(time.Since(began).Microseconds()) / 1000
 		if ev.Status == "" {
-			switch exit {
-			case 0:
+			switch {
+			case exit == 0:
 				ev.Status = "ok"
-			case exitDenied:
+			case exit == exitDenied:
 				ev.Status = "denied"
+			case ev.Errno == "ETIMEDOUT":
+				ev.Status = "timeout" // the tool's own limit (tool_timeout_s)
+			case ev.Errno == "ECANCELED":
+				ev.Status = "cancelled"
 			default:
 				ev.Status = "error"
 			}

@@ -7,11 +7,14 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
 	"ctx/fsops"
@@ -107,6 +110,24 @@ func shellExec(c *toolCall) error {
 	go func() { defer copies.Done(); io.Copy(&outBuf, stdoutR) }()
 	go func() { defer copies.Done(); io.Copy(&errBuf, stderrR) }()
 
+	// SIGTERM, SIGINT or SIGHUP to the tool (Ctrl-C at a terminal, the run
+	// host cancelling a brokered call, ctx agent stop) ends the command's
+	// whole tree, not only the tool: the command leads a process group of
+	// its own and would outlive it otherwise.
+	var cancelledBy atomic.Int32
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	waited := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			cancelledBy.Store(int32(sig.(syscall.Signal)))
+			tree.Kill()
+		case <-waited:
+		}
+	}()
+	defer signal.Stop(sigs)
+
 	var timedOut atomic.Bool
 	var timer *time.Timer
 	if timeout > 0 {
@@ -116,6 +137,7 @@ func shellExec(c *toolCall) error {
 		})
 	}
 	_ = tree.Wait() // the status is in cmd.ProcessState
+	close(waited)
 	if timer != nil {
 		timer.Stop()
 	}
@@ -141,6 +163,9 @@ func shellExec(c *toolCall) error {
 		c.env.Stderr.Write(errBuf.Bytes())
 	}
 	switch {
+	case cancelledBy.Load() != 0:
+		sig := syscall.Signal(cancelledBy.Load())
+		return toolErr(syscall.ECANCELED, 128+int(sig), "command cancelled by %s", unix.SignalName(sig))
 	case timedOut.Load():
 		return toolErr(syscall.ETIMEDOUT, 128+int(syscall.SIGKILL), "command timed out after %s", timeout)
 	case code != 0 && c.native:

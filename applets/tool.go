@@ -104,6 +104,13 @@ func errnoName(errno syscall.Errno) string {
 // check, input, schema validation, the call itself, frames or plain output,
 // and the tool.call event.
 func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
+	// Inside a sandbox the run host runs the call (passthrough terminal
+	// tools keep the caller's terminal and run here).
+	if !t.Passthrough {
+		if code, ok := brokeredCall(e, t.Name, args); ok {
+			return code
+		}
+	}
 	start := time.Now()
 	// The control directory (schema, hooks, log) is found once per call.
 	dir := toolControlDir(e, t.Name)

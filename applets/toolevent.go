@@ -13,8 +13,11 @@ import (
 // authority.RecordToolCall, which tsh's own refusals go through too). A log
 // that cannot be written is reported on stderr; the call's result stands.
 func recordToolEvent(e *Env, dir string, ev fsops.Event) {
-	if e.Getenv(fsops.BrokeredEnv) == "1" {
-		return // the run host records the call it brokered
+	if token := e.Getenv(fsops.BrokeredEnv); token != "" {
+		// The run host records the call it brokered; the tool adds what
+		// only it knows.
+		reportBrokeredCall(token, ev)
+		return
 	}
 	if err := authority.RecordToolCall(e.Getenv, dir, ev); err != nil {
 		fmt.Fprintf(e.Stderr, "%s: warning: event not logged: %v\n", e.Name, err)

@@ -84,7 +84,9 @@ func NewSandbox(plan *policy.Plan) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.ExtraFiles = []*os.File{nil, r}
+	// 3 the run capability, 4 the plan, 5 the idmapped workspace, 6 the
+	// broker's order channel: each set by its setter, nil (closed) if not.
+	cmd.ExtraFiles = []*os.File{nil, r, nil, nil}
 	return &Sandbox{Cmd: cmd, plan: data, planW: w}, nil
 }
 
@@ -93,9 +95,11 @@ func (s *Sandbox) SetRunFile(f *os.File) { s.Cmd.ExtraFiles[0] = f }
 
 // SetIDMappedWorkspace passes the workspace tree IDMappedTree made (the
 // plan's IDMap says one comes) as descriptor 5.
-func (s *Sandbox) SetIDMappedWorkspace(f *os.File) {
-	s.Cmd.ExtraFiles = append(s.Cmd.ExtraFiles[:2], f)
-}
+func (s *Sandbox) SetIDMappedWorkspace(f *os.File) { s.Cmd.ExtraFiles[2] = f }
+
+// SetBrokerChannel passes the init's end of the broker's order channel
+// (NewBrokerChannel) as descriptor 6.
+func (s *Sandbox) SetBrokerChannel(f *os.File) { s.Cmd.ExtraFiles[3] = f }
 
 // Start starts the child and hands it the plan.
 func (s *Sandbox) Start() error {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"syscall"
+	"time"
 
 	"ctx/policy"
 )
@@ -19,6 +20,10 @@ type initBroker struct {
 	byPid  map[int]uint64 // running tool process -> call id
 	pgid   map[uint64]int // call id -> its process group
 }
+
+// cancelGrace is how long a cancelled tool has to end its own children
+// before its process group is killed.
+const cancelGrace = 2 * time.Second
 
 type brokerDelivery struct {
 	order BrokerOrder
@@ -68,8 +73,13 @@ func (b *initBroker) handle(d brokerDelivery) {
 	o := d.order
 	switch o.Op {
 	case "kill":
+		// SIGTERM first: ctx's tools end their own child trees on it
+		// (shell.exec's command and whatever that started, setsid'd and
+		// double-forked ones included, through its subreaper); then the
+		// call's process group is killed outright.
 		if pg, ok := b.pgid[o.ID]; ok {
-			syscall.Kill(-pg, syscall.SIGKILL)
+			syscall.Kill(pg, syscall.SIGTERM)
+			time.AfterFunc(cancelGrace, func() { syscall.Kill(-pg, syscall.SIGKILL) })
 		}
 	case "exec":
 		if len(d.files) != 3 || len(o.Argv) == 0 {

@@ -223,6 +223,8 @@ func applyOp(base string, op policy.Op) error {
 		return remount(target, unix.MS_RDONLY)
 	case policy.OpReadOnly:
 		return remount(target, unix.MS_RDONLY)
+	case policy.OpProtectPath:
+		return protectInPlace(target)
 	case policy.OpProtect:
 		// A part of a filesystem the plan mounted (/proc/sys): bound onto
 		// itself, then that bind made read-only.

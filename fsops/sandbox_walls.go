@@ -89,20 +89,32 @@ func programFiles(exe string) []string {
 // privileges and behind the seccomp filter.
 const ConfineApplet = "ctx-confine"
 
-// RunConfine is that applet: argv is PATH ARGV0 ARGS...; on success it
-// does not return (the program replaces it).
+// The network word, ConfineApplet's first argument: with no network
+// namespace to shut the network out, the filter itself does, unless the
+// agent holds network:default connect (SeccompOptions.NoNetwork).
+const (
+	ConfineNetwork   = "--network=allow"
+	ConfineNoNetwork = "--network=deny"
+)
+
+// RunConfine is that applet: argv is NETWORK PATH ARGV0 ARGS..., NETWORK
+// one of ConfineNetwork and ConfineNoNetwork, always present, so no
+// program name is ever read as an option. On success it does not return
+// (the program replaces it).
 func RunConfine(argv []string, stderr io.Writer) int {
-	if len(argv) < 2 {
-		fmt.Fprintf(stderr, "ctx: %s: usage: %s PATH ARGV0 [ARGS...]\n", ConfineApplet, ConfineApplet)
+	if len(argv) < 3 || (argv[0] != ConfineNetwork && argv[0] != ConfineNoNetwork) {
+		fmt.Fprintf(stderr, "ctx: %s: usage: %s %s|%s PATH ARGV0 [ARGS...]\n", ConfineApplet, ConfineApplet, ConfineNetwork, ConfineNoNetwork)
 		return 2
 	}
+	opts := SeccompOptions{NoNetwork: argv[0] == ConfineNoNetwork}
+	argv = argv[1:]
 	runtime.LockOSThread()
 	CloseInheritedOnExec()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: setting no_new_privs: %v\n", err)
 		return 69
 	}
-	if err := InstallSeccomp(); err != nil {
+	if err := InstallSeccompWith(opts); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: installing the seccomp filter: %v\n", err)
 		return 69
 	}

@@ -62,8 +62,26 @@ import (
 // rest of its life: the sandbox init only forks, waits and signals after this
 // point, and none of that is refused. A thread that already has a different
 // filter makes TSYNC fail as a whole, and that is reported, never half done.
-func InstallSeccomp() error {
-	filter, err := agentSeccompFilter()
+func InstallSeccomp() error { return InstallSeccompWith(SeccompOptions{}) }
+
+// SeccompOptions are the variants of the agent filter.
+type SeccompOptions struct {
+	// NoNetwork allows socket(2) and socketpair(2) for AF_UNIX only; any
+	// other family is EPERM. It is for runs without a network namespace
+	// (iso shared) whose agent lacks network:default connect: there the
+	// host's network would otherwise be one socket away. AF_NETLINK goes
+	// too (routing tables, interfaces, audit: host state the agent has no
+	// business reading or changing), and so do raw and packet sockets.
+	// Descriptors the process already holds are not affected: ctx passes
+	// none beyond the standard streams and the run capability, a unix
+	// socket.
+	NoNetwork bool
+}
+
+// InstallSeccompWith installs the agent filter with the given options;
+// everything InstallSeccomp says holds for it.
+func InstallSeccompWith(opts SeccompOptions) error {
+	filter, err := agentSeccompFilter(opts)
 	if err != nil {
 		return fmt.Errorf("building the filter: %w", err)
 	}
@@ -261,12 +279,12 @@ func (arch seccompArch) denied() []deniedSyscall {
 }
 
 // agentSeccompFilter assembles the filter for this build's architecture.
-func agentSeccompFilter() ([]unix.SockFilter, error) {
+func agentSeccompFilter(opts SeccompOptions) ([]unix.SockFilter, error) {
 	arch, err := nativeSeccompArch()
 	if err != nil {
 		return nil, err
 	}
-	return arch.filter()
+	return arch.filter(opts)
 }
 
 // filter is one linear pass: check the architecture, then compare the call
@@ -275,7 +293,7 @@ func agentSeccompFilter() ([]unix.SockFilter, error) {
 // forward. A linear list costs a few dozen instructions a call, and less in
 // practice: since Linux 5.11 the kernel learns which calls the filter
 // allows whatever their arguments and skips the filter for those.
-func (arch seccompArch) filter() ([]unix.SockFilter, error) {
+func (arch seccompArch) filter(opts SeccompOptions) ([]unix.SockFilter, error) {
 	const (
 		deny        bpfLabel = "deny"
 		noSys       bpfLabel = "enosys"
@@ -284,6 +302,7 @@ func (arch seccompArch) filter() ([]unix.SockFilter, error) {
 		checkClone  bpfLabel = "clone"
 		checkIoctl  bpfLabel = "ioctl"
 		checkPerson bpfLabel = "personality"
+		checkSocket bpfLabel = "socket"
 	)
 	var a bpfAssembler
 
@@ -300,6 +319,10 @@ func (arch seccompArch) filter() ([]unix.SockFilter, error) {
 	a.jumpIfEqual(unix.SYS_CLONE3, noSys, bpfNext)
 	a.jumpIfEqual(unix.SYS_IOCTL, checkIoctl, bpfNext)
 	a.jumpIfEqual(unix.SYS_PERSONALITY, checkPerson, bpfNext)
+	if opts.NoNetwork {
+		a.jumpIfEqual(unix.SYS_SOCKET, checkSocket, bpfNext)
+		a.jumpIfEqual(unix.SYS_SOCKETPAIR, checkSocket, bpfNext)
+	}
 	a.ret(unix.SECCOMP_RET_ALLOW)
 
 	// clone's flags are arg 0 on both architectures (s390x swaps them, and
@@ -329,6 +352,15 @@ func (arch seccompArch) filter() ([]unix.SockFilter, error) {
 	a.load(seccompDataArgs + 8*0)
 	a.jumpIfEqual(personalityLinux, allow, bpfNext)
 	a.jumpIfEqual(personalityQuery, allow, deny)
+
+	// socket's and socketpair's family is arg 0, an int: low word only.
+	// (Neither architecture has socketcall(2), the multiplexer that would
+	// hide the family in memory; i386's is a foreign call, killed above.)
+	if opts.NoNetwork {
+		a.mark(checkSocket)
+		a.load(seccompDataArgs + 8*0)
+		a.jumpIfEqual(unix.AF_UNIX, allow, deny)
+	}
 
 	a.mark(deny)
 	a.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))

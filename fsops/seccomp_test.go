@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -39,6 +40,7 @@ const (
 	seccompUnfiltered = "unfiltered"
 	seccompInherited  = "inherited"
 	seccompNoNNP      = "without-no_new_privs"
+	seccompNoNetwork  = "filtered-no-network" // InstallSeccompWith(NoNetwork)
 
 	seccompResultPrefix = "seccomp-result: "
 )
@@ -230,6 +232,64 @@ func TestSeccompInRealProcesses(t *testing.T) {
 	}
 }
 
+// seccompNetCases are the socket families under NoNetwork (want) and
+// under the plain filter (unfilteredAsRoot, here: filtered without
+// NoNetwork, which must let every family through).
+func seccompNetCases() []seccompCase {
+	sock := func(family, typ int) func() string {
+		return func() string {
+			fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, 0)
+			if err == nil {
+				unix.Close(fd)
+			}
+			return errnoResult(err)
+		}
+	}
+	return []seccompCase{
+		{name: "socket-inet-tcp", want: "EPERM", unfilteredAsRoot: "ok", attempt: sock(unix.AF_INET, unix.SOCK_STREAM)},
+		{name: "socket-inet6-udp", want: "EPERM", unfilteredAsRoot: "ok", attempt: sock(unix.AF_INET6, unix.SOCK_DGRAM)},
+		{name: "socket-netlink", want: "EPERM", unfilteredAsRoot: "ok", attempt: sock(unix.AF_NETLINK, unix.SOCK_RAW)},
+		{name: "socket-unix", want: "ok", unfilteredAsRoot: "ok", attempt: sock(unix.AF_UNIX, unix.SOCK_STREAM)},
+		{name: "socketpair-unix", want: "ok", unfilteredAsRoot: "ok",
+			attempt: func() string {
+				fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+				if err == nil {
+					unix.Close(fds[0])
+					unix.Close(fds[1])
+				}
+				return errnoResult(err)
+			}},
+		{name: "socketpair-inet", want: "EPERM", unfilteredAsRoot: "ENOTSUP", // EOPNOTSUPP
+			attempt: func() string {
+				_, err := unix.Socketpair(unix.AF_INET, unix.SOCK_STREAM, 0)
+				return errnoResult(err)
+			}},
+		{name: "go-net-dial", want: "EPERM", unfilteredAsRoot: "ECONNREFUSED",
+			attempt: func() string {
+				// What a program sees: Go's net package, to a closed port.
+				_, err := net.Dial("tcp", "127.0.0.1:1")
+				return errnoResult(err)
+			}},
+	}
+}
+
+// TestSeccompNoNetworkInRealProcesses: under NoNetwork only unix sockets
+// are made; under the plain filter every family still is, so the refusal
+// comes from the option.
+func TestSeccompNoNetworkInRealProcesses(t *testing.T) {
+	for _, c := range seccompNetCases() {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			if got := runSeccompChild(t, c.name, seccompNoNetwork); got != c.want {
+				t.Errorf("under the NoNetwork filter: %q, want %q", got, c.want)
+			}
+			if got := runSeccompChild(t, c.name, seccompFiltered); got != c.unfilteredAsRoot {
+				t.Errorf("under the plain filter: %q, want %q", got, c.unfilteredAsRoot)
+			}
+		})
+	}
+}
+
 // TestSeccompKillsForeignArchitecture makes an i386 system call through
 // int 0x80 from an x86_64 process: the filter kills the process.
 func TestSeccompKillsForeignArchitecture(t *testing.T) {
@@ -285,12 +345,12 @@ func seccompChildMain(name, mode string) int {
 	runtime.LockOSThread()
 	// A killed child must not leave a core file in the package directory.
 	unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
-	if mode == seccompFiltered {
+	if mode == seccompFiltered || mode == seccompNoNetwork {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			fmt.Printf("%sno_new_privs: %v\n", seccompResultPrefix, err)
 			return 1
 		}
-		if err := InstallSeccomp(); err != nil {
+		if err := InstallSeccompWith(SeccompOptions{NoNetwork: mode == seccompNoNetwork}); err != nil {
 			fmt.Printf("%sInstallSeccomp: %v\n", seccompResultPrefix, err)
 			return 1
 		}
@@ -303,7 +363,7 @@ func seccompChildMain(name, mode string) int {
 		fmt.Printf("%ssurvived: i386 getpid returned %d\n", seccompResultPrefix, callI386Getpid())
 		return 0
 	}
-	for _, c := range seccompCases() {
+	for _, c := range append(seccompCases(), seccompNetCases()...) {
 		if c.name == name {
 			fmt.Printf("%s%s\n", seccompResultPrefix, c.attempt())
 			return 0
@@ -513,7 +573,13 @@ func TestSeccompProgramShape(t *testing.T) {
 	if _, err := nativeSeccompArch(); err != nil {
 		t.Skip(err)
 	}
-	prog, err := agentSeccompFilter()
+	for _, opts := range []SeccompOptions{{}, {NoNetwork: true}} {
+		t.Run(fmt.Sprintf("%+v", opts), func(t *testing.T) { checkSeccompProgramShape(t, opts) })
+	}
+}
+
+func checkSeccompProgramShape(t *testing.T, opts SeccompOptions) {
+	prog, err := agentSeccompFilter(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -574,7 +640,7 @@ func TestSeccompProgramDecisions(t *testing.T) {
 	if err != nil {
 		t.Skip(err)
 	}
-	prog, err := arch.filter()
+	prog, err := arch.filter(SeccompOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,9 +684,40 @@ func TestSeccompProgramDecisions(t *testing.T) {
 	if arch.refuseX32 {
 		tests = append(tests, seccompDecision{"x32 getpid", x32SyscallBit | unix.SYS_GETPID, native, [6]uint64{}, eperm})
 	}
+	// Without NoNetwork every socket family is the kernel's business.
+	tests = append(tests, seccompDecision{"socket AF_INET", unix.SYS_SOCKET, native, [6]uint64{unix.AF_INET, unix.SOCK_STREAM}, allow})
 	for _, tt := range tests {
 		if got := runSeccompBPF(t, prog, tt.nr, tt.arch, tt.args); got != tt.want {
 			t.Errorf("%s: action %#x, want %#x", tt.what, got, tt.want)
+		}
+	}
+
+	// NoNetwork: only AF_UNIX, for socket and socketpair; the rest of the
+	// filter unchanged.
+	noNet, err := arch.filter(SeccompOptions{NoNetwork: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	netTests := []seccompDecision{
+		{"socket AF_UNIX", unix.SYS_SOCKET, native, [6]uint64{unix.AF_UNIX, unix.SOCK_STREAM}, allow},
+		{"socket AF_UNIX, garbage high word", unix.SYS_SOCKET, native, [6]uint64{0xdead<<32 | unix.AF_UNIX}, allow},
+		{"socketpair AF_UNIX", unix.SYS_SOCKETPAIR, native, [6]uint64{unix.AF_UNIX, unix.SOCK_STREAM}, allow},
+		{"socket AF_INET", unix.SYS_SOCKET, native, [6]uint64{unix.AF_INET, unix.SOCK_STREAM}, eperm},
+		{"socket AF_INET6", unix.SYS_SOCKET, native, [6]uint64{unix.AF_INET6, unix.SOCK_DGRAM}, eperm},
+		{"socket AF_NETLINK", unix.SYS_SOCKET, native, [6]uint64{unix.AF_NETLINK, unix.SOCK_RAW}, eperm},
+		{"socket AF_PACKET", unix.SYS_SOCKET, native, [6]uint64{unix.AF_PACKET, unix.SOCK_RAW}, eperm},
+		{"socket AF_VSOCK", unix.SYS_SOCKET, native, [6]uint64{unix.AF_VSOCK, unix.SOCK_STREAM}, eperm},
+		{"socket family 0", unix.SYS_SOCKET, native, [6]uint64{0}, eperm},
+		{"socketpair AF_INET", unix.SYS_SOCKETPAIR, native, [6]uint64{unix.AF_INET, unix.SOCK_STREAM}, eperm},
+		{"connect", unix.SYS_CONNECT, native, [6]uint64{3}, allow},
+		{"getpid", unix.SYS_GETPID, native, [6]uint64{}, allow},
+		{"ptrace", unix.SYS_PTRACE, native, [6]uint64{}, eperm},
+		{"clone3", unix.SYS_CLONE3, native, [6]uint64{}, enosys},
+		{"socket AF_INET, foreign architecture", unix.SYS_SOCKET, foreignAuditArch(native), [6]uint64{unix.AF_INET}, kill},
+	}
+	for _, tt := range netTests {
+		if got := runSeccompBPF(t, noNet, tt.nr, tt.arch, tt.args); got != tt.want {
+			t.Errorf("NoNetwork %s: action %#x, want %#x", tt.what, got, tt.want)
 		}
 	}
 }

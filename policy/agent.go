@@ -32,6 +32,9 @@ type Agent struct {
 	Cwd      string   // cwd control: the working directory inside the sandbox; default "" (the sandbox's /workspace)
 	Budgets  Budgets  // budgets control; default DefaultBudgets()
 	Policy   *Policy  // policy control
+	// Protect is the protect control's lines; nil when absent (then, as
+	// for an empty file, EffectiveProtect gives the defaults).
+	Protect []ProtectEntry
 }
 
 // AgentControlNames lists every control file ParseAgent understands, in the
@@ -41,6 +44,7 @@ var AgentControlNames = []string{
 	"label", "perm", "uid", "gid", "policy", // required
 	"owner", "groups", "iso", "life", "parent", "env", "path", "tools",
 	"window", "approval", "abi", "model", "mount", "root", "cwd", "budgets",
+	"protect",
 }
 
 // RequiredControls are the controls an agent cannot be defined without:
@@ -130,6 +134,8 @@ func ParseAgent(name string, controls map[string][]byte) (*Agent, error) {
 			a.Cwd, err = ParsePathControl(c, data)
 		case "budgets":
 			a.Budgets, err = ParseBudgets(data)
+		case "protect":
+			a.Protect, err = ParseProtect(data)
 		}
 		if err != nil {
 			return nil, err
@@ -189,6 +195,9 @@ func (a *Agent) Controls() map[string][]byte {
 	}
 	if a.Budgets != nil && !reflect.DeepEqual(a.Budgets, DefaultBudgets()) {
 		c["budgets"] = FormatBudgets(a.Budgets)
+	}
+	if a.Protect != nil {
+		c["protect"] = FormatProtect(a.Protect)
 	}
 	return c
 }

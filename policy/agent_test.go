@@ -155,7 +155,8 @@ func TestAgentControlsRoundTrip(t *testing.T) {
 		coderControls(),
 		withControls(coderControls(), "owner", "0\n", "groups", "27\n", "iso", "userns\n", "parent", "agent:a run:r\n",
 			"env", "A=1\nB= x \n", "path", "/x\n/ctx/tool\n", "tools", "fs.read\nfs.list\n", "window", "9\n",
-			"approval", "ask\n", "model", "main\n", "root", "/r\n", "cwd", "/w\n", "mount", "/a\t/b\tro\tnoexec,bind\n/c\t/d\trw\t-\n"),
+			"approval", "ask\n", "model", "main\n", "root", "/r\n", "cwd", "/w\n", "mount", "/a\t/b\tro\tnoexec,bind\n/c\t/d\trw\t-\n",
+			"protect", "!**/.idea\nMakefile\n"),
 	} {
 		a, err := ParseAgent("x", c)
 		if err != nil {

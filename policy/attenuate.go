@@ -36,6 +36,8 @@ func widening(control, format string, args ...any) error {
 //	        target; rw may become ro, never the reverse; the parent's
 //	        nosuid, nodev and noexec stay; bind never becomes rbind
 //	path    the child's tool path is a subsequence of the parent's
+//	protect every path the parent's protected set holds, the child's does
+//	        (the child may protect more, never less)
 //
 // Whether the parent may create this child at all (agent:CHILD create in
 // its policy) is a separate Check.
@@ -73,6 +75,12 @@ func Attenuate(parent, child *Agent) error {
 	}
 	if !isSubsequence(child.Path, parent.Path) {
 		return widening("path", "tool path %q is not an ordered subset of the parent's %q", child.Path, parent.Path)
+	}
+	childSet := EffectiveProtect(child.Protect)
+	for _, p := range EffectiveProtect(parent.Protect) {
+		if !ProtectCovers(childSet, p) {
+			return widening("protect", "%s is protected for the parent, not for the child", quote(p.String()))
+		}
 	}
 	return nil
 }

@@ -31,6 +31,11 @@ const (
 	OpPivotRoot OpKind = "pivotroot" // make the new root / (always last of the mount ops)
 )
 
+// OpProtectPath makes Target, a file or directory inside a mount the plan
+// made (the workspace), read-only in place; Target is reached without
+// following any symlink (the protect control, protect.go).
+const OpProtectPath OpKind = "protectpath"
+
 // Op is one setup operation. Target is a path inside the new root.
 type Op struct {
 	Kind      OpKind `json:"kind"`
@@ -140,7 +145,7 @@ func (p *Plan) Validate() error {
 	sawPivot := false
 	for i, op := range p.Ops {
 		switch op.Kind {
-		case OpBind, OpTmpfs, OpProc, OpDevpts, OpDir, OpFile, OpSymlink, OpMask, OpReadOnly, OpProtect:
+		case OpBind, OpTmpfs, OpProc, OpDevpts, OpDir, OpFile, OpSymlink, OpMask, OpReadOnly, OpProtect, OpProtectPath:
 			if sawPivot && op.Kind != OpReadOnly {
 				return fmt.Errorf("plan: op %d (%s) after pivot_root", i, op.Kind)
 			}
@@ -228,6 +233,7 @@ type PlanInput struct {
 	// WorkspaceIDMap, in uid mode, is the workspace's on-disk owner, shown
 	// to the agent as itself through an idmapped mount; nil binds as is.
 	WorkspaceIDMap *IDMap
+	Protect        *WorkspaceProtect
 	AgentHome      string  // home/UID/agent/NAME on the host
 	Extra          []Mount // --mount entries of this start
 	Tools          []ProjectedTool
@@ -413,6 +419,9 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		op.IDMap = in.WorkspaceIDMap != nil
 		add(op)
 		grantWrite(SandboxWorkspace)
+		for _, op := range ProtectOps(in.Protect, canWrite) {
+			add(op)
+		}
 	}
 
 	// The agent's mount control, then the --mount entries of this start:

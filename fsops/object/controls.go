@@ -20,7 +20,7 @@ var (
 
 	agentControls = []string{"owner", "uid", "gid", "groups", "perm", "label", "iso", "parent", "life",
 		"root", "cwd", "env", "path", "mount", "model", "window", "abi", "approval", "tools",
-		"system.md", "prompt.template.md", "policy", "meta.json"}
+		"system.md", "prompt.template.md", "policy", "meta.json", "protect"}
 	agentRequired = []string{"owner", "uid", "gid", "groups", "label", "iso", "parent", "life",
 		"root", "cwd", "env", "path", "mount", "model", "abi", "policy"}
 )
@@ -90,6 +90,8 @@ func ValidateControl(class, name string, value []byte) error {
 		_, err = policy.ParseMounts(value)
 	case "agent/budgets":
 		_, err = policy.ParseBudgets(value)
+	case "agent/protect":
+		_, err = policy.ParseProtect(value)
 	case "agent/model":
 		_, err = policy.ParseModel(value)
 	case "agent/window":

@@ -5,10 +5,15 @@
 package main
 
 import (
+	"bufio"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -16,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: attack tiocsti|syscalls|fds|write FILE|read FILE")
+		fmt.Fprintln(os.Stderr, "usage: attack tiocsti|syscalls|fds|write FILE|read FILE|connect HOST:PORT|listen PORTFILE")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -34,10 +39,48 @@ func main() {
 		if err == nil {
 			fmt.Printf("content=%q\n", strings.TrimSpace(string(b)))
 		}
+	case "connect":
+		// Reach the network: a TCP connection to ADDR (the host's
+		// loopback, where a test listens), one line of reply.
+		conn, err := net.DialTimeout("tcp", os.Args[2], 5*time.Second)
+		report("connect", err)
+		if err == nil {
+			b, _ := bufio.NewReader(conn).ReadString('\n')
+			fmt.Printf("reply=%q\n", strings.TrimSpace(b))
+			conn.Close()
+		}
+	case "listen":
+		listen(os.Args[2])
 	default:
 		fmt.Fprintln(os.Stderr, "unknown attack", os.Args[1])
 		os.Exit(2)
 	}
+}
+
+// listen is the test's side of "connect", run on the host: a TCP listener
+// on 127.0.0.1 whose port goes to PORTFILE (written whole, by rename), that
+// greets each connection, prints "accepted" per connection and exits
+// after one, or after 60 seconds.
+func listen(portFile string) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "listen:", err)
+		os.Exit(1)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	if err := os.WriteFile(portFile+".tmp", []byte(strconv.Itoa(port)+"\n"), 0o644); err != nil || os.Rename(portFile+".tmp", portFile) != nil {
+		fmt.Fprintln(os.Stderr, "listen: writing the port:", err)
+		os.Exit(1)
+	}
+	time.AfterFunc(60*time.Second, func() { fmt.Println("no connection in 60s"); os.Exit(1) })
+	conn, err := l.Accept()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "accept:", err)
+		os.Exit(1)
+	}
+	fmt.Fprintln(conn, "hello from the host")
+	conn.Close()
+	fmt.Println("accepted")
 }
 
 func report(name string, err error) {
@@ -54,6 +97,11 @@ func report(name string, err error) {
 			fmt.Printf("%s=%s\n", name, unix.ErrnoName(errno))
 			return
 		}
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		fmt.Printf("%s=%s\n", name, unix.ErrnoName(errno))
+		return
 	}
 	fmt.Printf("%s=%v\n", name, err)
 }

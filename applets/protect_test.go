@@ -1,0 +1,193 @@
+package applets
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"ctx/manual"
+	"ctx/policy"
+)
+
+// TestManualSandboxListsProtectDefaults keeps the default set in `ctx man
+// sandbox` (the first block of PROTECTED PATHS) in step with
+// policy.DefaultProtect: the same entries, in the same order.
+func TestManualSandboxListsProtectDefaults(t *testing.T) {
+	page, ok := manual.Read("ctx.sandbox.md")
+	if !ok {
+		t.Fatal("no ctx.sandbox.md")
+	}
+	_, section, ok := strings.Cut(string(page), "\n## PROTECTED PATHS\n")
+	if !ok {
+		t.Fatal("ctx man sandbox has no PROTECTED PATHS section")
+	}
+	_, block, ok := strings.Cut(section, "```\n")
+	if ok {
+		block, _, ok = strings.Cut(block, "```\n")
+	}
+	if !ok {
+		t.Fatal("PROTECTED PATHS has no default list block")
+	}
+	var listed []string
+	for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && !strings.HasPrefix(line, " ") {
+			listed = append(listed, f[0])
+		}
+	}
+	var want []string
+	for _, p := range policy.DefaultProtect() {
+		want = append(want, p.String())
+	}
+	if !reflect.DeepEqual(listed, want) {
+		t.Errorf("ctx man sandbox lists\n%q\nthe code protects\n%q", listed, want)
+	}
+}
+
+func protectAgent(t *testing.T, extra ...string) *policy.Agent {
+	t.Helper()
+	c := map[string][]byte{"label": []byte("coder_t\n"), "perm": []byte("rwx\n"), "uid": []byte("1000\n"), "gid": []byte("1000\n"), "policy": nil}
+	for i := 0; i+1 < len(extra); i += 2 {
+		c[extra[i]] = []byte(extra[i+1])
+	}
+	a, err := policy.ParseAgent("coder", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func mkfile(t *testing.T, p, data string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestGatherProtect(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(base, "ws")
+	// the workspace's repository, a nested one, a submodule of it, project
+	// configs at some depth
+	mkfile(t, filepath.Join(ws, ".git/HEAD"), "ref: refs/heads/main\n")
+	mkfile(t, filepath.Join(ws, ".git/modules/sub/HEAD"), "ref: refs/heads/main\n")
+	mkfile(t, filepath.Join(ws, "sub/.git"), "gitdir: ../.git/modules/sub\n")
+	mkfile(t, filepath.Join(ws, "libs/one/.git/HEAD"), "ref: refs/heads/main\n")
+	mkfile(t, filepath.Join(ws, "libs/one/.vscode/tasks.json"), "{}\n")
+	mkfile(t, filepath.Join(ws, "a/b/c/.envrc"), "echo hi\n")
+	mkfile(t, filepath.Join(ws, ".gitmodules"), "[submodule \"sub\"]\n")
+	// a linked worktree of a repository outside, which points back
+	main := filepath.Join(base, "main/.git")
+	mkfile(t, filepath.Join(main, "HEAD"), "ref: refs/heads/main\n")
+	mkfile(t, filepath.Join(main, "worktrees/wt/commondir"), "../..\n")
+	mkfile(t, filepath.Join(main, "worktrees/wt/gitdir"), filepath.Join(ws, "wt/.git")+"\n")
+	mkfile(t, filepath.Join(ws, "wt/.git"), "gitdir: "+filepath.Join(main, "worktrees/wt")+"\n")
+	// a .git file planted to open a host directory: it does not point back
+	secret := filepath.Join(base, "secret")
+	mkfile(t, filepath.Join(secret, "key"), "k\n")
+	mkfile(t, filepath.Join(ws, "planted/.git"), "gitdir: "+secret+"\n")
+	// not protected: ordinary work
+	mkfile(t, filepath.Join(ws, "Makefile"), "all:\n")
+
+	r := &agentRun{agent: protectAgent(t), workspace: ws, iso: policy.IsoUID}
+	lines, err := r.gatherProtect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantPaths := []string{".git", ".gitmodules", "a/b/c/.envrc", "libs/one/.git", "libs/one/.vscode", "planted/.git", "sub/.git", "wt/.git"}
+	if !reflect.DeepEqual(r.protect.wp.Paths, wantPaths) {
+		t.Errorf("paths %q\nwant  %q", r.protect.wp.Paths, wantPaths)
+	}
+	wantGit := []policy.GitDirMount{{Host: main, Sandbox: main}}
+	if !reflect.DeepEqual(r.protect.wp.GitDirs, wantGit) {
+		t.Errorf("git directories %+v, want %+v", r.protect.wp.GitDirs, wantGit)
+	}
+	text := strings.Join(lines, "\n")
+	for _, want := range []string{
+		"workspace protect .git .gitmodules a/b/c/.envrc libs/one/.git libs/one/.vscode planted/.git sub/.git wt/.git (read-only)",
+		"workspace protect git directory " + main + " (read-only, outside the workspace, at its own path)",
+		"planted/.git: its git directory \"" + secret + "\" is not shown",
+		"workspace protect git safe.directory /workspace/wt",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("policy lines lack %q:\n%s", want, text)
+		}
+	}
+	if !hasEnv(r.env, "GIT_CONFIG_COUNT") || !strings.Contains(strings.Join(r.env, " "), "GIT_CONFIG_VALUE_0=/workspace/wt") {
+		t.Errorf("uid mode env %q", r.env)
+	}
+
+	// userns: the worktree's directory is the caller's, no git setting
+	r = &agentRun{agent: protectAgent(t), workspace: ws, iso: policy.IsoUserns}
+	if _, err := r.gatherProtect(); err != nil || hasEnv(r.env, "GIT_CONFIG_COUNT") {
+		t.Errorf("userns: %v %q", err, r.env)
+	}
+
+	// Taking **/.git out and protecting only hooks and config.
+	r = &agentRun{agent: protectAgent(t, "protect", "!**/.git\n.git/hooks\n.git/config\n"), workspace: ws, iso: policy.IsoUserns}
+	mkfile(t, filepath.Join(ws, ".git/config"), "[core]\n")
+	os.MkdirAll(filepath.Join(ws, ".git/hooks"), 0o755)
+	lines, err = r.gatherProtect()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.protect.wp.Paths; !reflect.DeepEqual(got, []string{".git/config", ".git/hooks", ".gitmodules", "a/b/c/.envrc", "libs/one/.vscode"}) {
+		t.Errorf("with !**/.git: %q", got)
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), "taken out by agent/coder.d/protect: !**/.git") {
+		t.Errorf("lines %q", lines)
+	}
+}
+
+func TestGatherProtectRefusesSymlinks(t *testing.T) {
+	for _, tt := range []struct{ link, target, says string }{
+		{".vscode", "/etc", `protected path .vscode is a symlink (to "/etc")`},
+		{".config", "/root/.config", `protected path .config/git: .config is a symlink`},
+		{"proj/.git", "../elsewhere", `protected path proj/.git is a symlink`},
+	} {
+		ws := t.TempDir()
+		ws, _ = filepath.EvalSymlinks(ws)
+		os.MkdirAll(filepath.Dir(filepath.Join(ws, tt.link)), 0o755)
+		if err := os.Symlink(tt.target, filepath.Join(ws, tt.link)); err != nil {
+			t.Fatal(err)
+		}
+		r := &agentRun{agent: protectAgent(t), workspace: ws, iso: policy.IsoUserns}
+		_, err := r.gatherProtect()
+		if err == nil || !strings.Contains(err.Error(), tt.says) || !strings.Contains(err.Error(), "! line in agent/coder.d/protect") {
+			t.Errorf("%s -> %s: %v", tt.link, tt.target, err)
+		}
+	}
+}
+
+func TestProtectReport(t *testing.T) {
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	mkfile(t, filepath.Join(ws, ".git/HEAD"), "x\n")
+	mkfile(t, filepath.Join(ws, "p/.vscode/settings.json"), "{}\n")
+	r := &agentRun{agent: protectAgent(t), workspace: ws, iso: policy.IsoUserns}
+	if _, err := r.gatherProtect(); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.protectReport(); got != nil {
+		t.Fatalf("nothing changed: %q", got)
+	}
+	mkfile(t, filepath.Join(ws, ".envrc"), "evil\n")
+	os.Rename(filepath.Join(ws, "p"), filepath.Join(ws, "q"))
+	mkfile(t, filepath.Join(ws, "p/.vscode/tasks.json"), "{}\n")
+	got := r.protectReport()
+	want := []string{"replaced p/.vscode", "created .envrc"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("report %q, want %q", got, want)
+	}
+	// A read-only agent cannot have changed anything.
+	r.agent = protectAgent(t, "perm", "r--\n")
+	if got := r.protectReport(); got != nil {
+		t.Errorf("perm r--: %q", got)
+	}
+}
