@@ -159,10 +159,12 @@ func (sh *Shell) builtinTools(args []string) int {
 		}
 	}
 	hits, truncated := fsops.ListTools(sh.dirs)
+	matched := 0
 	for _, h := range hits {
 		if g, _, _ := strings.Cut(h.Name, "."); group != "" && g != group {
 			continue
 		}
+		matched++
 		if !long {
 			sh.out("%s\n", h.Name)
 			continue
@@ -177,6 +179,16 @@ func (sh *Shell) builtinTools(args []string) int {
 	}
 	if truncated {
 		sh.errorf("tools: listing stopped at %d tools", fsops.MaxListedTools)
+	}
+	// An empty answer to a question about a group must not look like a
+	// group with no output: say so, and fail as which does.
+	if group != "" && matched == 0 {
+		hint := ""
+		if g, _, _ := strings.Cut(group, "."); g != group && g != "" {
+			hint = fmt.Sprintf(" (a group is the name before the first dot: try tools %s)", g)
+		}
+		sh.errorf("tools: no tool in group %s in CTX_PATH%s", group, hint)
+		return exitFailure
 	}
 	return exitOK
 }
