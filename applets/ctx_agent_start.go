@@ -191,12 +191,12 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		op := policy.WritableBind(a, policy.Op{Kind: policy.OpBind})
 		idmap, r.idmapTree, idmapWhy = r.workspaceIDMap(op)
 	}
-	policyLines = append(policyLines, r.wallLines(idmapWhy)...)
 	protectLines, err := r.gatherProtect()
 	if err != nil {
 		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
 	}
 	policyLines = append(policyLines, protectLines...)
+	policyLines = append(policyLines, r.wallLines(idmapWhy)...)
 	if err := r.writeRunDir(policyLines); err != nil {
 		return fail(e, exitUnavailable, "run directory: %v", err), false
 	}
@@ -220,6 +220,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		Budgets: r.budgets.limits, Cgroup: r.budgets.cgroup != nil,
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
 	}
+	in.Protect = &r.protect.wp
 	if r.plan, err = policy.BuildPlan(in); err != nil {
 		return fail(e, exitUnavailable, "%v", err), false
 	}
@@ -233,7 +234,6 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
 	home := r.root.AgentHome(int(r.agent.UID), r.agent.Name)
 	var env []string
-	in.Protect = &r.protect.wp
 	for _, kv := range r.env {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
@@ -401,6 +401,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 	case <-served:
 	case <-time.After(2 * time.Second):
 	}
+	r.warnProtect(e)
 	r.finish(status)
 	return status
 }
@@ -420,7 +421,6 @@ func (r *agentRun) forwardSignals(sigs <-chan os.Signal, pid int) {
 		})
 	}
 }
-	r.warnProtect(e)
 
 // runOnTerminal runs the program on a PTY that ctxterm (package ptyterm)
 // owns for the whole run: the caller's terminal is its console, the
