@@ -16,7 +16,9 @@ func recordToolEvent(e *Env, dir string, ev fsops.Event) {
 	if token := e.Getenv(fsops.BrokeredEnv); token != "" {
 		// The run host records the call it brokered; the tool adds what
 		// only it knows.
-		reportBrokeredCall(token, ev)
+		if ev.Errno != "" || ev.Layer != "" || ev.Detail != "" {
+			reportBrokeredCall(token, ev)
+		}
 		return
 	}
 	if err := authority.RecordToolCall(e.Getenv, dir, ev); err != nil {

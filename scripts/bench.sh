@@ -75,6 +75,18 @@ PY
 	cd "$work"
 fi
 
+if "$ctx" agent start --root "$work/r" coder -- /bin/true 2>/dev/null; then
+	echo "== brokered tool call vs the same tool executed directly, in one sandbox (200 calls each, median of 5)"
+	mkdir -p "$work/ws" && cd "$work/ws" && cp "$work/small.txt" .
+	"$ctx" agent start --root "$work/r" coder -- sh -c '
+		for round in 1 2 3 4 5; do
+			s=$(date +%s%N); i=0; while [ $i -lt 200 ]; do /mnt/tools/fs.read small.txt >/dev/null; i=$((i+1)); done
+			b=$(date +%s%N); i=0; while [ $i -lt 200 ]; do CTX_BROKERED=direct /mnt/tools/fs.read small.txt >/dev/null; i=$((i+1)); done
+			d=$(date +%s%N); echo "$(( (b-s)/200000 )) $(( (d-b)/200000 ))"
+		done' | sort -n | sed -n 3p | awk '{printf "brokered %.3f ms  direct %.3f ms  %.2fx of direct\n", $1/1000, $2/1000, $1/$2}'
+	cd "$work"
+fi
+
 echo "== Go benchmarks (each against its own baseline in the same run)"
 cd "$repo"
 CGO_ENABLED=0 go test -run '^$' -bench 'PolicyParse|PolicyDecision|CacheHitRate|OneShot|JobCycle|Workers|PTYThroughput|Validate|Compile' \
