@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -275,6 +276,7 @@ func ctxmcpServe(e *Env, args []string) int {
 		Warn: func(format string, args ...any) {
 			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, ptyterm.Escape(fmt.Sprintf(format, args...)))
 		},
+		OnRefused: func(name, reason string) { recordServeRefusal(e, name, reason) },
 	}
 	if err := mcpstdio.Serve(e.Stdin, e.Stdout, tools, mcpstdio.ServeOptions{Name: "ctx", Version: object.CortexFSVersion}); err != nil {
 		return fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error()))
@@ -338,4 +340,22 @@ func serveToolEnv(e *Env, root fsops.Root, agent string, dirs []string) []string
 		env = append(env, "CTX_AGENT="+agent, "CTX_SESSION="+session, "CTX_RUN_ID="+run)
 	}
 	return env
+}
+
+// recordServeRefusal records a tools/call refused before any tool ran: the
+// one tool.call event every call leaves (to the run host inside a run,
+// else nowhere but stderr: there is no tool log to append to). A name that
+// is not a valid object name is recorded as tool/invalid-name, its text in
+// detail.
+func recordServeRefusal(e *Env, name, reason string) {
+	exit := exitNotFound
+	ev := fsops.Event{Object: "tool/" + name, Status: "denied", Errno: "ENOENT", Layer: "mount-visibility", Exit: &exit,
+		Detail: "ctxmcp serve: " + reason}
+	if policy.ValidName(name) != nil {
+		ev.Object = "tool/invalid-name"
+		ev.Detail += ": " + strconv.Quote(name)
+	}
+	if err := authority.RecordToolCall(e.Getenv, "", ev); err != nil {
+		fmt.Fprintf(e.Stderr, "%s: warning: refused call of %s not logged: %v\n", e.Name, ptyterm.Escape(name), err)
+	}
 }

@@ -28,6 +28,16 @@ type PathTools struct {
 	Env     []string                         // the tools' environment (KEY=VALUE); see Call
 	Timeout time.Duration                    // per call; default DefaultCallTimeout
 	Warn    func(format string, args ...any) // reports tools left out of the listing
+	// OnRefused, when set, records a call refused before any tool ran
+	// (a name that is not served): every call leaves one event.
+	OnRefused func(name, reason string)
+}
+
+// Refused reports a call refused before any tool ran (Refuser).
+func (p *PathTools) Refused(name, reason string) {
+	if p.OnRefused != nil {
+		p.OnRefused(name, reason)
+	}
 }
 
 // Limits of a served tool call.

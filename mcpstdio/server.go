@@ -41,6 +41,12 @@ type Handler interface {
 	Call(ctx context.Context, tool ServedTool, arguments json.RawMessage) (ToolResult, error)
 }
 
+// Refuser is a Handler that records the calls the server refuses before
+// any tool runs (an unknown tool), so that every call leaves a record.
+type Refuser interface {
+	Refused(name, reason string)
+}
+
 // ServeOptions tunes Serve; zero values mean the defaults.
 type ServeOptions struct {
 	PageSize      int    // tools per tools/list page, default 100
@@ -277,6 +283,9 @@ func (s *server) call(ctx context.Context, m *message) {
 		}
 	}
 	if tool == nil {
+		if r, ok := s.h.(Refuser); ok {
+			r.Refused(*p.Name, "unknown tool: not served to this client")
+		}
 		s.replyError(m.ID, codeInvalidParams, "Unknown tool: "+*p.Name)
 		return
 	}
