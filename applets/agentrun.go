@@ -49,6 +49,7 @@ type agentRun struct {
 	idmapTree     *os.File // the idmapped workspace for the sandbox, until it starts
 	planOnly      bool     // --plan: nothing is started, no cgroup made
 	budgets       *runBudgets
+	broker        *broker // the run's tool broker, when it could be bound
 }
 
 // closeIDMap drops the host's copy of the idmapped workspace tree.

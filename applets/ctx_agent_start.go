@@ -52,6 +52,7 @@ func runAgentStart(e *Env, args []string) int {
 	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan}
 	defer r.closeIDMap()
 	defer r.endBudgets()
+	defer r.closeBroker()
 	if code, ok := r.prepare(e, session, sharedSpace, cwd, mounts, f.Command); !ok {
 		return code
 	}
@@ -200,6 +201,18 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	if err := r.writeRunDir(policyLines); err != nil {
 		return fail(e, exitUnavailable, "run directory: %v", err), false
 	}
+	var static []string
+	for _, l := range policyLines {
+		if !strings.HasPrefix(l, "tool:") && !strings.HasPrefix(l, "tool ") && !strings.HasPrefix(l, "tier ") {
+			static = append(static, l)
+		}
+	}
+	if !r.planOnly {
+		if err := r.startBroker(static); err != nil {
+			// Tools then run in the calling process, as before the broker.
+			fsops.AppendLine(filepath.Join(r.runDir, "policy"), []byte("sandbox broker unavailable: "+err.Error()+"\n"))
+		}
+	}
 	home := r.root.AgentHome(int(a.UID), a.Name)
 	newRoot := filepath.Join(home, "root")
 	if a.Root != "" {
@@ -320,6 +333,9 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		if r.idmapTree != nil {
 			sandbox.SetIDMappedWorkspace(r.idmapTree)
 		}
+		if r.broker != nil {
+			sandbox.SetBrokerChannel(r.broker.init)
+		}
 		cmd = sandbox.Cmd
 	} else {
 		cmd = exec.Command(r.argv[0], r.argv[1:]...)
@@ -367,6 +383,9 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		go r.watchBudgets(stopWatch, func() { r.killRun(pid) })
 		if sandbox != nil {
 			sandbox.SendPlan()
+		}
+		if r.broker != nil {
+			r.broker.sandboxStarted()
 		}
 		r.closeIDMap()
 		runcap.CloseChild()

@@ -532,17 +532,30 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 		return 126
 	}
 	child := cmd.Process.Pid
+	broker := newInitBroker(plan)
+	orders := broker.deliveries()
 	status := -1
 	for status < 0 {
-		switch sig := <-sigs; sig {
-		case syscall.SIGCHLD:
-			status = reap(child)
-		case syscall.SIGTERM, syscall.SIGHUP:
-			// Pass termination on to every process of the sandbox.
-			syscall.Kill(-1, sig.(syscall.Signal))
-		default:
-			// SIGINT and SIGQUIT from the terminal reach the foreground
-			// group by themselves; init only must not die of them.
+		select {
+		case d, ok := <-orders:
+			if !ok {
+				orders = nil // the host closed the channel; no more calls
+				continue
+			}
+			// On this, the locked thread: the tool inherits the walls.
+			broker.handle(d)
+		case sig := <-sigs:
+			switch sig {
+			case syscall.SIGCHLD:
+				status = reap(child, broker)
+			case syscall.SIGTERM, syscall.SIGHUP:
+				// Pass termination on to every process of the sandbox.
+				syscall.Kill(-1, sig.(syscall.Signal))
+			default:
+				// SIGINT and SIGQUIT from the terminal reach the
+				// foreground group by themselves; init only must not die
+				// of them.
+			}
 		}
 	}
 	// The program is gone: so is everything it left behind.
@@ -555,9 +568,10 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 	return status
 }
 
-// reap collects every exited child without blocking and returns the exit
-// status of child once it is among them, else -1.
-func reap(child int) int {
+// reap collects every exited child without blocking, reports the tool
+// processes the broker started, and returns the exit status of child once
+// it is among them, else -1.
+func reap(child int, broker *initBroker) int {
 	status := -1
 	for {
 		var ws syscall.WaitStatus
@@ -565,13 +579,17 @@ func reap(child int) int {
 		if pid <= 0 || err != nil {
 			return status
 		}
+		code := -1
+		switch {
+		case ws.Exited():
+			code = ws.ExitStatus()
+		case ws.Signaled():
+			code = 128 + int(ws.Signal())
+		}
 		if pid == child {
-			switch {
-			case ws.Exited():
-				status = ws.ExitStatus()
-			case ws.Signaled():
-				status = 128 + int(ws.Signal())
-			}
+			status = code
+		} else {
+			broker.exited(pid, code)
 		}
 	}
 }
