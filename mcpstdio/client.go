@@ -258,7 +258,7 @@ func (c *Client) readLoop(r *bufio.Reader) {
 
 func (c *Client) read(r *bufio.Reader) error {
 	for {
-		frame, err := readFrame(r)
+		frame, err := readFrameOrStop(r)
 		if err != nil {
 			if err == io.EOF {
 				return errors.New("server closed its output")

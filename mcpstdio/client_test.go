@@ -347,3 +347,26 @@ func TestClientWriteToDeafServer(t *testing.T) {
 	c.Close()
 	assertGone(t, pids, "server")
 }
+
+// A frame that passes MaxFrame without a newline fails the session at the
+// limit, not at the request timeout: the client stops reading it once it
+// is too large (a server's frame never needs resynchronising, since the
+// session is over), and the server is gone with it.
+func TestClientUnterminatedOversizedFrame(t *testing.T) {
+	srv, pids := fixtureServer(t, "unterminated")
+	const timeout = 20 * time.Second
+	began := time.Now()
+	c, err := Start("fake", srv, Options{RequestTimeout: timeout})
+	took := time.Since(began)
+	if err == nil {
+		c.Close()
+		t.Fatal("Start succeeded")
+	}
+	if !strings.Contains(err.Error(), "frame exceeds 1048576 bytes") {
+		t.Fatalf("err %v, want the frame limit", err)
+	}
+	if took >= timeout/2 {
+		t.Fatalf("failed after %v: at the request timeout, not at the frame limit", took)
+	}
+	assertGone(t, pids, "server")
+}

@@ -2,6 +2,7 @@ package mcpstdio
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +18,8 @@ var ErrFrameTooLarge = fmt.Errorf("frame exceeds %d bytes", MaxFrame)
 
 // readFrame reads one newline-terminated line of at most MaxFrame bytes
 // (the newline excluded). A longer line is consumed up to its newline and
-// reported as ErrFrameTooLarge, so a reader can resynchronise.
+// reported as ErrFrameTooLarge, so a reader can resynchronise (the server
+// answers a client's oversized request and goes on).
 func readFrame(r *bufio.Reader) ([]byte, error) {
 	var line []byte
 	tooLarge := false
@@ -46,6 +48,41 @@ func readFrame(r *bufio.Reader) ([]byte, error) {
 			}
 			return nil, err
 		}
+	}
+}
+
+// readFrameOrStop is readFrame for a reader that ends the session on an
+// oversized frame (the client, reading a server): ErrFrameTooLarge comes
+// as soon as more than MaxFrame bytes have arrived without a newline, not
+// when a newline finally comes, which a misbehaving server may never send
+// (ReadSlice would wait for it, or for a full buffer, holding the bytes
+// that already prove the frame too large). It only ever waits when nothing
+// is buffered.
+func readFrameOrStop(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		if r.Buffered() == 0 {
+			if _, err := r.Peek(1); err != nil {
+				if err == io.EOF && len(line) > 0 {
+					return nil, io.ErrUnexpectedEOF // a last line without its newline
+				}
+				return nil, err
+			}
+		}
+		buf, _ := r.Peek(r.Buffered())
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			if len(line)+i > MaxFrame {
+				return nil, ErrFrameTooLarge
+			}
+			line = append(line, buf[:i]...)
+			r.Discard(i + 1)
+			return line, nil
+		}
+		if len(line)+len(buf) > MaxFrame {
+			return nil, ErrFrameTooLarge
+		}
+		line = append(line, buf...)
+		r.Discard(len(buf))
 	}
 }
 

@@ -22,6 +22,8 @@ import (
 //	toolsnull     capabilities.tools is null
 //	garbage       a non-JSON line on stdout before the initialize response
 //	oversized     a 2 MiB line before the initialize response
+//	unterminated  more than 1 MiB without a newline before the initialize
+//	              response, then nothing more (it stays alive)
 //	slow          never answers tools/list
 //	crash         exits 3 during tools/call, after a line on stderr
 //	serverreq     sends ping and sampling requests before answering
@@ -166,6 +168,10 @@ func (f *fake) initialize(m msg) {
 		f.out.WriteString("this is not JSON\n")
 	case "oversized":
 		f.out.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("a", 2<<20) + "\"}}\n")
+	case "unterminated":
+		f.out.WriteString(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"` + strings.Repeat("a", 1<<20+1))
+		f.out.Flush()
+		time.Sleep(time.Hour) // the frame never ends: only the client's limit can
 	case "serverreq":
 		f.serverReqs = map[string]string{"901": "ping", "902": "sampling/createMessage"}
 		f.initPending = m.ID
