@@ -51,8 +51,8 @@ type watchedPath struct {
 
 // protectGather is the search in progress.
 type protectGather struct {
-	ws        string // the canonical workspace on the host
-	wsMount   uint64 // its mount id: paths on other mounts are not in the sandbox
+	ws        string          // the canonical workspace on the host
+	mounts    map[string]bool // mount points below it: not in the sandbox
 	set       []policy.ProtectPattern
 	paths     []string             // protected, relative to ws
 	gitDirs   []policy.GitDirMount // outside the workspace
@@ -68,10 +68,6 @@ type protectGather struct {
 func (r *agentRun) gatherProtect() ([]string, error) {
 	a := r.agent
 	g := &protectGather{ws: r.workspace, set: policy.EffectiveProtect(a.Protect)}
-	var stx unix.Statx_t
-	if err := unix.Statx(unix.AT_FDCWD, g.ws, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx); err == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
-		g.wsMount = stx.Mnt_id
-	}
 	if err := g.walk(); err != nil {
 		return nil, fmt.Errorf("%v; %s", err, protectEscape(a.Name))
 	}
@@ -169,11 +165,20 @@ func (g *protectGather) protected(rel string) bool {
 // patterns, below every directory, breadth first. It never follows a
 // symlink, never descends into a protected path, a .git directory or
 // another mount (the workspace is bound without its submounts, so those
-// are not in the sandbox).
+// are not in the sandbox). A directory costs one readdir: a pattern is
+// looked at only when its first component is among the entries.
 func (g *protectGather) walk() error {
 	anyDepth := false
 	for _, p := range g.set {
 		anyDepth = anyDepth || p.AnyDepth
+	}
+	if table, err := fsops.MountTable(); err == nil {
+		g.mounts = map[string]bool{}
+		for _, m := range table {
+			if m.Target != g.ws && within(m.Target, g.ws) {
+				g.mounts[m.Target] = true
+			}
+		}
 	}
 	queue := []string{""}
 	for visited := 0; len(queue) > 0; visited++ {
@@ -183,8 +188,20 @@ func (g *protectGather) walk() error {
 		}
 		dir := queue[0]
 		queue = queue[1:]
+		entries, err := os.ReadDir(filepath.Join(g.ws, dir))
+		if err != nil {
+			continue // unreadable to the caller: not the agent's either
+		}
+		names := make(map[string]bool, len(entries))
+		for _, en := range entries {
+			names[en.Name()] = true
+		}
 		for _, p := range g.set {
 			if dir != "" && !p.AnyDepth {
+				continue
+			}
+			first, _, _ := strings.Cut(p.Path, "/")
+			if !names[first] {
 				continue
 			}
 			if err := g.match(filepath.Join(dir, p.Path)); err != nil {
@@ -197,10 +214,6 @@ func (g *protectGather) walk() error {
 		}
 		if !anyDepth {
 			return nil
-		}
-		entries, err := os.ReadDir(filepath.Join(g.ws, dir))
-		if err != nil {
-			continue // unreadable to the caller: not the agent's either
 		}
 		for _, en := range entries {
 			if !en.IsDir() || en.Name() == ".git" { // IsDir is false for a symlink
@@ -216,14 +229,15 @@ func (g *protectGather) walk() error {
 	return nil
 }
 
-// sameMount reports whether rel is on the workspace's own mount.
+// sameMount reports whether rel is on the workspace's own mount: no mount
+// point lies at or above it inside the workspace.
 func (g *protectGather) sameMount(rel string) bool {
-	if g.wsMount == 0 {
-		return true // a kernel before 5.8 does not say
+	for p := filepath.Join(g.ws, rel); p != g.ws && len(p) > len(g.ws); p = filepath.Dir(p) {
+		if g.mounts[p] {
+			return false
+		}
 	}
-	var stx unix.Statx_t
-	err := unix.Statx(unix.AT_FDCWD, filepath.Join(g.ws, rel), unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx)
-	return err == nil && stx.Mnt_id == g.wsMount
+	return true
 }
 
 // match protects rel when it exists: a symlink anywhere on the way refuses
