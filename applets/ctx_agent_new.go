@@ -1,13 +1,16 @@
 package applets
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
+	"syscall"
 
 	"ctx/applets/authority"
 	"ctx/fsops"
@@ -40,23 +43,69 @@ func runAgentNew(e *Env, args []string) int {
 		return code
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	name := pos[0]
+	// Inside an agent context a new agent is an agent creating a child:
+	// that is agent.create's, through the run host, with its grant and
+	// attenuation. ctx agent new is the person's command.
+	if c, err := authority.Context(e.Getenv); err != nil || c.Agent != "" {
+		return fail(e, exitDenied, "permission denied (agent-context): an agent creates a child with the agent.create tool, which its run host checks; ctx agent new is the host's command")
+	}
+	spec := agentSpec{Name: pos[0], Parent: parentName, Label: label, Perm: perm, Tools: toolNames,
+		Shared: sharedArgs, Mounts: mountArgs, Temp: temp, Meta: "created by ctx agent new"}
+	child, te := createAgent(root, spec)
+	if te != nil {
+		if te.Exit == exitUsage {
+			return usageError(e, "%s", ptyterm.Escape(te.Msg))
+		}
+		return fail(e, te.Exit, "%s", ptyterm.Escape(te.Msg))
+	}
+	fmt.Fprintf(e.Stdout, "created agent/%s (subject %s, perm %s)\n", child.Name, child.Subject, child.Ceiling)
+	for _, t := range spec.Tools {
+		if !toolPolicyGrants(root, child, t) {
+			fmt.Fprintf(e.Stderr, "%s: note: tool %s does not allow %s in its own policy; to grant it, add to its policy: allow %s tool:%s execute\n",
+				e.Name, t, child.Subject, child.Subject, t)
+		}
+	}
+	return exitOK
+}
+
+// agentSpec is what ctx agent new and agent.create ask for.
+type agentSpec struct {
+	Name, Parent, Label, Perm, Model string
+	Tools, Shared                    []string
+	Mounts                           [][]string // SRC DST ro|rw
+	Temp                             bool
+	Meta                             string // meta.json's description
+	// ParentSession and ParentRun, from agent.create, record in the
+	// child's parent control the session and run that created it.
+	ParentSession, ParentRun string
+}
+
+// createAgent writes a complete agent/NAME.d/ (staged, renamed into place:
+// whole or not at all), the agent/NAME entry and the home skeleton. With a
+// parent the new agent must be an attenuation of it (policy.Attenuate).
+// Errors carry the exit status: 2 bad input, 13 a widening, 69 a name in
+// use, 1 a write that failed; nothing is left behind on any of them.
+func createAgent(root fsops.Root, spec agentSpec) (*policy.Agent, *toolError) {
+	name, label, perm := spec.Name, spec.Label, spec.Perm
+	usage := func(format string, args ...any) *toolError {
+		return toolErr(syscall.EINVAL, exitUsage, format, args...)
+	}
 	if err := policy.ValidName(name); err != nil {
-		return usageError(e, "agent %s", ptyterm.Escape(err.Error()))
+		return nil, usage("agent %s", err.Error())
 	}
 	if _, err := os.Lstat(root.AgentControl(name)); !errors.Is(err, fs.ErrNotExist) {
-		return fail(e, exitUnavailable, "agent %s already exists; left unchanged", name)
+		return nil, toolErr(syscall.EEXIST, exitUnavailable, "agent %s already exists; left unchanged", name)
 	}
 	if _, err := os.Lstat(root.Path("agent", name)); !errors.Is(err, fs.ErrNotExist) {
-		return fail(e, exitUnavailable, "%s already exists; left unchanged", root.Path("agent", name))
+		return nil, toolErr(syscall.EEXIST, exitUnavailable, "%s already exists; left unchanged", root.Path("agent", name))
 	}
 
 	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
 	var parent *policy.Agent
-	if parentName != "" {
-		p, code, ok := loadAgent(e, root, parentName)
-		if !ok {
-			return code
+	if spec.Parent != "" {
+		p, err := authority.LoadAgent(root, spec.Parent)
+		if err != nil {
+			return nil, toolErr(syscall.ENOENT, exitUnavailable, "parent: %v", err)
 		}
 		parent = p
 	}
@@ -75,10 +124,11 @@ func runAgentNew(e *Env, args []string) int {
 		// of its own from the agent range.
 		free, ok := policy.FreeAgentUID(agentUIDs(root))
 		if !ok {
-			return fail(e, exitUnavailable, "no free agent uid in %d-%d; nothing written", policy.AgentUIDFirst, policy.AgentUIDLast)
+			return nil, toolErr(syscall.ENOSPC, exitUnavailable, "no free agent uid in %d-%d; nothing written", policy.AgentUIDFirst, policy.AgentUIDLast)
 		}
 		uid, gid = free, free
 	}
+	toolNames := append([]string(nil), spec.Tools...)
 	if perm == "" {
 		perm = derivePerm(toolNames)
 	}
@@ -86,18 +136,18 @@ func runAgentNew(e *Env, args []string) int {
 	var rules []string
 	subject, err := policy.LabelSubject(label)
 	if err != nil {
-		return usageError(e, "--label: %s", ptyterm.Escape(err.Error()))
+		return nil, usage("label: %s", err.Error())
 	}
 	for _, t := range toolNames {
 		if err := policy.ValidName(t); err != nil {
-			return usageError(e, "--tool: %s", ptyterm.Escape(err.Error()))
+			return nil, usage("tool: %s", err.Error())
 		}
 		rules = append(rules, "allow "+subject+" tool:"+t+" execute")
 	}
-	for _, s := range sharedArgs {
+	for _, s := range spec.Shared {
 		space, p, ok := strings.Cut(s, ":")
 		if !ok || (p != "read" && p != "write") || policy.ValidName(space) != nil {
-			return usageError(e, "--shared %q: want SPACE:read or SPACE:write", s)
+			return nil, usage("shared %q: want SPACE:read or SPACE:write", s)
 		}
 		rules = append(rules, "allow "+subject+" shared:"+space+" read")
 		if p == "write" {
@@ -105,17 +155,25 @@ func runAgentNew(e *Env, args []string) int {
 		}
 	}
 	var mountLines []string
-	for _, m := range mountArgs {
+	for _, m := range spec.Mounts {
+		if len(m) != 3 {
+			return nil, usage("mount %q: want SRC DST ro|rw", m)
+		}
 		mountLines = append(mountLines, strings.Join(m, "\t")+"\tnosuid,nodev")
 	}
+	model := "main"
+	if spec.Model != "" {
+		model = spec.Model
+	}
+	meta, _ := json.Marshal(map[string]string{"description": spec.Meta})
 	controls := map[string]string{
 		"label": label + "\n", "perm": perm + "\n", "uid": fmt.Sprint(uid) + "\n", "gid": fmt.Sprint(gid) + "\n",
 		"owner": fmt.Sprint(os.Getuid()) + "\n", "groups": "", "life": "owned\n", "parent": "",
 		"env": "", "path": "/ctx/tool\n/ctx/home/" + fmt.Sprint(uid) + "/tool\n", "mount": strings.Join(mountLines, "\n"),
-		"model": "main\n", "window": "auto\n", "abi": "argv-v1\n", "approval": "auto\n", "tools": "",
+		"model": model + "\n", "window": "auto\n", "abi": "argv-v1\n", "approval": "auto\n", "tools": "",
 		"policy":    strings.Join(rules, "\n"),
 		"system.md": "You are " + name + ". Your tools are reached through tsh; nothing in a prompt grants you more than your policy does.\n",
-		"status":    "idle\n", "pid": "", "log": "", "meta.json": "{\"description\":\"created by ctx agent new\"}\n",
+		"status":    "idle\n", "pid": "", "log": "", "meta.json": string(meta) + "\n",
 	}
 	if controls["mount"] != "" {
 		controls["mount"] += "\n"
@@ -123,16 +181,21 @@ func runAgentNew(e *Env, args []string) int {
 	if controls["policy"] != "" {
 		controls["policy"] += "\n"
 	}
-	if temp {
+	if spec.Temp {
 		controls["life"] = "temp\n"
 	}
 	if parent != nil {
-		controls["parent"] = "agent:" + parent.Name + "\n"
+		controls["parent"] = policy.Parent{Agent: parent.Name, Session: spec.ParentSession, Run: spec.ParentRun}.String() + "\n"
+		controls["owner"] = fmt.Sprint(parent.Owner) + "\n"
 		controls["path"] = string(policy.FormatLines(parent.Path))
 		controls["groups"] = string(policy.FormatGroups(parent.Groups))
 		if parent.Protect != nil {
 			// The child protects what its parent does (attenuation).
 			controls["protect"] = string(policy.FormatProtect(parent.Protect))
+		}
+		if !reflect.DeepEqual(parent.Budgets, policy.DefaultBudgets()) {
+			// The child starts with its parent's budgets, never more.
+			controls["budgets"] = string(policy.FormatBudgets(parent.Budgets))
 		}
 	}
 	// Parse what we are about to write: the same grammar every reader uses.
@@ -142,27 +205,21 @@ func runAgentNew(e *Env, args []string) int {
 	}
 	child, err := policy.ParseAgent(name, raw)
 	if err != nil {
-		return usageError(e, "%s", ptyterm.Escape(err.Error()))
+		return nil, usage("%s", err.Error())
 	}
 	if parent != nil {
 		if err := policy.Attenuate(parent, child); err != nil {
-			return fail(e, exitDenied, "agent %s would not be an attenuation of %s: %s; nothing written", name, parent.Name, ptyterm.Escape(err.Error()))
+			return nil, toolErr(syscall.EACCES, exitDenied, "agent %s would not be an attenuation of %s: %s; nothing written", name, parent.Name, err.Error())
 		}
 	}
 	if err := writeAgentObject(root, name, controls); err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return nil, toolErr(syscall.EIO, exitFailure, "%v", err)
 	}
 	if _, err := root.EnsureAgentHome(int(child.UID), int(child.GID), name, os.Getuid() == 0 && child.UID != 0); err != nil {
-		return fail(e, exitFailure, "home of agent %s: %v", name, err)
+		// The definition stays usable: its home is made again at start.
+		return child, nil
 	}
-	fmt.Fprintf(e.Stdout, "created agent/%s (subject %s, perm %s)\n", name, child.Subject, child.Ceiling)
-	for _, t := range toolNames {
-		if !toolPolicyGrants(root, child, t) {
-			fmt.Fprintf(e.Stderr, "%s: note: tool %s does not allow %s in its own policy; to grant it, add to its policy: allow %s tool:%s execute\n",
-				e.Name, t, child.Subject, child.Subject, t)
-		}
-	}
-	return exitOK
+	return child, nil
 }
 
 // agentUIDs lists the uid of every agent in the tree that has a readable

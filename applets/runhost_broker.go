@@ -17,6 +17,13 @@ import (
 	"ctx/policy"
 )
 
+// brokerCall is a call in flight, by its token.
+type brokerCall struct {
+	tool   string
+	report *fsops.BrokerReport // what the tool reported, once
+	opDone bool                // its host operation was done (one per call)
+}
+
 // maxBrokerCalls bounds the calls one run may have in flight at once.
 const maxBrokerCalls = 64
 
@@ -37,9 +44,11 @@ type broker struct {
 	mu      sync.Mutex
 	nextID  uint64
 	waiting map[uint64]chan fsops.BrokerOrder
-	reports map[string]*fsops.BrokerReport // call token -> what the tool reported
-	slots   chan struct{}
-	static  []string // /mnt/proc/policy lines that are not about tools
+	calls   map[string]*brokerCall // call token -> the call in flight
+	// requestIDs are the agent.update request ids this run applied.
+	requestIDs map[string]bool
+	slots      chan struct{}
+	static     []string // /mnt/proc/policy lines that are not about tools
 }
 
 // startBroker binds the broker socket in the run directory and makes the
@@ -61,7 +70,7 @@ func (r *agentRun) startBroker(static []string) error {
 		return err
 	}
 	r.broker = &broker{r: r, listen: fd, host: host, init: init,
-		waiting: map[uint64]chan fsops.BrokerOrder{}, reports: map[string]*fsops.BrokerReport{}, slots: make(chan struct{}, maxBrokerCalls), static: static}
+		waiting: map[uint64]chan fsops.BrokerOrder{}, calls: map[string]*brokerCall{}, slots: make(chan struct{}, maxBrokerCalls), static: static}
 	go r.broker.readInit()
 	go r.broker.serve()
 	return nil
@@ -160,6 +169,10 @@ func (b *broker) handle(conn int) {
 		fsops.SendBrokerMessage(conn, fsops.BrokerReply{}, nil)
 		return
 	}
+	if req.HostOp != nil {
+		fsops.SendBrokerMessage(conn, b.hostOperation(req.HostOp), nil)
+		return
+	}
 	pid := 0
 	if cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
 		pid = int(cred.Pid)
@@ -170,10 +183,10 @@ func (b *broker) handle(conn int) {
 		ev.Exit = &exit
 		if token != "" {
 			b.mu.Lock()
-			if rep := b.reports[token]; rep != nil {
-				ev.Errno, ev.Layer, ev.Detail = rep.Errno, rep.Layer, rep.Detail
+			if c := b.calls[token]; c != nil && c.report != nil {
+				ev.Errno, ev.Layer, ev.Detail = c.report.Errno, c.report.Layer, c.report.Detail
 			}
-			delete(b.reports, token)
+			delete(b.calls, token)
 			b.mu.Unlock()
 		}
 		ev.DurMS = float64(time.Since(began).Microseconds()) / 1000
@@ -221,7 +234,7 @@ func (b *broker) handle(conn int) {
 	id := b.nextID
 	done := make(chan fsops.BrokerOrder, 1)
 	b.waiting[id] = done
-	b.reports[token] = nil
+	b.calls[token] = &brokerCall{tool: req.Tool}
 	b.mu.Unlock()
 	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: path, Argv: append([]string{req.Tool}, req.Args...),
 		Env: brokerEnv(req.Env), Cwd: req.Cwd, Token: token}
@@ -285,8 +298,8 @@ func (b *broker) takeReport(rep *fsops.BrokerReport) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if cur, ok := b.reports[rep.Token]; ok && cur == nil {
-		b.reports[rep.Token] = &fsops.BrokerReport{Errno: bound(rep.Errno, 32), Layer: bound(rep.Layer, 64), Detail: bound(rep.Detail, 512)}
+	if c, ok := b.calls[rep.Token]; ok && c.report == nil {
+		c.report = &fsops.BrokerReport{Errno: bound(rep.Errno, 32), Layer: bound(rep.Layer, 64), Detail: bound(rep.Detail, 512)}
 	}
 }
 

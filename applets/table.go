@@ -37,6 +37,8 @@ func init() {
 		toolApplet(fsWriteTool),
 		toolApplet(fsReplaceTool),
 		toolApplet(shellExecTool),
+		toolApplet(agentUpdateTool),
+		toolApplet(agentCreateTool),
 		toolApplet(bashTool),
 		toolApplet(tmuxTool),
 		toolApplet(zellijTool),

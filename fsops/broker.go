@@ -50,6 +50,18 @@ type BrokerRequest struct {
 	Env    []string      `json:"env"`
 	Cwd    string        `json:"cwd"`
 	Report *BrokerReport `json:"report,omitempty"`
+	HostOp *BrokerHostOp `json:"host_op,omitempty"`
+}
+
+// BrokerHostOp asks the run host to do, for a call it brokered, the one
+// thing the tool cannot do inside the sandbox (agent.update writes the
+// calling agent's prompt control, agent.create writes a child agent).
+// Token names the call: the host accepts one operation per call, of the
+// call's own tool, and decides and validates it again itself.
+type BrokerHostOp struct {
+	Token string          `json:"token"`
+	Op    string          `json:"op"`
+	Input json.RawMessage `json:"input"`
 }
 
 // BrokerReport is what a brokered tool adds to the host's record of its
@@ -67,8 +79,10 @@ type BrokerReport struct {
 // BrokerReply is the host's answer: the call's exit status and, for a call
 // the host refused or could not run, the one-line reason.
 type BrokerReply struct {
-	Exit  int    `json:"exit"`
-	Error string `json:"error,omitempty"`
+	Exit   int    `json:"exit"`
+	Error  string `json:"error,omitempty"`
+	Errno  string `json:"errno,omitempty"`  // a host operation's errno name
+	Output string `json:"output,omitempty"` // a host operation's result line
 }
 
 // BrokerOrder is a message between the host and the init.

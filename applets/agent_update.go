@@ -1,0 +1,56 @@
+package applets
+
+import (
+	"encoding/json"
+	"fmt"
+	"syscall"
+
+	"ctx/fsops"
+)
+
+// agentUpdateTool is the self-iteration endpoint (seed "Agent Self
+// Iteration"): a running agent replaces system.md or prompt.template.md of
+// its own control directory. The run host does the write (the tree is
+// read-only inside the sandbox): it binds the request to the calling agent,
+// so no request can name another, and checks the control and the content
+// again itself.
+var agentUpdateTool = &builtinTool{
+	Name:        "agent.update",
+	Description: "Replace the calling agent's own system.md or prompt.template.md (at most 8 KiB of UTF-8, no NUL); the next run renders it. Runs only through the run host of an agent's run.",
+	Cap:         "agent.update",
+	Schema: `{"$schema":"https://json-schema.org/draft/2020-12/schema","title":"agent.update input",` +
+		`"type":"object","properties":{"control":{"type":"string","minLength":1},"content":{"type":"string"},` +
+		`"request_id":{"type":"string","minLength":1,"maxLength":128}},"required":["control","content"],"additionalProperties":false}`,
+	Run: func(c *toolCall) error { return hostOperation(c, "agent.update") },
+}
+
+// hostOperation hands a validated call to the run host that brokered it and
+// prints the host's answer. Outside a brokered call there is no host to do
+// it: the call is refused (69).
+func hostOperation(c *toolCall, op string) error {
+	token := c.env.Getenv(fsops.BrokeredEnv)
+	if token == "" {
+		return toolErr(syscall.EAGAIN, exitUnavailable, "%s runs only through the run host of an agent's run (ctx agent start)", op)
+	}
+	input, err := json.Marshal(c.input)
+	if err != nil {
+		return toolErr(syscall.EINVAL, exitUsage, "%v", err)
+	}
+	reply, err := askHost(fsops.BrokerRequest{HostOp: &fsops.BrokerHostOp{Token: token, Op: op, Input: input}})
+	if err != nil {
+		return toolErr(syscall.EIO, exitUnavailable, "the run host did not answer: %v", err)
+	}
+	if reply.Exit != 0 {
+		errno := syscall.EIO
+		if e := errnoByName(reply.Errno); e != 0 {
+			errno = e
+		}
+		te := &toolError{Errno: errno, Exit: reply.Exit, Msg: reply.Error}
+		if reply.Exit == exitDenied {
+			te.Layer = "agent-policy"
+		}
+		return te
+	}
+	fmt.Fprintln(c.out, reply.Output)
+	return nil
+}

@@ -1,0 +1,38 @@
+package applets
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+)
+
+// askHost sends one request without descriptors to the run host and
+// returns its reply.
+func askHost(req fsops.BrokerRequest) (fsops.BrokerReply, error) {
+	var reply fsops.BrokerReply
+	conn, err := fsops.DialBroker(fsops.BrokerSocket)
+	if err != nil {
+		return reply, err
+	}
+	defer unix.Close(conn)
+	if err := fsops.SendBrokerMessage(conn, req, nil); err != nil {
+		return reply, err
+	}
+	_, err = fsops.RecvBrokerMessage(conn, &reply, 0)
+	return reply, err
+}
+
+// errnoByName is the errno called name ("EINVAL"), 0 when unknown.
+func errnoByName(name string) syscall.Errno {
+	if name == "" {
+		return 0
+	}
+	for e := syscall.Errno(1); e < 256; e++ {
+		if unix.ErrnoName(e) == name {
+			return e
+		}
+	}
+	return 0
+}

@@ -1,0 +1,164 @@
+package applets
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// maxSelfUpdate is the largest prompt control agent.update writes (seed:
+// "rejects payloads larger than 8 KiB").
+const maxSelfUpdate = 8 << 10
+
+// selfUpdatable are the only controls agent.update may replace: the
+// authority-free prompt controls. Every other control (policy, mount,
+// model, window, the identity files...) stays the host's.
+var selfUpdatable = map[string]bool{"system.md": true, "prompt.template.md": true}
+
+// hostOperation does, for a call it brokered, what the tool cannot do
+// inside the sandbox. The token must name a call of that very tool still
+// in flight, and each call gets one operation: whoever holds the token can
+// do no more than the call was already allowed to. Everything is decided
+// and validated again here, on the host, never taken from the tool.
+func (b *broker) hostOperation(op *fsops.BrokerHostOp) fsops.BrokerReply {
+	b.mu.Lock()
+	c, ok := b.calls[op.Token]
+	valid := ok && c.tool == op.Op && !c.opDone
+	if valid {
+		c.opDone = true
+	}
+	b.mu.Unlock()
+	if !valid {
+		return fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES", Error: op.Op + ": permission denied: no call of " + op.Op + " in flight under this token"}
+	}
+	switch op.Op {
+	case "agent.update":
+		return b.agentUpdate(op.Input)
+	case "agent.create":
+		return b.agentCreate(op.Input)
+	}
+	return fsops.BrokerReply{Exit: exitUsage, Errno: "EINVAL", Error: op.Op + ": not an operation of the run host"}
+}
+
+// strictDecode decodes one JSON object into v, refusing unknown fields and
+// trailing data.
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("trailing data after the object")
+	}
+	return nil
+}
+
+func invalid(tool, format string, args ...any) fsops.BrokerReply {
+	return fsops.BrokerReply{Exit: exitUsage, Errno: "EINVAL", Error: tool + ": " + fmt.Sprintf(format, args...)}
+}
+
+// agentUpdate replaces system.md or prompt.template.md of the calling
+// agent, atomically, in its own control directory. The request names no
+// agent: it is the run's.
+func (b *broker) agentUpdate(input []byte) fsops.BrokerReply {
+	var in struct {
+		Control   string `json:"control"`
+		Content   string `json:"content"`
+		RequestID string `json:"request_id"`
+	}
+	if err := strictDecode(input, &in); err != nil {
+		return invalid("agent.update", "input: %v", err)
+	}
+	switch {
+	case !selfUpdatable[in.Control]:
+		return invalid("agent.update", "control %q is the host's; an agent updates only its own system.md or prompt.template.md", in.Control)
+	case len(in.Content) > maxSelfUpdate:
+		return invalid("agent.update", "content is %d bytes; at most %d", len(in.Content), maxSelfUpdate)
+	case !utf8.ValidString(in.Content) || strings.IndexByte(in.Content, 0) >= 0:
+		return invalid("agent.update", "content must be UTF-8 text without NUL")
+	}
+	if in.RequestID != "" {
+		b.mu.Lock()
+		replay := b.requestIDs[in.RequestID]
+		if b.requestIDs == nil {
+			b.requestIDs = map[string]bool{}
+		}
+		b.requestIDs[in.RequestID] = true
+		b.mu.Unlock()
+		if replay {
+			return fsops.BrokerReply{Exit: exitFailure, Errno: "EALREADY", Error: "agent.update: request " + in.RequestID + " was already applied; nothing written"}
+		}
+	}
+	r := b.r
+	path := filepath.Join(r.root.AgentControl(r.agent.Name), in.Control)
+	if err := fsops.WriteAtomic(path, []byte(in.Content), 0o644); err != nil {
+		return fsops.BrokerReply{Exit: exitFailure, Errno: "EIO", Error: "agent.update: " + err.Error()}
+	}
+	sum := sha256.Sum256([]byte(in.Content))
+	r.recordEvent(fsops.Event{Type: "agent.update", Object: "agent/" + r.agent.Name, Status: "ok",
+		Detail: fmt.Sprintf("control=%s bytes=%d sha256=%s", in.Control, len(in.Content), hex.EncodeToString(sum[:8]))})
+	return fsops.BrokerReply{Output: fmt.Sprintf("updated agent/%s.d/%s (%d bytes); the next run renders it", r.agent.Name, in.Control, len(in.Content))}
+}
+
+// agentCreate creates a child of the calling agent: the caller's policy
+// must name the child (allow SUBJ agent:CHILD create), and the child must
+// be an attenuation of the caller (createAgent, policy.Attenuate). The
+// child is written whole or not at all, with parent=agent:CALLER
+// session:S run:R.
+func (b *broker) agentCreate(input []byte) fsops.BrokerReply {
+	var in struct {
+		Name   string   `json:"name"`
+		Label  string   `json:"label"`
+		Model  string   `json:"model"`
+		Perm   string   `json:"perm"`
+		Life   string   `json:"life"`
+		Tools  []string `json:"tools"`
+		Shared []string `json:"shared"`
+		Mount  []struct {
+			Source string `json:"source"`
+			Target string `json:"target"`
+			Mode   string `json:"mode"`
+		} `json:"mount"`
+	}
+	if err := strictDecode(input, &in); err != nil {
+		return invalid("agent.create", "input: %v", err)
+	}
+	if err := policy.ValidName(in.Name); err != nil {
+		return invalid("agent.create", "name: %v", err)
+	}
+	r := b.r
+	parent, err := authority.LoadAgent(r.root, r.agent.Name)
+	if err != nil {
+		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "EIO", Error: "agent.create: " + err.Error()}
+	}
+	if !parent.Policy.Allows(parent.Subject, policy.Object{Class: policy.ClassAgent, Name: in.Name}, policy.PermCreate) {
+		return fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
+			Error: fmt.Sprintf("agent.create: permission denied (agent-policy): %s's policy has no allow %s agent:%s create; nothing written", parent.Name, parent.Subject, in.Name)}
+	}
+	spec := agentSpec{Name: in.Name, Parent: parent.Name, Label: in.Label, Perm: in.Perm, Model: in.Model,
+		Tools: in.Tools, Shared: in.Shared, Temp: in.Life == "temp",
+		Meta: "created by agent.create of agent " + parent.Name, ParentSession: r.session, ParentRun: r.runID}
+	if in.Life != "" && in.Life != "owned" && in.Life != "temp" {
+		return invalid("agent.create", "life %q: want owned or temp", in.Life)
+	}
+	for _, m := range in.Mount {
+		spec.Mounts = append(spec.Mounts, []string{m.Source, m.Target, m.Mode})
+	}
+	child, te := createAgent(r.root, spec)
+	if te != nil {
+		return fsops.BrokerReply{Exit: te.Exit, Errno: errnoName(te.Errno), Error: "agent.create: " + te.Msg}
+	}
+	r.recordEvent(fsops.Event{Type: "agent.create", Object: "agent/" + child.Name, Status: "ok",
+		Detail: fmt.Sprintf("parent=%s perm=%s subject=%s", parent.Name, child.Ceiling, child.Subject)})
+	return fsops.BrokerReply{Output: fmt.Sprintf("created agent/%s (subject %s, perm %s, parent %s)", child.Name, child.Subject, child.Ceiling, parent.Name)}
+}
