@@ -27,6 +27,9 @@ type brokerCall struct {
 // maxBrokerCalls bounds the calls one run may have in flight at once.
 const maxBrokerCalls = 64
 
+// requestTimeout bounds the wait for a caller's request after it connects.
+const requestTimeout = 10 * time.Second
+
 // cancelWait bounds how long a cancelled call waits for the init's report
 // that its process group is gone.
 const cancelWait = 5 * time.Second
@@ -153,8 +156,12 @@ func (b *broker) readInit() {
 func (b *broker) handle(conn int) {
 	defer unix.Close(conn)
 	began := time.Now()
+	// A caller has requestTimeout to send its request: a connection that
+	// says nothing does not hold one of the run's call slots for long.
+	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: int64(requestTimeout / time.Second)})
 	var req fsops.BrokerRequest
 	files, err := fsops.RecvBrokerMessage(conn, &req, 3)
+	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{})
 	defer func() {
 		for _, f := range files {
 			f.Close()

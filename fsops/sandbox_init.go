@@ -469,6 +469,13 @@ func dropPrivileges() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return &SandboxError{"setting no_new_privs", err}
 	}
+	// The init holds the broker's order channel and the run's setup
+	// descriptors: not dumpable, so its /proc/1/fd, mem and environ belong
+	// to root and no agent process can reach them, whatever its uid. (The
+	// agent's program is dumpable again after its execve.)
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		return &SandboxError{"making the init not dumpable", err}
+	}
 	// An empty bounding set does not limit the inheritable set, and an
 	// execve by uid 0 turns inheritable capabilities into permitted ones:
 	// the inheritable set (which raising ambient capabilities filled) must
