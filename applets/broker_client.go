@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
@@ -66,7 +67,12 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 	select {
 	case reply := <-answer:
 		relay.wait()
-		if reply.Error != "" {
+		switch {
+		case reply.Error != "" && reply.Exit == exitDenied:
+			// The run host refused the call (its message names the tool):
+			// marked as every refusal of ctx is (authority.DeniedPrefix).
+			fmt.Fprintf(e.Stderr, "%s%s\n", authority.DeniedPrefix, ptyterm.Escape(reply.Error))
+		case reply.Error != "":
 			fmt.Fprintf(e.Stderr, "%s\n", ptyterm.Escape(reply.Error))
 		}
 		return reply.Exit, true

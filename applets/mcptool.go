@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
@@ -126,7 +127,12 @@ func (o *toolOutput) fail(code int, errno, format string, args ...any) int {
 		o.frame(toolFrame{Type: "done", Status: "error"})
 		return code
 	}
-	fmt.Fprintf(o.e.Stderr, "%s: %s: %s\n", o.name, errno, ptyterm.EscapeLines(msg))
+	line := fmt.Sprintf("%s: %s", errno, ptyterm.EscapeLines(msg))
+	if code == exitDenied {
+		fmt.Fprint(o.e.Stderr, authority.DeniedLine(o.name, line))
+		return code
+	}
+	fmt.Fprintf(o.e.Stderr, "%s: %s\n", o.name, line)
 	return code
 }
 

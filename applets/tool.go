@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/ptyterm"
 )
@@ -159,6 +160,10 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 		if call.native {
 			frames.message(message.String())
 			frames.error(ev.Errno, te.Msg)
+		} else if code == exitDenied {
+			// Marked, so that it cannot be mistaken for a command of
+			// shell.exec or bash exiting 13 on its own.
+			fmt.Fprint(e.Stderr, authority.DeniedLine(t.Name, ptyterm.Escape(te.Msg)))
 		} else {
 			fmt.Fprintf(e.Stderr, "%s: %s\n", t.Name, ptyterm.Escape(te.Msg))
 		}

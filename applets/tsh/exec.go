@@ -91,7 +91,7 @@ func (sh *Shell) runTool(name string, args []string) int {
 	// never falls back to a person's view.
 	switch ctx, err := detectContext(sh.env); {
 	case err != nil:
-		sh.errorf("cannot execute %s: EACCES (agent-context): %v", name, err)
+		sh.deniedf("cannot execute %s: EACCES (agent-context): %v", name, err)
 		sh.refused(hit, "denied", "EACCES", "agent-context", exitDenied, "refused by tsh: no valid agent context")
 		return exitDenied
 	case ctx.Source == policy.ContextNone:
@@ -100,7 +100,7 @@ func (sh *Shell) runTool(name string, args []string) int {
 		return exitUnavailable
 	}
 	if errno, layer, ok := authorize(sh.env, sh.root, hit); !ok {
-		sh.errorf("cannot execute %s: %s (%s)", name, errno, layer)
+		sh.deniedf("cannot execute %s: %s (%s)", name, errno, layer)
 		sh.refused(hit, "denied", errno, layer, exitDenied, "refused by tsh before execution")
 		return exitDenied
 	}

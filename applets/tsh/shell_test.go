@@ -247,14 +247,14 @@ func TestExecutionThroughTheAuthorityCheck(t *testing.T) {
 	agent := map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1", "CTX_ROOT": f.root.Dir, "CTX_PATH": f.sys}
 
 	// No definition of the agent at all: the context cannot be established.
-	f.tsh(t, agent, "", "shell.exec", "pwd").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (agent-context)\n")
+	f.tsh(t, agent, "", "shell.exec", "pwd").check(t, 13, "", "ctx: denied: tsh: cannot execute shell.exec: EACCES (agent-context)\n")
 
 	f.writeAgent(t, "r--", "allow coder_t tool:shell.exec execute\n")
-	f.tsh(t, agent, "", "shell.exec", "pwd").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (perm)\n")
+	f.tsh(t, agent, "", "shell.exec", "pwd").check(t, 13, "", "ctx: denied: tsh: cannot execute shell.exec: EACCES (perm)\n")
 	f.writeAgent(t, "rwx", "")
-	f.tsh(t, agent, "shell.exec x\nexit\n").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (agent-policy)\n")
+	f.tsh(t, agent, "shell.exec x\nexit\n").check(t, 13, "", "ctx: denied: tsh: cannot execute shell.exec: EACCES (agent-policy)\n")
 	f.writeAgent(t, "rwx", "allow coder_t tool:shell.exec execute\n")
-	f.tsh(t, agent, "", "shell.exec").check(t, 13, "", "tsh: cannot execute shell.exec: EACCES (tool-policy)\n")
+	f.tsh(t, agent, "", "shell.exec").check(t, 13, "", "ctx: denied: tsh: cannot execute shell.exec: EACCES (tool-policy)\n")
 	if exists(marker) {
 		t.Fatal("a tool refused by the authority check ran")
 	}

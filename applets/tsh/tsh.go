@@ -24,6 +24,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
@@ -206,4 +207,11 @@ func (sh *Shell) Dirs() []string { return sh.dirs }
 // errorf prints "tsh: message" to stderr, escaped for the terminal.
 func (sh *Shell) errorf(format string, args ...any) {
 	fmt.Fprintf(sh.env.Stderr, "tsh: %s\n", ptyterm.Escape(fmt.Sprintf(format, args...)))
+}
+
+// deniedf prints the line of a refusal (exit 13): errorf's line, marked
+// with authority.DeniedPrefix so that it cannot be mistaken for a tool
+// that exits 13 on its own.
+func (sh *Shell) deniedf(format string, args ...any) {
+	fmt.Fprint(sh.env.Stderr, authority.DeniedLine("tsh", ptyterm.Escape(fmt.Sprintf(format, args...))))
 }
