@@ -140,15 +140,5 @@ func standardDescriptors(e *Env) ([]int, *descriptorRelay, error) {
 // call it brokered (errno, layer, detail). Best effort: the host records the
 // call either way.
 func reportBrokeredCall(token string, ev fsops.Event) {
-	conn, err := fsops.DialBroker(fsops.BrokerSocket)
-	if err != nil {
-		return
-	}
-	defer unix.Close(conn)
-	req := fsops.BrokerRequest{Report: &fsops.BrokerReport{Token: token, Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail}}
-	if fsops.SendBrokerMessage(conn, req, nil) != nil {
-		return
-	}
-	var reply fsops.BrokerReply
-	fsops.RecvBrokerMessage(conn, &reply, 0)
+	askHost(fsops.BrokerRequest{Report: &fsops.BrokerReport{Token: token, Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail}})
 }

@@ -13,6 +13,7 @@ import (
 // (ctx_agent_VERB.go), documented together in manual/ctx-agent.md.
 var agentVerbs = []subcommand{
 	{"attach", runAgentAttach},
+	{"children", runAgentChildren},
 	{"env", runAgentEnv},
 	{"new", runAgentNew},
 	{"ps", runAgentPs},

@@ -413,6 +413,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 	}
 	runcap.CloseChild()
 	close(stopWatch)
+	r.endChildren()
 	r.endBudgets()
 	// Every holder of the run capability is gone with the sandbox; wait
 	// for the last events before recording the stop.

@@ -6,8 +6,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"ctx/applets/authority"
@@ -45,6 +49,10 @@ func (b *broker) hostOperation(op *fsops.BrokerHostOp) fsops.BrokerReply {
 		return b.agentUpdate(op.Input)
 	case "agent.create":
 		return b.agentCreate(op.Input)
+	case "agent.start":
+		return b.agentStart(op.Input)
+	case "agent.stop":
+		return b.agentStop(op.Input)
 	}
 	return fsops.BrokerReply{Exit: exitUsage, Errno: "EINVAL", Error: op.Op + ": not an operation of the run host"}
 }
@@ -161,4 +169,182 @@ func (b *broker) agentCreate(input []byte) fsops.BrokerReply {
 	r.recordEvent(fsops.Event{Type: "agent.create", Object: "agent/" + child.Name, Status: "ok",
 		Detail: fmt.Sprintf("parent=%s perm=%s subject=%s", parent.Name, child.Ceiling, child.Subject)})
 	return fsops.BrokerReply{Output: fmt.Sprintf("created agent/%s (subject %s, perm %s, parent %s)", child.Name, child.Subject, child.Ceiling, parent.Name)}
+}
+
+// childOf loads agent name and checks it is a child of the calling agent
+// that the caller's policy lets it perm (start or stop).
+func (b *broker) childOf(tool, name string, perm policy.Permission) (*policy.Agent, *fsops.BrokerReply) {
+	if err := policy.ValidName(name); err != nil {
+		r := invalid(tool, "name: %v", err)
+		return nil, &r
+	}
+	r := b.r
+	caller, err := authority.LoadAgent(r.root, r.agent.Name)
+	if err != nil {
+		return nil, &fsops.BrokerReply{Exit: exitUnavailable, Errno: "EIO", Error: tool + ": " + err.Error()}
+	}
+	if !caller.Policy.Allows(caller.Subject, policy.Object{Class: policy.ClassAgent, Name: name}, perm) {
+		return nil, &fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
+			Error: fmt.Sprintf("%s: permission denied (agent-policy): %s's policy has no allow %s agent:%s %s", tool, caller.Name, caller.Subject, name, perm)}
+	}
+	child, err := authority.LoadAgent(r.root, name)
+	if err != nil {
+		return nil, &fsops.BrokerReply{Exit: exitNotFound, Errno: "ENOENT", Error: tool + ": " + err.Error()}
+	}
+	if child.Parent.Agent != caller.Name {
+		return nil, &fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
+			Error: fmt.Sprintf("%s: permission denied (agent-policy): agent %s is not a child of %s", tool, name, caller.Name)}
+	}
+	return child, nil
+}
+
+// childReady bounds the wait for a started child to be ready.
+const childReady = 10 * time.Second
+
+// agentStart starts a child of the calling agent: its own run host (ctx
+// agent start CHILD --no-console), a child process of this run host, so
+// the child's sandbox is built from the child's own, attenuated definition.
+func (b *broker) agentStart(input []byte) fsops.BrokerReply {
+	var in struct {
+		Name    string   `json:"name"`
+		Session string   `json:"session"`
+		Command []string `json:"command"`
+	}
+	if err := strictDecode(input, &in); err != nil {
+		return invalid("agent.start", "input: %v", err)
+	}
+	if in.Session != "" && policy.ValidName(in.Session) != nil {
+		return invalid("agent.start", "session %q is not a valid name", in.Session)
+	}
+	child, refusal := b.childOf("agent.start", in.Name, policy.PermStart)
+	if refusal != nil {
+		return *refusal
+	}
+	r := b.r
+	b.mu.Lock()
+	live := len(b.children)
+	_, running := b.children[child.Name]
+	b.mu.Unlock()
+	if running {
+		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "EBUSY", Error: "agent.start: agent " + child.Name + " is already running"}
+	}
+	if max := r.budgets.limits.Get("children"); uint64(live) >= max {
+		r.budgetExceeded("children", "agent.start of "+child.Name+" refused")
+		return fsops.BrokerReply{Exit: exitDenied, Errno: "EAGAIN",
+			Error: fmt.Sprintf("agent.start: budget children=%d reached; agent %s not started", max, child.Name)}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fsops.BrokerReply{Exit: exitInternal, Errno: "EIO", Error: "agent.start: " + err.Error()}
+	}
+	args := []string{"ctx", "agent", "start", "--root", r.root.Dir, child.Name, "--no-console", "--cwd", r.workspace}
+	if in.Session != "" {
+		args = append(args, "--session", in.Session)
+	}
+	if len(in.Command) > 0 {
+		args = append(append(args, "--"), in.Command...)
+	}
+	cmd := &exec.Cmd{Path: self, Args: args, Env: []string{"PATH=/usr/bin:/bin"}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "EIO", Error: "agent.start: " + err.Error()}
+	}
+	b.mu.Lock()
+	if b.children == nil {
+		b.children = map[string]*exec.Cmd{}
+	}
+	b.children[child.Name] = cmd
+	b.mu.Unlock()
+	exited := make(chan error, 1)
+	go func() {
+		err := cmd.Wait()
+		b.mu.Lock()
+		if b.children[child.Name] == cmd {
+			delete(b.children, child.Name)
+		}
+		b.mu.Unlock()
+		exited <- err
+	}()
+	deadline := time.Now().Add(childReady)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return fsops.BrokerReply{Exit: exitUnavailable, Errno: "EIO",
+				Error: fmt.Sprintf("agent.start: agent %s ended before it was ready (%s); see its log", child.Name, waitText(err))}
+		case <-time.After(50 * time.Millisecond):
+		}
+		if st, _ := fsops.ReadControl(filepath.Join(r.root.AgentControl(child.Name), "status")); strings.TrimSpace(string(st)) == "ready" {
+			r.recordEvent(fsops.Event{Type: "agent.start", Object: "agent/" + child.Name, Status: "ok",
+				Detail: fmt.Sprintf("started by agent %s, run host pid %d", r.agent.Name, cmd.Process.Pid)})
+			return fsops.BrokerReply{Output: fmt.Sprintf("started agent/%s (run host pid %d)", child.Name, cmd.Process.Pid)}
+		}
+	}
+	return fsops.BrokerReply{Output: fmt.Sprintf("starting agent/%s (run host pid %d; not ready after %s)", child.Name, cmd.Process.Pid, childReady)}
+}
+
+func waitText(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
+}
+
+// agentStop stops a child this run started, and its owned and temp
+// descendants first.
+func (b *broker) agentStop(input []byte) fsops.BrokerReply {
+	var in struct {
+		Name string `json:"name"`
+	}
+	if err := strictDecode(input, &in); err != nil {
+		return invalid("agent.stop", "input: %v", err)
+	}
+	child, refusal := b.childOf("agent.stop", in.Name, policy.PermStop)
+	if refusal != nil {
+		return *refusal
+	}
+	b.mu.Lock()
+	_, ours := b.children[child.Name]
+	b.mu.Unlock()
+	if !ours {
+		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "ESRCH", Error: "agent.stop: agent " + child.Name + " was not started by this run"}
+	}
+	var out bytes.Buffer
+	e := &Env{Name: "agent.stop", Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
+	code := stopTree(e, b.r.root, child.Name, map[string]bool{})
+	b.r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + child.Name, Status: "ok",
+		Detail: "stopped by agent " + b.r.agent.Name})
+	if code != exitOK {
+		return fsops.BrokerReply{Exit: code, Errno: "EIO", Error: "agent.stop: " + strings.TrimSpace(out.String())}
+	}
+	return fsops.BrokerReply{Output: strings.TrimSpace(out.String())}
+}
+
+// endChildren ends, with the caller's run, the children it started whose
+// life is owned or temp, and removes the definition of temp ones (their
+// history stays in their homes).
+func (r *agentRun) endChildren() {
+	b := r.broker
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	names := make([]string, 0, len(b.children))
+	for name := range b.children {
+		names = append(names, name)
+	}
+	b.mu.Unlock()
+	for _, name := range names {
+		child, err := authority.LoadAgent(r.root, name)
+		if err != nil || (child.Life != policy.LifeOwned && child.Life != policy.LifeTemp) {
+			continue
+		}
+		var out bytes.Buffer
+		e := &Env{Name: "agent.stop", Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
+		stopTree(e, r.root, name, map[string]bool{})
+		if child.Life == policy.LifeTemp {
+			os.RemoveAll(r.root.AgentControl(name))
+			os.Remove(r.root.Path("agent", name))
+			fsops.SyncDir(r.root.AgentDir())
+		}
+	}
 }

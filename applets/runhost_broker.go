@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -50,6 +51,8 @@ type broker struct {
 	calls   map[string]*brokerCall // call token -> the call in flight
 	// requestIDs are the agent.update request ids this run applied.
 	requestIDs map[string]bool
+	// children are the run hosts of the children this run started.
+	children map[string]*exec.Cmd
 	slots      chan struct{}
 	static     []string // /mnt/proc/policy lines that are not about tools
 }

@@ -39,6 +39,8 @@ func init() {
 		toolApplet(shellExecTool),
 		toolApplet(agentUpdateTool),
 		toolApplet(agentCreateTool),
+		toolApplet(agentStartTool),
+		toolApplet(agentStopTool),
 		toolApplet(bashTool),
 		toolApplet(tmuxTool),
 		toolApplet(zellijTool),

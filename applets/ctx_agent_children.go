@@ -1,0 +1,27 @@
+package applets
+
+import (
+	"fmt"
+	"sort"
+)
+
+// runAgentChildren is `ctx agent children [--root DIR] NAME`: the agents
+// whose parent control names NAME, one line each, as ctx agent ps prints
+// them: NAME<TAB>STATUS<TAB>pid=PID<TAB>life=LIFE<TAB>parent=PARENT.
+func runAgentChildren(e *Env, args []string) int {
+	root, a, code, ok := agentArgs(e, args, newFlags())
+	if !ok {
+		return code
+	}
+	kids := childrenOf(root, a.Name)
+	sort.Slice(kids, func(i, j int) bool { return kids[i].Name < kids[j].Name })
+	for _, k := range kids {
+		status, pid := effectiveStatus(root, k.Name)
+		pidText := "-"
+		if pid > 0 {
+			pidText = fmt.Sprint(pid)
+		}
+		fmt.Fprintf(e.Stdout, "%s\t%s\tpid=%s\tlife=%s\tparent=%s\n", k.Name, status, pidText, k.Life, k.Parent)
+	}
+	return exitOK
+}
