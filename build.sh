@@ -9,8 +9,26 @@ set -eu
 cd "$(dirname "$0")"
 OUT=${OUT:-$PWD/ctx}
 
+# stamps are the -X flags behind `ctx --version`: VERSION from the
+# environment, else the nearest v* tag; the commit too, because the go
+# command leaves it out where VCS stamping is off (GOFLAGS=-buildvcs=false)
+# or git refuses the checkout. Without git both stay empty and ctx falls
+# back to what the go command stamped.
+stamps() {
+	v=${VERSION:-$(git describe --tags --match 'v*' --dirty 2>/dev/null || true)}
+	c=$(git rev-parse HEAD 2>/dev/null || true)
+	m=
+	if [ -n "$c" ] && ! git diff --quiet HEAD -- 2>/dev/null; then m=true; fi
+	printf '%s' "-X ctx/applets.version=$v -X ctx/applets.commit=$c -X ctx/applets.modified=$m -X 'ctx/applets.ldflags=$LDFLAGS'"
+}
+
+# LDFLAGS are the linker flags besides the stamps; -trimpath keeps the go
+# command from recording them, so they are stamped too.
+LDFLAGS='-s -w -buildid='
+
+
 build() {
-	CGO_ENABLED=0 go build -trimpath -ldflags='-s -w -buildid=' -o "$OUT" .
+	CGO_ENABLED=0 go build -trimpath -ldflags="$LDFLAGS $(stamps)" -o "$OUT" .
 	check_static "$OUT"
 	echo "build.sh: $OUT $(wc -c <"$OUT") bytes, static"
 }

@@ -79,14 +79,25 @@ func dispatch(e *Env, name string, args []string) int {
 		}
 	}
 	e.Name = a.Name
-	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") && !a.Hidden {
+	if len(args) == 1 && isHelpFlag(args[0]) && !a.Hidden {
 		return printHelp(e, a.Name)
+	}
+	// APPLET VERB --help (ctxmcp serve --help) prints that verb's help. Not
+	// for tools: `tsh fs.read --help` and `shell.exec grep --help` belong to
+	// what they run.
+	if len(args) == 2 && isHelpFlag(args[1]) && !a.Hidden && !a.Tool {
+		if text, ok := manual.VerbHelp(a.Name, a.Name, args[0]); ok {
+			io.WriteString(e.Stdout, text)
+			return exitOK
+		}
 	}
 	if a.Tool && len(args) == 1 && args[0] == "--agentrc-schema" {
 		return printToolSchema(e, a.Name)
 	}
 	return a.Run(e, args)
 }
+
+func isHelpFlag(s string) bool { return s == "--help" || s == "-h" }
 
 // printHelp prints the summary and synopsis of an applet (or a ctx
 // subcommand page) from the embedded manual.

@@ -3,10 +3,14 @@ package applets
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
+	"ctx/fsops"
+	"ctx/manual"
 	"ctx/ptyterm"
 )
 
@@ -36,11 +40,24 @@ func CommandNames() []string {
 	return names
 }
 
-// runCtx is the ctx applet: `ctx APPLET ARGS`, `ctx CMD ARGS`, --list and
-// --install.
+// runCtx is the ctx applet: `ctx APPLET ARGS`, `ctx CMD ARGS`, --list,
+// --install and --version.
 func runCtx(e *Env, args []string) int {
 	if len(args) == 0 {
 		return usageError(e, "missing command or applet")
+	}
+	switch args[0] {
+	case "--list", "--install", "--version", "-V":
+		// ctx --install --help is about --install, not an argument to it.
+		if len(args) == 2 && isHelpFlag(args[1]) {
+			opt := args[0]
+			if opt == "-V" {
+				opt = "--version"
+			}
+			text, _ := manual.VerbHelp("ctx", "ctx", opt)
+			io.WriteString(e.Stdout, text)
+			return exitOK
+		}
 	}
 	switch args[0] {
 	case "--list":
@@ -50,6 +67,13 @@ func runCtx(e *Env, args []string) int {
 		return exitOK
 	case "--install":
 		return installLinks(e, args[1:])
+	case "--version", "-V":
+		if len(args) > 1 {
+			e.Name = "ctx --version"
+			return usageError(e, "unexpected argument %q", args[1])
+		}
+		printVersion(e)
+		return exitOK
 	}
 	if a, ok := lookup(args[0]); ok && !a.Hidden && a.Name != "ctx" {
 		return dispatch(e, a.Name, args[1:])
@@ -60,35 +84,69 @@ func runCtx(e *Env, args []string) int {
 		return exitNotFound
 	}
 	e.Name = "ctx " + c.Name
-	if len(args) == 2 && (args[1] == "--help" || args[1] == "-h") {
+	if len(args) == 2 && isHelpFlag(args[1]) {
 		return printHelp(e, "ctx-"+c.Name)
+	}
+	// ctx CMD VERB --help: the verb's own synopsis and what it does.
+	if len(args) == 3 && isHelpFlag(args[2]) {
+		if text, ok := manual.VerbHelp("ctx-"+c.Name, "ctx "+c.Name, args[1]); ok {
+			io.WriteString(e.Stdout, text)
+			return exitOK
+		}
 	}
 	return c.Run(e, args[1:])
 }
 
-// installLinks implements `ctx --install DIR [--hardlink]`: one link per
-// visible applet, pointing at this executable. Links that already point at
+// shadowsHost reports whether applet name is also the name of a common host
+// program (the interactive tools run the host's bash, tmux and zellij). A
+// link of that name early on PATH would run ctx's tool, with its cleared
+// environment, in place of the program: every `#!/usr/bin/env bash` script
+// would. --install links them only when asked for by name.
+func shadowsHost(name string) bool {
+	return name == bashTool.Name || name == tmuxTool.Name || name == zellijTool.Name
+}
+
+// installLinks implements `ctx --install DIR [--hardlink] [APPLET...]`: one
+// link per applet named, or per visible applet except those that shadow a
+// host program, pointing at this executable. Links that already point at
 // it are left alone; anything else already there is reported and kept.
 func installLinks(e *Env, args []string) int {
 	e.Name = "ctx --install"
 	hard := false
 	var dir string
+	var names []string
 	for _, a := range args {
 		switch {
 		case a == "--hardlink":
 			hard = true
-		case dir == "" && a != "" && a[0] != '-':
+		case a == "" || a[0] == '-':
+			return usageError(e, "unexpected argument %q", a)
+		case dir == "":
 			dir = a
 		default:
-			return usageError(e, "unexpected argument %q", a)
+			if ap, ok := lookup(a); !ok || ap.Hidden {
+				return usageError(e, "%s is not an applet (ctx --list prints them)", ptyterm.Escape(a))
+			}
+			names = append(names, a)
 		}
 	}
 	if dir == "" {
 		return usageError(e, "missing DIR")
 	}
-	self, err := os.Executable()
+	if names == nil {
+		var skipped []string
+		for _, n := range Names() {
+			if shadowsHost(n) {
+				skipped = append(skipped, n)
+				continue
+			}
+			names = append(names, n)
+		}
+		fmt.Fprintf(e.Stderr, "%s: not linked: %s (they would shadow the host's programs of those names; name them to link them)\n", e.Name, strings.Join(skipped, " "))
+	}
+	self, err := fsops.Executable()
 	if err != nil {
-		return fail(e, exitInternal, "cannot find own executable: %v", err)
+		return fail(e, exitUnavailable, "cannot find own executable: %v", err)
 	}
 	if self, err = filepath.EvalSymlinks(self); err != nil {
 		return fail(e, exitInternal, "cannot resolve own executable: %v", err)
@@ -101,7 +159,7 @@ func installLinks(e *Env, args []string) int {
 		return fail(e, exitFailure, "%v", err)
 	}
 	code := exitOK
-	for _, name := range Names() {
+	for _, name := range names {
 		link := filepath.Join(dir, name)
 		if st, err := os.Lstat(link); err == nil {
 			if os.SameFile(st, selfInfo) {

@@ -164,3 +164,128 @@ func bundleIndex() []byte {
 	}
 	return []byte(b.String())
 }
+
+// VerbHelp returns what `CMD VERB --help` prints for one verb of a page
+// whose synopsis lines start with cmd ("ctx agent", "ctxmcp", "ctx"): a
+// title line with the first sentence the DESCRIPTION says about the verb,
+// then the verb's synopsis lines (with their indented continuations). A
+// verb is the first word after cmd that is not a bracketed option, so
+// "ctx which [--root DIR] tool NAME" is verb "tool". It reports false when
+// the synopsis has no line for verb or the description says nothing of it.
+func VerbHelp(page, cmd, verb string) (string, bool) {
+	b, ok := Read(page + ".md")
+	if !ok {
+		return "", false
+	}
+	text := string(b)
+	block, ok := section(text, "SYNOPSIS")
+	if !ok {
+		return "", false
+	}
+	body, ok := fenced(block)
+	if !ok {
+		return "", false
+	}
+	var lines []string
+	taking := false
+	for _, l := range strings.Split(body, "\n") {
+		switch {
+		case strings.HasPrefix(l, cmd+" "):
+			taking = synopsisVerb(strings.TrimPrefix(l, cmd+" ")) == verb
+		case l == "" || (l[0] != ' ' && l[0] != '\t'):
+			taking = false
+		}
+		if taking {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return "", false
+	}
+	desc, _ := section(text, "DESCRIPTION")
+	what := verbSentence(desc, cmd, verb)
+	if what == "" {
+		return "", false
+	}
+	return cmd + " " + verb + " - " + what + "\n\n" + strings.Join(lines, "\n") + "\n\nSee `ctx man " + page + "` for the whole page.\n", true
+}
+
+// synopsisVerb returns the first word of rest that is not inside [...].
+func synopsisVerb(rest string) string {
+	depth := 0
+	for _, w := range strings.Fields(rest) {
+		if depth == 0 && !strings.HasPrefix(w, "[") {
+			return w
+		}
+		depth += strings.Count(w, "[") - strings.Count(w, "]")
+	}
+	return ""
+}
+
+// verbSentence finds the paragraph of desc that introduces verb: under a
+// "### verb" (or "### verb, other") heading, or one that opens with
+// **verb**, `verb` or `cmd verb`; and returns its first sentence.
+func verbSentence(desc, cmd, verb string) string {
+	paras := strings.Split(desc, "\n\n")
+	for i, p := range paras {
+		p = strings.TrimSpace(p)
+		if h, ok := strings.CutPrefix(p, "### "); ok {
+			for _, name := range strings.Split(h, ",") {
+				if strings.TrimSpace(name) == verb && i+1 < len(paras) {
+					next := strings.TrimSpace(paras[i+1])
+					if strings.HasPrefix(next, "`"+cmd+" "+verb) {
+						next = dropOpener(next)
+					}
+					return firstSentence(next)
+				}
+			}
+			continue
+		}
+		for _, opener := range []string{"**" + verb + "**", "`" + verb + "`", "`" + verb + " ", "`" + cmd + " " + verb + "`", "`" + cmd + " " + verb + " "} {
+			if strings.HasPrefix(p, opener) {
+				return firstSentence(dropOpener(p))
+			}
+		}
+	}
+	return ""
+}
+
+// dropOpener removes the marked-up name a paragraph opens with ("**install**
+// installs ..." → "installs ..."), and a parenthesis right after it.
+func dropOpener(p string) string {
+	mark := "`"
+	if strings.HasPrefix(p, "**") {
+		mark = "**"
+	}
+	end := strings.Index(p[len(mark):], mark)
+	if end < 0 {
+		return p
+	}
+	rest := strings.TrimSpace(p[len(mark)+end+len(mark):])
+	if strings.HasPrefix(rest, "(") {
+		if close := strings.IndexByte(rest, ')'); close >= 0 {
+			rest = strings.TrimSpace(rest[close+1:])
+		}
+	}
+	return rest
+}
+
+// firstSentence returns p up to its first full stop (or a colon that opens
+// a list), on one line.
+func firstSentence(p string) string {
+	p = strings.Join(strings.Fields(p), " ")
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '(':
+			depth++
+		case ')':
+			depth--
+		case '.', ':':
+			if depth <= 0 && (i+1 == len(p) || p[i+1] == ' ') {
+				return p[:i] + "."
+			}
+		}
+	}
+	return p
+}
