@@ -157,7 +157,7 @@ func Install(manifestPath string, t Target) (*Installed, error) {
 		return nil, err
 	}
 	defer st.remove()
-	r, err := assemble(st, m, art, t.Tier)
+	r, err := assemble(st, m, art, t)
 	if err != nil {
 		return nil, err
 	}
@@ -168,8 +168,10 @@ func Install(manifestPath string, t Target) (*Installed, error) {
 }
 
 // assemble writes control/ and executable into the stage and returns the
-// receipt it recorded in control/.
-func assemble(st *stage, m *Manifest, art *Artifact, tier string) (*Receipt, error) {
+// receipt it recorded in control/. The executable is a hard link when
+// linkSource finds a file to link (see there), else a copy.
+func assemble(st *stage, m *Manifest, art *Artifact, t Target) (*Receipt, error) {
+	tier := t.Tier
 	fail := func(err error) (*Receipt, error) {
 		return nil, unavailableErr(err, "staging %s/%s in %s", m.Class, m.Name, st.path)
 	}
@@ -204,30 +206,11 @@ func assemble(st *stage, m *Manifest, art *Artifact, tier string) (*Receipt, err
 		return fail(err)
 	}
 
-	efd, err := unix.Openat(st.fd, "executable", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o755)
+	est, sum, err := stageExecutable(st, m, art, t)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
-	exe := os.NewFile(uintptr(efd), "executable")
-	defer exe.Close()
-	sum, err := hashFile(art.File, exe)
-	if err != nil {
-		return fail(err)
-	}
-	if sum != m.SHA256 {
-		// The artifact changed between the check and the copy.
-		return nil, invalidf("executable %s: sha256 changed to %s while installing (manifest says %s)", m.ArtifactPath(), sum, m.SHA256)
-	}
-	if err := unix.Fchmod(efd, 0o755); err != nil {
-		return fail(err)
-	}
-	if err := exe.Sync(); err != nil {
-		return fail(err)
-	}
-	var est, cst unix.Stat_t
-	if err := unix.Fstat(efd, &est); err != nil {
-		return fail(err)
-	}
+	var cst unix.Stat_t
 	if err := unix.Fstat(ctl, &cst); err != nil {
 		return fail(err)
 	}
@@ -235,7 +218,7 @@ func assemble(st *stage, m *Manifest, art *Artifact, tier string) (*Receipt, err
 	if m.Schema == SchemaV2 {
 		r.Schema, r.ObjectVersion, r.CortexFSRequirement = ReceiptV2, m.Version, m.Requirement
 	}
-	r.Executable.DevIno, r.Executable.SHA256 = devIno(&est), sum
+	r.Executable.DevIno, r.Executable.SHA256 = devIno(est), sum
 	r.Control = devIno(&cst)
 	if err := writeFileAt(ctl, ReceiptName, r.Encode(), 0o444); err != nil {
 		return fail(err)

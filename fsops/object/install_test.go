@@ -435,3 +435,92 @@ func TestWriteNewDir(t *testing.T) {
 	}
 	sameSnapshot(t, before, snapshot(t, base))
 }
+
+// inode returns the inode of path.
+func inode(t *testing.T, path string) uint64 {
+	t.Helper()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Sys().(*syscall.Stat_t).Ino
+}
+
+// An executable that is the ctx binary is installed as a hard link, not a
+// copy: of the tree's bin/ctx when it holds the same bytes, else, for a
+// projected tool, of the artifact; never of a file that would fail the
+// trust rule as a shared inode.
+func TestInstallLinks(t *testing.T) {
+	locator := `{"transport":"stdio","config":"/w/mcp.json","server":"s","tool":"t"}`
+	mcp := func(m map[string]any) { m["controls"].(map[string]any)["mcp"] = locator }
+
+	// The tree's bin/ctx, same bytes: linked whatever the object.
+	f := newFixture(t)
+	mp := f.manifest("plain.tool", nil)
+	os.MkdirAll(filepath.Join(f.source, "bin"), 0o755)
+	data, _ := os.ReadFile(filepath.Join(f.work, "bin", "plain.tool"))
+	if err := os.WriteFile(filepath.Join(f.source, "bin", "ctx"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Install(mp, f.target("system")); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(f.source, "tool", "plain.tool")
+	if inode(t, exe) != inode(t, filepath.Join(f.source, "bin", "ctx")) {
+		t.Fatal("not a hard link of bin/ctx")
+	}
+	if _, err := Inspect(f.target("system"), "tool", "plain.tool"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Uninstall(f.target("system"), "tool", "plain.tool", true); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(f.source, "bin", "ctx")); err != nil || string(b) != string(data) {
+		t.Fatalf("bin/ctx after uninstall: %v", err)
+	}
+
+	// No bin/ctx: a projected tool links its artifact, a plain one copies.
+	f = newFixture(t)
+	mp = f.manifest("s.t", mcp)
+	if _, err := Install(mp, f.target("user")); err != nil {
+		t.Fatal(err)
+	}
+	dir := f.target("user").ClassDir("tool")
+	if inode(t, filepath.Join(dir, "s.t")) != inode(t, filepath.Join(f.work, "bin", "s.t")) {
+		t.Fatal("projected tool is not a hard link of its artifact")
+	}
+	mp = f.manifest("plain.copy", nil)
+	if _, err := Install(mp, f.target("user")); err != nil {
+		t.Fatal(err)
+	}
+	if inode(t, filepath.Join(dir, "plain.copy")) == inode(t, filepath.Join(f.work, "bin", "plain.copy")) {
+		t.Fatal("a plain artifact was linked")
+	}
+
+	// A group-writable artifact would make the shared inode untrusted: copied.
+	mp = f.manifest("s.gw", mcp)
+	os.Chmod(filepath.Join(f.work, "bin", "s.gw"), 0o775)
+	if _, err := Install(mp, f.target("user")); err != nil {
+		t.Fatal(err)
+	}
+	if inode(t, filepath.Join(dir, "s.gw")) == inode(t, filepath.Join(f.work, "bin", "s.gw")) {
+		t.Fatal("a group-writable artifact was linked")
+	}
+	if st, _ := os.Stat(filepath.Join(dir, "s.gw")); st.Mode().Perm() != 0o755 {
+		t.Fatalf("copy mode %v", st.Mode())
+	}
+
+	// Where no link can be made, a copy.
+	linkDisabled = true
+	defer func() { linkDisabled = false }()
+	mp = f.manifest("s.nolink", mcp)
+	if _, err := Install(mp, f.target("user")); err != nil {
+		t.Fatal(err)
+	}
+	if inode(t, filepath.Join(dir, "s.nolink")) == inode(t, filepath.Join(f.work, "bin", "s.nolink")) {
+		t.Fatal("linked although linking is disabled")
+	}
+	if _, err := Inspect(f.target("user"), "tool", "s.nolink"); err != nil {
+		t.Fatal(err)
+	}
+}
