@@ -73,8 +73,9 @@ func sameFile(a, b fs.FileInfo) bool {
 }
 
 // needsInput are the tools whose CLI reads its input from stdin when given
-// no arguments. In the interactive REPL, where stdin is the terminal tsh
-// reads commands from, running one of them bare would look like a hang.
+// no arguments. In the REPL stdin is where tsh reads its commands: on a
+// terminal running one of them bare would look like a hang, and in a piped
+// script it would read the rest of the script as its input.
 var needsInput = map[string]bool{"fs.read": true, "fs.write": true, "shell.exec": true}
 
 // runTool runs a tool: resolve, help, context, authority, then exec.
@@ -104,8 +105,12 @@ func (sh *Shell) runTool(name string, args []string) int {
 		sh.refused(hit, "denied", errno, layer, exitDenied, "refused by tsh before execution")
 		return exitDenied
 	}
-	if sh.interactive && len(args) == 0 && needsInput[name] && isTerminal(sh.env.Stdin) {
-		sh.errorf("%s needs input; pass arguments instead of leaving stdin open (see: help %s)", name, name)
+	if sh.interactive && len(args) == 0 && needsInput[name] {
+		if isTerminal(sh.env.Stdin) {
+			sh.errorf("%s needs input; pass arguments instead of leaving stdin open (see: help %s)", name, name)
+		} else {
+			sh.errorf("%s needs input; pass it as arguments: stdin is the rest of this script (see: help %s)", name, name)
+		}
 		return exitUsage
 	}
 	sh.loaded.Touch(name)
@@ -164,6 +169,21 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 	exeSlot := 3 + len(extra)
 	extra = append(extra, exe)
 
+	// A tool run with no arguments from a script piped into the REPL would
+	// take the rest of the script as its input (every tool reads a JSON
+	// object from stdin when argv has none): it gets an empty stdin, a pipe
+	// already closed (no /dev/null needed), and the script goes on.
+	stdin := sh.env.Stdin
+	if sh.interactive && len(args) == 0 && !isTerminal(stdin) {
+		r, w, err := os.Pipe()
+		if err != nil {
+			sh.errorf("cannot execute %s: %v", hit.Name, err)
+			return exitNotExec
+		}
+		w.Close()
+		defer r.Close()
+		stdin = r
+	}
 	cmd := &exec.Cmd{
 		// The kernel resolves /proc/self/fd/N in the child to the opened
 		// inode. The descriptor stays open in the tool (dup2 clears
@@ -171,7 +191,7 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 		Path:       "/proc/self/fd/" + strconv.Itoa(exeSlot),
 		Args:       append([]string{hit.Name}, args...),
 		Env:        env,
-		Stdin:      sh.env.Stdin,
+		Stdin:      stdin,
 		Stdout:     sh.env.Stdout,
 		Stderr:     sh.env.Stderr,
 		ExtraFiles: extra,

@@ -220,13 +220,14 @@ func TestResolveRevalidatesCache(t *testing.T) {
 }
 
 // In the REPL reading from a pipe, tsh reads its command line byte by byte,
-// so a tool sharing stdin finds the rest of the input unread.
+// so a tool given arguments that shares stdin finds the rest of the input
+// unread; a tool given none gets an empty stdin and the script goes on.
 func TestREPLSharesStdinWithTools(t *testing.T) {
 	withAuthorizer(t, allowAll)
 	f := newFixture(t)
-	f.script(t, f.sys, "readone", `read line; echo "tool got: $line"`)
+	f.script(t, f.sys, "readone", `read line; echo "tool $1 got: $line"`)
 	r, w, _ := os.Pipe()
-	w.WriteString("readone\nfor the tool\nwhich readone\n")
+	w.WriteString("readone a\nfor the tool\nreadone\nwhich readone\n")
 	w.Close()
 	defer r.Close()
 	var out, errb strings.Builder
@@ -238,22 +239,24 @@ func TestREPLSharesStdinWithTools(t *testing.T) {
 	}}
 	code := Run(e, []string{"--root", f.root.Dir})
 	out.WriteString(readFile(t, outF.Name()))
-	want := "tool got: for the tool\n" + f.sys + "/readone\n"
+	want := "tool a got: for the tool\ntool  got: \n" + f.sys + "/readone\n"
 	if code != 0 || out.String() != want || errb.String() != "" {
 		t.Errorf("exit %d, stdout %q, stderr %q; want %q", code, out.String(), errb.String(), want)
 	}
 }
 
-// The REPL hint for fs.read/fs.write/shell.exec with no arguments is for a
-// terminal stdin only; from a pipe the tool runs with empty argv.
-func TestNeedsInputOnlyOnTerminal(t *testing.T) {
+// fs.read/fs.write/shell.exec with no arguments in the REPL are not run,
+// on a terminal (they would wait) or from a pipe (they would read the
+// script); the lines after them still run.
+func TestNeedsInputInREPL(t *testing.T) {
 	withAuthorizer(t, allowAll)
 	f := newFixture(t)
 	marker := filepath.Join(f.root.Dir, "ran")
 	f.script(t, f.sys, "fs.read", "touch "+marker)
-	f.tsh(t, map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}, "fs.read\n").check(t, 0, "", "")
-	if !exists(marker) {
-		t.Fatal("fs.read with empty argv did not run")
+	f.tsh(t, map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}, "fs.read\nwhich fs.read\n").check(t, 0,
+		f.sys+"/fs.read\n", "tsh: fs.read needs input; pass it as arguments: stdin is the rest of this script (see: help fs.read)\n")
+	if exists(marker) {
+		t.Fatal("fs.read with empty argv ran in a piped REPL")
 	}
 }
 

@@ -25,7 +25,12 @@ var (
 //     literally;
 //   - outside quotes a backslash takes the next byte literally;
 //   - quotes may join a word's parts: a'b'"c" is the word abc, and a pair
-//     of quotes with nothing inside is an empty word.
+//     of quotes with nothing inside is an empty word;
+//   - a word that starts with { and runs, with its braces balanced outside
+//     JSON strings, to a matching } followed by a blank or the end of the
+//     line is taken exactly as typed: fs.read {"path":"a b"} passes the
+//     JSON object, the way a person types a tool's input, where a shell
+//     would have removed its double quotes.
 //
 // Nothing else is special: no variables, globs, comments, pipes or
 // redirections. A word such as |, >, ; or $HOME is passed on as it is.
@@ -77,6 +82,14 @@ func SplitWords(line string) ([]string, error) {
 				return nil, ErrUnterminatedDouble
 			}
 			inWord = true
+		case '{':
+			if end := jsonObjectEnd(line, i); !inWord && end > 0 {
+				cur.WriteString(line[i:end])
+				i = end - 1
+			} else {
+				cur.WriteByte(c)
+			}
+			inWord = true
 		default:
 			cur.WriteByte(c)
 			inWord = true
@@ -86,4 +99,34 @@ func SplitWords(line string) ([]string, error) {
 		words = append(words, cur.String())
 	}
 	return words, nil
+}
+
+// jsonObjectEnd returns the index just past the } that closes the { at
+// line[start], counting braces outside JSON strings (where a backslash
+// escapes the next byte), when a blank or the end of the line follows it;
+// else 0.
+func jsonObjectEnd(line string, start int) int {
+	depth := 0
+	inString := false
+	for i := start; i < len(line); i++ {
+		c := line[i]
+		switch {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{':
+			depth++
+		case c == '}':
+			depth--
+			if depth == 0 {
+				if i+1 == len(line) || strings.IndexByte(" \t\r\n", line[i+1]) >= 0 {
+					return i + 1
+				}
+				return 0
+			}
+		}
+	}
+	return 0
 }

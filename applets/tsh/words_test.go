@@ -27,6 +27,14 @@ func TestSplitWords(t *testing.T) {
 		{"# not a comment", []string{"#", "not", "a", "comment"}},
 		{"käse 'ß'", []string{"käse", "ß"}},
 		{"a\r\n", []string{"a"}},
+		// a JSON object typed as a word keeps its quotes
+		{`fs.read {"path":"a b"}`, []string{"fs.read", `{"path":"a b"}`}},
+		{`fs.write {"path":"x","content":"} \" {"} next`, []string{"fs.write", `{"path":"x","content":"} \" {"}`, "next"}},
+		{`t {"a":{"b":[1,{"c":"d"}]}}`, []string{"t", `{"a":{"b":[1,{"c":"d"}]}}`}},
+		{`t {"unbalanced"`, []string{"t", `{unbalanced`}},
+		{`t {"a"}x`, []string{"t", `{a}x`}},
+		{`t x{"a"}`, []string{"t", `x{a}`}},
+		{`t '{"a"}'`, []string{"t", `{"a"}`}},
 	} {
 		got, err := SplitWords(tc.in)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
@@ -52,7 +60,7 @@ func TestSplitWords(t *testing.T) {
 }
 
 func FuzzSplitWords(f *testing.F) {
-	for _, s := range []string{`which fs.read`, `a "b \" c" 'd'`, `x\ y`, `'`, `"\`, "a\x00"} {
+	for _, s := range []string{`which fs.read`, `a "b \" c" 'd'`, `x\ y`, `'`, `"\`, "a\x00", `fs.read {"path":"a b"}`, `{"a\"}"} {`} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, line string) {
