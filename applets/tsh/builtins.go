@@ -3,6 +3,7 @@ package tsh
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -179,6 +180,23 @@ func (sh *Shell) builtinTools(args []string) int {
 	}
 	if truncated {
 		sh.errorf("tools: listing stopped at %d tools", fsops.MaxListedTools)
+	}
+	// No tool at all is almost always the wrong tree (no --root, CTX_ROOT
+	// unset, nothing bootstrapped): an empty listing with status 0 would
+	// look like a tree without tools. Say where tsh looked.
+	if group == "" && matched == 0 {
+		var missing []string
+		for _, d := range sh.dirs {
+			if st, err := os.Stat(d); err != nil || !st.IsDir() {
+				missing = append(missing, d)
+			}
+		}
+		why := "none of them holds a tool"
+		if len(missing) == len(sh.dirs) {
+			why = "none of them exists; make a tree with ctx bootstrap --root " + sh.root.Dir + " or choose one with --root DIR or CTX_ROOT"
+		}
+		sh.errorf("tools: no tool in CTX_PATH %s: %s", ptyterm.Escape(strings.Join(sh.dirs, ":")), why)
+		return exitFailure
 	}
 	// An empty answer to a question about a group must not look like a
 	// group with no output: say so, and fail as which does.
