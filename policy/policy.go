@@ -319,6 +319,8 @@ func ParsePolicy(data []byte) (*Policy, error) {
 	p := &Policy{rules: make([]Rule, 0, n), set: make(map[ruleKey]struct{}, n)}
 	var fields [4]string
 	for num := 1; len(text) > 0; num++ {
+		hash := -1 // the index of the first field starting with '#'
+
 		line := text
 		if i := strings.IndexByte(text, '\n'); i >= 0 {
 			line, text = text[:i], text[i+1:]
@@ -340,6 +342,9 @@ func ParsePolicy(data []byte) (*Policy, error) {
 			if nf < len(fields) {
 				fields[nf] = line[start:i]
 			}
+			if hash < 0 && line[start] == '#' {
+				hash = nf
+			}
 			nf++
 		}
 		if nf == 0 {
@@ -347,11 +352,27 @@ func ParsePolicy(data []byte) (*Policy, error) {
 		}
 		r, err := parseRule(num, nf, fields)
 		if err != nil {
-			return nil, err
+			return nil, commentHint(err, hash)
 		}
 		p.add(r)
 	}
 	return p, nil
+}
+
+// commentHint adds to a bad line's error that # starts no comment when a
+// field of the line starts with #: whoever wrote it meant a comment, and
+// "expected 4 fields" alone would not tell them why it is wrong.
+func commentHint(err error, hash int) error {
+	ce, ok := err.(*ControlError)
+	if !ok || hash < 0 {
+		return err
+	}
+	what := "delete the line"
+	if hash > 0 {
+		what = "delete the text from # on"
+	}
+	ce.Reason += "; # is not a comment: policy files have no comment syntax (ctx man policy), " + what
+	return ce
 }
 
 func parseRule(num, nf int, f [4]string) (Rule, error) {

@@ -150,7 +150,27 @@ func TestParsePolicyInvalid(t *testing.T) {
 			if !strings.Contains(err.Error(), "line ") {
 				t.Errorf("message %q does not name the line", err)
 			}
+			// A line with a field starting with # says # is no comment;
+			// no other line does.
+			hinted := strings.Contains(err.Error(), "# is not a comment")
+			if hasHash := strings.Contains(tt.input, "#"); hinted != hasHash {
+				t.Errorf("message %q: comment hint %v, want %v", err, hinted, hasHash)
+			}
 		})
+	}
+}
+
+func TestPolicyCommentHint(t *testing.T) {
+	for in, want := range map[string]string{
+		"allow a tool:b execute\n# why\n":       `policy: line 2: expected 4 fields (allow SUBJECT CLASS:NAME PERMISSION), found 2; # is not a comment: policy files have no comment syntax (ctx man policy), delete the line`,
+		"allow a tool:b execute # why\n":        `policy: line 1: expected 4 fields (allow SUBJECT CLASS:NAME PERMISSION), found 6; # is not a comment: policy files have no comment syntax (ctx man policy), delete the text from # on`,
+		"#allow a tool:b execute\n":             `policy: line 1: statement: expected "allow", found "#allow"; # is not a comment: policy files have no comment syntax (ctx man policy), delete the line`,
+		"allow a tool:b execute\nallow a#b c\n": `policy: line 2: expected 4 fields (allow SUBJECT CLASS:NAME PERMISSION), found 3`,
+	} {
+		_, err := ParsePolicy([]byte(in))
+		if err == nil || err.Error() != want {
+			t.Errorf("ParsePolicy(%q) = %v\nwant %s", in, err, want)
+		}
 	}
 }
 
