@@ -35,6 +35,13 @@ func TestAgentCannotReachCallerTerminal(t *testing.T) {
 	}
 	os.Chmod(dir, 0o755)
 	root := filepath.Join(dir, "r")
+	// The workspace lies beside the tree: ctx agent start refuses one
+	// that holds it.
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ws, 0o777)
 	if out, err := exec.Command(filepath.Join(binDir, "ctx"), "bootstrap", "--root", root).CombinedOutput(); err != nil {
 		t.Fatalf("bootstrap: %v\n%s", err, out)
 	}
@@ -42,7 +49,7 @@ func TestAgentCannotReachCallerTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "attack"), attack, 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(ws, "attack"), attack, 0o755); err != nil {
 		t.Fatal(err)
 	}
 
@@ -53,7 +60,7 @@ func TestAgentCannotReachCallerTerminal(t *testing.T) {
 	defer master.Close()
 	defer tty.Close()
 	cmd := exec.Command(filepath.Join(binDir, "ctx"), "agent", "start", "--root", root, "coder", "--", "/workspace/attack", "tiocsti")
-	cmd.Dir = dir
+	cmd.Dir = ws
 	cmd.Stdout, cmd.Stderr = tty, tty // stdin: /dev/null
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 1}
 	var out bytes.Buffer
@@ -92,7 +99,7 @@ func TestAgentCannotReachCallerTerminal(t *testing.T) {
 	if strings.Contains(got, "=ok") {
 		t.Errorf("an injection succeeded:\n%s", got)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "PWNED")); err == nil {
+	if _, err := os.Stat(filepath.Join(ws, "PWNED")); err == nil {
 		t.Error("PWNED exists")
 	}
 }

@@ -65,12 +65,19 @@ func TestAgentTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "r")
+	// The workspace lies beside the tree: ctx agent start refuses one
+	// that holds it.
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ws, 0o777)
 	if out, err := exec.Command(filepath.Join(binDir, "ctx"), "bootstrap", "--root", root).CombinedOutput(); err != nil {
 		t.Fatalf("bootstrap: %v\n%s", err, out)
 	}
 	script := `echo ready; read a; echo "got:$a"; read b; stty size; echo "got2:$b"`
 	start := ctxCmd(root, "start", "coder", "--no-console", "--", "sh", "-c", script)
-	start.Dir = dir
+	start.Dir = ws
 	var startOut syncBuffer
 	start.Stdout, start.Stderr = &startOut, &startOut
 	if err := start.Start(); err != nil {
@@ -211,12 +218,19 @@ func TestAgentStartOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	root := filepath.Join(dir, "r")
+	// The workspace lies beside the tree: ctx agent start refuses one
+	// that holds it.
+	ws := filepath.Join(dir, "ws")
+	if err := os.Mkdir(ws, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(ws, 0o777)
 	if out, err := exec.Command(filepath.Join(binDir, "ctx"), "bootstrap", "--root", root).CombinedOutput(); err != nil {
 		t.Fatalf("bootstrap: %v\n%s", err, out)
 	}
-	os.WriteFile(filepath.Join(dir, "hi.txt"), []byte("hello from the workspace\n"), 0o644)
+	os.WriteFile(filepath.Join(ws, "hi.txt"), []byte("hello from the workspace\n"), 0o644)
 	cmd := ctxCmd(root, "start", "coder")
-	cmd.Dir = dir
+	cmd.Dir = ws
 	cmd.Env = append(cmd.Env, "TERM=xterm")
 	ptmx, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 30, Cols: 100})
 	if err != nil {

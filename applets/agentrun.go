@@ -49,7 +49,16 @@ type agentRun struct {
 	idmapTree     *os.File // the idmapped workspace for the sandbox, until it starts
 	planOnly      bool     // --plan: nothing is started, no cgroup made
 	budgets       *runBudgets
-	broker        *broker // the run's tool broker, when it could be bound
+	broker        *broker    // the run's tool broker, when it could be bound
+	isoAsked      policy.Iso // the iso the agent asked for (auto, or a mode)
+}
+
+// isoNote says, in the agent.start event, which mode auto chose.
+func (r *agentRun) isoNote() string {
+	if r.isoAsked != "" && r.isoAsked != r.iso {
+		return " (asked " + string(r.isoAsked) + ")"
+	}
+	return ""
 }
 
 // closeIDMap drops the host's copy of the idmapped workspace tree.
@@ -173,10 +182,21 @@ func renderSOP(root fsops.Root, name string) []byte {
 
 // writeRunDir writes the files shown read-only at /mnt/proc.
 func (r *agentRun) writeRunDir(policyLines []string) error {
-	if err := os.MkdirAll(filepath.Join(r.runtime, "run"), 0o700); err != nil {
+	parent := filepath.Join(r.runtime, "run")
+	name := r.runID
+	if r.iso == policy.IsoLandlock {
+		// No mount shows the run's files at /mnt/proc: the agent reaches
+		// them on the host, where a root caller's runtime directory is
+		// closed to it. They live in the agent's home instead, in a
+		// directory the host owns (Landlock keeps the agent from
+		// renaming it), short enough for the broker's socket path.
+		parent = filepath.Join(r.root.AgentHome(int(r.agent.UID), r.agent.Name), "run")
+		name = strings.TrimPrefix(r.runID, "ctx-")[:12]
+	}
+	if err := fsops.MkdirNoFollow(parent, 0o755); err != nil {
 		return err
 	}
-	r.runDir = filepath.Join(r.runtime, "run", r.runID)
+	r.runDir = filepath.Join(parent, name)
 	if err := os.Mkdir(r.runDir, 0o755); err != nil {
 		return err
 	}

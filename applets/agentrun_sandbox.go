@@ -77,6 +77,12 @@ func (r *agentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string
 // has beyond its mounts: seccomp, Landlock and the workspace's ownership.
 func (r *agentRun) wallLines(idmapWhy string) []string {
 	lines := []string{"sandbox seccomp enforced (denied: see ctx man sandbox)"}
+	if r.iso == policy.IsoLandlock {
+		lines = append(lines, "sandbox iso landlock: no namespaces and no mounts; /ctx is CTX_ROOT, /mnt/proc is CTX_RUN_DIR, the broker is CTX_BROKER (host paths)")
+		if !networkGranted(r.agent) {
+			lines = append(lines, "sandbox network refused: seccomp allows AF_UNIX sockets only, Landlock denies TCP")
+		}
+	}
 	abi, err := fsops.LandlockABI()
 	if abi > 0 {
 		lines = append(lines, fmt.Sprintf("sandbox landlock abi=%d enforced", abi))

@@ -1,18 +1,24 @@
 package applets
 
 import (
+	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
+	"ctx/policy"
 )
 
 // askHost sends one request without descriptors to the run host and
 // returns its reply.
 func askHost(req fsops.BrokerRequest) (fsops.BrokerReply, error) {
 	var reply fsops.BrokerReply
-	conn, err := fsops.DialBroker(fsops.BrokerSocket)
+	socket := fsops.BrokerSocket
+	if _, err := os.Stat(policy.IdentityPath); err != nil {
+		socket = os.Getenv("CTX_BROKER") // iso landlock: a host path
+	}
+	conn, err := fsops.DialBroker(socket)
 	if err != nil {
 		return reply, err
 	}

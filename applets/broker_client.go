@@ -27,10 +27,15 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 	if e.Getenv(fsops.BrokeredEnv) != "" {
 		return 0, false
 	}
+	socket := fsops.BrokerSocket
 	if _, err := os.Stat(policy.IdentityPath); err != nil {
-		return 0, false
+		// No sandbox identity: an iso landlock run names its broker (a
+		// host path) instead; anything else has none.
+		if socket = e.Getenv("CTX_BROKER"); socket == "" {
+			return 0, false
+		}
 	}
-	conn, err := fsops.DialBroker(fsops.BrokerSocket)
+	conn, err := fsops.DialBroker(socket)
 	if err != nil {
 		if os.IsNotExist(err) || err == unix.ENOENT {
 			return 0, false // a run without a broker

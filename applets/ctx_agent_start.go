@@ -83,24 +83,24 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	if r.callerUID != 0 && uint32(r.callerUID) != a.Owner {
 		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may start it", a.Name, a.Owner), false
 	}
-	r.iso = a.Isolation(uint32(r.callerUID))
-	if r.iso == policy.IsoUID && r.callerUID != 0 {
-		return fail(e, exitUnavailable, "agent %s: iso uid switches to the agent's uid and needs root; use iso userns", a.Name), false
-	}
 	if a.RunsAsHostRoot(uint32(r.callerUID)) && !r.allowHostRoot {
 		why := "its uid is 0"
-		if r.iso == policy.IsoShared {
+		if a.Isolation(uint32(r.callerUID)) == policy.IsoShared {
 			why = "iso shared runs it as the caller, root"
 		}
 		return fail(e, exitDenied, "agent %s would run as host root (%s); give it an unprivileged uid (ctx set agent/%s.d/uid N) or start it with --allow-host-root", a.Name, why, a.Name), false
 	}
-	if r.iso == policy.IsoUserns && r.callerUID == 0 {
-		// A user namespace made by root would map the agent onto host
-		// root or onto an id root cannot give a namespace's init the
-		// rights to build from: root runs the agent as its own uid with
-		// real ids (uid mode) instead, never as host root.
-		r.iso = policy.IsoUID
+	// The mode this run gets: the agent's iso control, auto without one
+	// (the strongest this host allows: userns or uid, then landlock; never
+	// shared unless asked for by name). A mode that cannot work here is
+	// refused with the reason and what would work, before anything is
+	// written or logged.
+	req := a.Isolation(uint32(r.callerUID))
+	iso, err := policy.ChooseIso(req, uint32(r.callerUID), fsops.ProbeIsolation(req == policy.IsoAuto))
+	if err != nil {
+		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
 	}
+	r.iso, r.isoAsked = iso, req
 	canonical, err := canonicalDir(r.root.Dir)
 	if err != nil {
 		return fail(e, exitUnavailable, "root %s: %v", r.root.Dir, err), false
@@ -135,6 +135,12 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		return fail(e, exitUnavailable, "workspace: %v", err), false
 	}
 	r.workspace = cwd
+	// The workspace is the agent's to write: it must not hold the ctx
+	// tree (the agent would rewrite its own controls, policy and tools)
+	// nor lie inside it (it would write into the tree).
+	if within(r.root.Dir, cwd) || within(cwd, r.root.Dir) {
+		return fail(e, exitUnavailable, "agent %s: the workspace %s and the ctx tree %s overlap: the agent could rewrite its own controls; start it from a directory outside the tree (or use --cwd)", a.Name, cwd, r.root.Dir), false
+	}
 	var extra []policy.Mount
 	for i, m := range mountArgs {
 		mm, err := policy.ParseMounts([]byte(strings.Join(m, "\t") + "\t-\n"))
@@ -152,7 +158,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	}
 	// The agent's home exists whatever its uid was set to since bootstrap;
 	// in uid mode the agent owns the parts of it that it writes.
-	if _, err := r.root.EnsureAgentHome(int(a.UID), int(a.GID), a.Name, r.iso == policy.IsoUID && r.callerUID == 0 && a.UID != 0); err != nil {
+	if _, err := r.root.EnsureAgentHome(int(a.UID), int(a.GID), a.Name, r.callerUID == 0 && a.UID != 0); err != nil {
 		return fail(e, exitUnavailable, "agent %s home: %v", a.Name, err), false
 	}
 	r.runID = fsops.NewRunID()
@@ -196,6 +202,11 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	if err != nil {
 		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
 	}
+	if r.iso == policy.IsoLandlock {
+		// No mounts to cover them with: protected paths are only reported
+		// at the end of the run.
+		protectLines = []string{"workspace protect not enforced: iso landlock has no mounts; protected paths the run creates or changes are reported when it ends"}
+	}
 	policyLines = append(policyLines, protectLines...)
 	policyLines = append(policyLines, r.wallLines(idmapWhy)...)
 	if err := r.writeRunDir(policyLines); err != nil {
@@ -214,6 +225,9 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		}
 	}
 	home := r.root.AgentHome(int(a.UID), a.Name)
+	if r.iso == policy.IsoLandlock {
+		return r.prepareLandlock(e, exe, home, extra, tools, shared, network)
+	}
 	newRoot := filepath.Join(home, "root")
 	if a.Root != "" {
 		newRoot = authority.Reroot(r.root, a.Root)
@@ -246,6 +260,25 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 // could set too.
 func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
 	home := r.root.AgentHome(int(r.agent.UID), r.agent.Name)
+	r.env = r.hostPathEnv(home)
+	if exe != "" {
+		self, err := os.Executable()
+		if err != nil {
+			return fail(e, exitInternal, "%v", err), false
+		}
+		r.argv = []string{self, "tsh"}
+		return 0, true
+	}
+	if code, ok := r.resolveSharedProgram(e); !ok {
+		return code, false
+	}
+	return 0, true
+}
+
+// hostPathEnv is the agent's environment with the sandbox's paths (/ctx,
+// /home/agent, /ctx/bin on PATH) replaced by the host paths they stand
+// for: a run without mounts (iso shared, iso landlock) sees the host's.
+func (r *agentRun) hostPathEnv(home string) []string {
 	var env []string
 	for _, kv := range r.env {
 		k, _, _ := strings.Cut(kv, "=")
@@ -263,17 +296,40 @@ func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
 		}
 		env = append(env, kv)
 	}
-	r.env = env
-	if exe != "" {
-		self, err := os.Executable()
-		if err != nil {
-			return fail(e, exitInternal, "%v", err), false
-		}
-		r.argv = []string{self, "tsh"}
-		return 0, true
+	return env
+}
+
+// prepareLandlock is iso landlock: no namespaces and no mounts, the
+// program restricted by Landlock to what its sandbox would have mounted,
+// behind seccomp and its limits, run by the same init as every sandbox
+// (which brokers its tool calls too). It finds the tree at CTX_ROOT, its
+// run's files at CTX_RUN_DIR and the broker at CTX_BROKER, host paths; its
+// temporary files go to TMPDIR in its home.
+func (r *agentRun) prepareLandlock(e *Env, exe, home string, extra []policy.Mount, tools []policy.ProjectedTool,
+	shared []policy.SharedGrant, network bool) (int, bool) {
+	a := r.agent
+	tmp := filepath.Join(home, "tmp")
+	if err := fsops.MkdirNoFollow(tmp, 0o700); err != nil {
+		return fail(e, exitUnavailable, "agent %s: %s: %v", a.Name, tmp, err), false
 	}
-	if code, ok := r.resolveSharedProgram(e); !ok {
-		return code, false
+	if r.callerUID == 0 && a.UID != 0 {
+		os.Lchown(tmp, int(a.UID), int(a.GID))
+	}
+	r.env = append(r.hostPathEnv(home), "CTX_RUN_DIR="+r.runDir,
+		"CTX_BROKER="+filepath.Join(r.runDir, fsops.BrokerSocketName), "TMPDIR="+tmp)
+	if exe != "" {
+		exe = r.root.Path("bin", "ctx")
+	}
+	in := policy.PlanInput{
+		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
+		RootDir: r.root.Dir, SystemDirs: systemDirs(), Workspace: r.workspace, AgentHome: home, Extra: extra,
+		Tools: tools, Shared: shared, ProcDir: r.runDir, Network: network,
+		Budgets: r.budgets.limits, Cgroup: r.budgets.cgroup != nil, HostTiers: authority.ToolDirs(r.root, a),
+		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
+	}
+	var err error
+	if r.plan, err = policy.BuildLandlockPlan(in); err != nil {
+		return fail(e, exitUnavailable, "%v", err), false
 	}
 	return 0, true
 }
@@ -364,7 +420,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 
 	r.setStatus("start", os.Getpid())
 	r.recordEvent(fsops.Event{Type: "agent.start", Object: "agent/" + r.agent.Name, Status: "ok",
-		Detail: fmt.Sprintf("iso=%s workspace=%s model=%s life=%s", r.iso, r.workspace, r.agent.Model, r.agent.Life)})
+		Detail: fmt.Sprintf("iso=%s%s workspace=%s model=%s life=%s", r.iso, r.isoNote(), r.workspace, r.agent.Model, r.agent.Life)})
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)

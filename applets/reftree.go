@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,8 +129,8 @@ func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 		// homes live under home/UID and belong to them, except session/,
 		// which the run host writes.
 		ah := "home/" + strconv.Itoa(id)
-		t.dir(ah, 0o700)
-		t.dir(ah+"/agent", 0o755)
+		t.dir(ah, 0o711) // traverse only: an iso landlock agent passes through to its home
+		t.dir(ah+"/agent", 0o711)
 		t.agentHome(ah+"/agent/"+a.Name, id, id)
 	}
 
@@ -270,8 +271,7 @@ func (t *tree) rels() []string {
 	return out
 }
 
-// selfBytes reads this ctx binary (found without /proc where it is not
-// mounted: fsops.ReadExecutable).
+// selfBytes reads this ctx binary.
 func selfBytes() ([]byte, error) {
-	return fsops.ReadExecutable()
+	return os.ReadFile("/proc/self/exe")
 }

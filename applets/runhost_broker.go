@@ -53,8 +53,8 @@ type broker struct {
 	requestIDs map[string]bool
 	// children are the run hosts of the children this run started.
 	children map[string]*exec.Cmd
-	slots      chan struct{}
-	static     []string // /mnt/proc/policy lines that are not about tools
+	slots    chan struct{}
+	static   []string // /mnt/proc/policy lines that are not about tools
 }
 
 // startBroker binds the broker socket in the run directory and makes the
@@ -330,6 +330,9 @@ func (b *broker) decide(tool string) (path, layer, why string) {
 		if t.Name == tool {
 			if !projectedAtStart(r, t) {
 				return "", "mount-visibility", "granted since the run started; it reaches the sandbox at the next start"
+			}
+			if r.iso == policy.IsoLandlock {
+				return t.HostPath, "", "" // no mounts: the host's own path
 			}
 			return t.Tier + "/" + t.Name, "", ""
 		}

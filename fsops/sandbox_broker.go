@@ -90,9 +90,7 @@ func (b *initBroker) handle(d brokerDelivery) {
 			Stdin: d.files[0], Stdout: d.files[1], Stderr: d.files[2]}
 		// Its own process group, so a cancel ends the whole call.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if b.plan.Iso == "uid" {
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: b.plan.UID, Gid: b.plan.GID, Groups: b.plan.Groups}
-		}
+		cmd.SysProcAttr.Credential = agentCredential(b.plan)
 		if err := cmd.Start(); err != nil {
 			status := 126
 			if os.IsNotExist(err) {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -459,7 +460,13 @@ func loopbackUp() error {
 // runtime's other threads never fork the agent.)
 func dropPrivileges() error {
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && err != unix.EINVAL {
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if err == unix.EPERM && os.Geteuid() != 0 && !inUserNamespace() {
+			// iso landlock run by a user: no capability to drop the set
+			// with, and none to gain either (no_new_privs below).
+			break
+		}
+		if err != nil && err != unix.EINVAL {
 			return &SandboxError{"dropping capability " + strconv.Itoa(c) + " from the bounding set", err}
 		}
 	}
@@ -524,11 +531,16 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 	// namespace maps them onto the caller's). In uid mode init is real root
 	// and the program gets the agent's ids. Either way the bounding set is
 	// empty and no_new_privs is set, so execve grants no capability.
-	if plan.Iso == "uid" {
-		cmd.SysProcAttr = &syscall.SysProcAttr{
-			Credential: &syscall.Credential{Uid: plan.UID, Gid: plan.GID, Groups: plan.Groups}}
+	if cred := agentCredential(plan); cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	}
 
+	if !plan.Namespaces.PID {
+		// No pid namespace to hold the run (iso landlock): the init is
+		// its subreaper, so whatever leaves the program's session or
+		// double-forks still comes back to it, and ends with the run.
+		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	}
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGCHLD)
 	if err := cmd.Start(); err != nil {
@@ -557,7 +569,7 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 				status = reap(child, broker)
 			case syscall.SIGTERM, syscall.SIGHUP:
 				// Pass termination on to every process of the sandbox.
-				syscall.Kill(-1, sig.(syscall.Signal))
+				signalRun(plan, sig.(syscall.Signal))
 			default:
 				// SIGINT and SIGQUIT from the terminal reach the
 				// foreground group by themselves; init only must not die
@@ -566,13 +578,78 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 		}
 	}
 	// The program is gone: so is everything it left behind.
-	syscall.Kill(-1, syscall.SIGKILL)
-	for {
-		if _, err := syscall.Wait4(-1, nil, 0, nil); err == syscall.ECHILD {
-			break
+	signalRun(plan, syscall.SIGKILL)
+	if plan.Namespaces.PID {
+		for {
+			if _, err := syscall.Wait4(-1, nil, 0, nil); err == syscall.ECHILD {
+				break
+			}
 		}
+		return status
+	}
+	// Without a pid namespace a process may fork between the scan and the
+	// kill: kill and reap in rounds until no child is left (bounded).
+	for round := 0; round < 200; round++ {
+		for {
+			pid, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
+			if err == syscall.ECHILD {
+				return status
+			}
+			if pid <= 0 {
+				break
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+		signalRun(plan, syscall.SIGKILL)
 	}
 	return status
+}
+
+// agentCredential is who the program and every brokered tool run as when
+// the init must switch to it: in uid mode, and in iso landlock run by root
+// (a user's landlock run is the user; a user namespace maps the agent by
+// itself).
+func agentCredential(plan *policy.Plan) *syscall.Credential {
+	switch {
+	case plan.Iso == "uid", plan.Iso == string(policy.IsoLandlock) && os.Geteuid() == 0 && plan.UID != 0:
+		return &syscall.Credential{Uid: plan.UID, Gid: plan.GID, Groups: plan.Groups}
+	}
+	return nil
+}
+
+// signalRun sends sig to every process of the run. With a pid namespace
+// that is kill(-1): everything but the init. Without one (iso landlock)
+// kill(-1) would reach the whole host: the init is the run's subreaper
+// instead, and signals exactly its own descendants.
+func signalRun(plan *policy.Plan, sig syscall.Signal) {
+	if plan.Namespaces.PID {
+		syscall.Kill(-1, sig)
+		return
+	}
+	table := scanParents()
+	seen := map[int]bool{}
+	var walk func(pid int)
+	walk = func(pid int) {
+		for _, c := range table[pid] {
+			if !seen[c] {
+				seen[c] = true
+				syscall.Kill(c, sig)
+				walk(c)
+			}
+		}
+	}
+	walk(os.Getpid())
+}
+
+// inUserNamespace reports whether this process runs in a user namespace
+// other than the initial one.
+func inUserNamespace() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return false
+	}
+	f := strings.Fields(string(b))
+	return !(len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295")
 }
 
 // reap collects every exited child without blocking, reports the tool

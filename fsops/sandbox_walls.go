@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -46,7 +47,7 @@ func applyWalls(plan *policy.Plan, exe string) error {
 	if err != nil && abi > 0 {
 		return &SandboxError{"applying the Landlock ruleset", err}
 	}
-	if err := InstallSeccomp(); err != nil {
+	if err := InstallSeccompWith(SeccompOptions{NoNetwork: plan.NoNetwork}); err != nil {
 		return &SandboxError{"installing the seccomp filter", err}
 	}
 	return nil
@@ -110,6 +111,14 @@ func RunConfine(argv []string, stderr io.Writer) int {
 	argv = argv[1:]
 	runtime.LockOSThread()
 	CloseInheritedOnExec()
+	// The run capability is the one descriptor the run host passes on
+	// purpose (CTX_RUN_FD): it stays open across the exec.
+	if fd, err := strconv.Atoi(os.Getenv("CTX_RUN_FD")); err == nil && fd == RunFD {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+			unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0)
+		}
+	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: setting no_new_privs: %v\n", err)
 		return 69

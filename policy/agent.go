@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"reflect"
 	"strconv"
 )
@@ -202,18 +203,13 @@ func (a *Agent) Controls() map[string][]byte {
 	return c
 }
 
-// Isolation returns the isolation profile to run the agent with: its iso
-// control, or when absent "uid" for a root caller (it can switch to the
-// agent's ids) and "userns" for anyone else.
+// Isolation returns the isolation the agent asks for: its iso control, or
+// auto without one (ChooseIso turns auto into a mode).
 func (a *Agent) Isolation(callerUID uint32) Iso {
-	switch {
-	case a.Iso != IsoUnset:
+	if a.Iso != IsoUnset {
 		return a.Iso
-	case callerUID == 0:
-		return IsoUID
-	default:
-		return IsoUserns
 	}
+	return IsoAuto
 }
 
 // The uids a root tree gives its agents (bootstrap's reference agents and
@@ -246,6 +242,81 @@ func FreeAgentUID(used []uint32) (uint32, bool) {
 // or to an iso shared agent, which runs as the caller.
 func (a *Agent) RunsAsHostRoot(callerUID uint32) bool {
 	return callerUID == 0 && (a.UID == 0 || a.Isolation(callerUID) == IsoShared)
+}
+
+// HostIsolation is what this host lets the caller build, as the run host
+// probed it: a user namespace with a mount namespace in it, a mount
+// namespace (root), whether / is a mount point (pivot_root needs one; in a
+// chroot it is not), and the Landlock ABI. The Why fields say why not.
+type HostIsolation struct {
+	Userns      bool
+	UsernsWhy   string
+	MountNS     bool
+	MountNSWhy  string
+	RootIsMount bool
+	Landlock    int
+	LandlockWhy string
+}
+
+// ChooseIso turns the requested isolation into the mode this run gets,
+// or an error naming why the request cannot be met here and what would.
+// auto takes the strongest that works: userns (a user) or uid (root),
+// then landlock; never shared, which is only ever an explicit choice.
+func ChooseIso(req Iso, callerUID uint32, h HostIsolation) (Iso, error) {
+	namespaces := func() (Iso, string) {
+		if !h.RootIsMount {
+			return "", "/ is not a mount point here (a chroot?), so no new root can be pivoted into"
+		}
+		if callerUID == 0 {
+			if !h.MountNS {
+				return "", "mount namespaces are refused: " + h.MountNSWhy
+			}
+			// Root runs even a userns agent with real ids: a namespace
+			// made by root would map the agent onto host root.
+			return IsoUID, ""
+		}
+		if !h.Userns {
+			return "", "user namespaces are not available: " + h.UsernsWhy
+		}
+		return IsoUserns, ""
+	}
+	landlock := func() (Iso, string) {
+		if h.Landlock <= 0 {
+			return "", "Landlock is not available: " + h.LandlockWhy
+		}
+		return IsoLandlock, ""
+	}
+	switch req {
+	case IsoShared:
+		return IsoShared, nil
+	case IsoUID:
+		if callerUID != 0 {
+			return "", fmt.Errorf("iso uid switches to the agent's uid and needs root; use iso userns or auto")
+		}
+		fallthrough
+	case IsoUserns:
+		if iso, why := namespaces(); iso != "" {
+			return iso, nil
+		} else {
+			return "", fmt.Errorf("iso %s: %s; use iso landlock (or auto), or run outside the chroot or container", req, why)
+		}
+	case IsoLandlock:
+		if iso, why := landlock(); iso != "" {
+			return iso, nil
+		} else {
+			return "", fmt.Errorf("iso landlock: %s; use a kernel with Landlock (5.13+, lsm=landlock), or iso userns/uid", why)
+		}
+	default: // auto
+		nsIso, nsWhy := namespaces()
+		if nsIso != "" {
+			return nsIso, nil
+		}
+		llIso, llWhy := landlock()
+		if llIso != "" {
+			return llIso, nil
+		}
+		return "", fmt.Errorf("no isolation works here: %s; %s. iso shared runs the agent without any, and only when asked for by name", nsWhy, llWhy)
+	}
 }
 
 // inGroup reports whether gid is the agent's primary or a supplementary group.

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -48,8 +49,41 @@ func TestParseAgentDefaults(t *testing.T) {
 	if a.Policy.Len() != 2 {
 		t.Errorf("policy has %d rules", a.Policy.Len())
 	}
-	if a.Isolation(0) != IsoUID || a.Isolation(1000) != IsoUserns {
+	if a.Isolation(0) != IsoAuto || a.Isolation(1000) != IsoAuto {
 		t.Errorf("default isolation: root %s, user %s", a.Isolation(0), a.Isolation(1000))
+	}
+}
+
+// TestChooseIso: auto takes the strongest mode that works here, never
+// shared; an explicit mode that cannot work is an error naming why and what
+// would.
+func TestChooseIso(t *testing.T) {
+	full := HostIsolation{Userns: true, MountNS: true, RootIsMount: true, Landlock: 7}
+	chroot := HostIsolation{UsernsWhy: "EPERM", MountNS: true, RootIsMount: false, Landlock: 7}
+	bare := HostIsolation{UsernsWhy: "EPERM", MountNSWhy: "EPERM", RootIsMount: true, LandlockWhy: "ENOSYS"}
+	for _, c := range []struct {
+		req    Iso
+		caller uint32
+		h      HostIsolation
+		want   Iso
+		err    string
+	}{
+		{IsoAuto, 0, full, IsoUID, ""},
+		{IsoAuto, 1000, full, IsoUserns, ""},
+		{IsoUserns, 0, full, IsoUID, ""},
+		{IsoAuto, 0, chroot, IsoLandlock, ""},
+		{IsoAuto, 1000, chroot, IsoLandlock, ""},
+		{IsoUserns, 1000, chroot, "", "not a mount point"},
+		{IsoUID, 1000, full, "", "needs root"},
+		{IsoLandlock, 1000, full, IsoLandlock, ""},
+		{IsoLandlock, 1000, bare, "", "Landlock is not available"},
+		{IsoAuto, 1000, bare, "", "no isolation works here"},
+		{IsoShared, 1000, bare, IsoShared, ""},
+	} {
+		got, err := ChooseIso(c.req, c.caller, c.h)
+		if got != c.want || (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("ChooseIso(%s, %d, %+v) = %q, %v; want %q, %q", c.req, c.caller, c.h, got, err, c.want, c.err)
+		}
 	}
 }
 

@@ -209,10 +209,12 @@ func FormatGroups(groups []uint32) []byte {
 type Iso string
 
 const (
-	IsoUnset  Iso = ""       // no iso control: chosen from the caller (see Agent.Isolation)
-	IsoShared Iso = "shared" // no namespaces; identity from the environment only
-	IsoUID    Iso = "uid"    // namespaces plus setuid/setgid to the agent's ids (root caller)
-	IsoUserns Iso = "userns" // namespaces under a user namespace (non-root caller)
+	IsoUnset    Iso = ""         // no iso control: chosen from the caller (see Agent.Isolation)
+	IsoShared   Iso = "shared"   // no namespaces; identity from the environment only
+	IsoUID      Iso = "uid"      // namespaces plus setuid/setgid to the agent's ids (root caller)
+	IsoUserns   Iso = "userns"   // namespaces under a user namespace (non-root caller)
+	IsoLandlock Iso = "landlock" // no namespaces: Landlock, seccomp and limits on the caller's view
+	IsoAuto     Iso = "auto"     // the strongest of userns/uid, then landlock, that works here
 )
 
 // Life is the lifetime of the life control.
@@ -253,9 +255,9 @@ func oneOf(control string, data []byte, words ...string) (string, error) {
 	return "", controlErr(control, 1, control, KindInvalidValue, "%s is not one of %s", quote(s), strings.Join(words, " "))
 }
 
-// ParseIso parses the iso control: shared, uid or userns.
+// ParseIso parses the iso control: auto, userns, uid, landlock or shared.
 func ParseIso(data []byte) (Iso, error) {
-	s, err := oneOf("iso", data, string(IsoShared), string(IsoUID), string(IsoUserns))
+	s, err := oneOf("iso", data, string(IsoAuto), string(IsoUserns), string(IsoUID), string(IsoLandlock), string(IsoShared))
 	return Iso(s), err
 }
 

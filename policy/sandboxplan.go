@@ -127,12 +127,18 @@ type Plan struct {
 	// limit; cpu's hard limit is a few seconds more, so SIGXCPU comes
 	// first.
 	Limits map[string]uint64 `json:"limits,omitempty"`
+	// NoNetwork, where no network namespace keeps the agent off the
+	// network (iso landlock), has seccomp allow only AF_UNIX sockets.
+	NoNetwork bool `json:"no_network,omitempty"`
 }
 
 // Validate checks the plan's own consistency: absolute clean targets
 // without "..", known kinds, a pivot last. It is the mechanism's first step,
 // so a corrupt plan never starts mounting.
 func (p *Plan) Validate() error {
+	if p.Iso == string(IsoLandlock) {
+		return p.validateLandlock()
+	}
 	if !path.IsAbs(p.NewRoot) || path.Clean(p.NewRoot) != p.NewRoot || p.NewRoot == "/" {
 		return fmt.Errorf("plan: new root %q is not an absolute clean directory", p.NewRoot)
 	}
@@ -247,6 +253,9 @@ type PlanInput struct {
 	// set: the cgroup counts the run as a whole, and reports each refusal).
 	Budgets Budgets
 	Cgroup  bool
+	// HostTiers are the agent's tool tiers on the host (iso landlock,
+	// where CTX_PATH names them).
+	HostTiers []string
 
 	Cwd  string // inside; default /workspace
 	Env  []string

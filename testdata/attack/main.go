@@ -51,6 +51,10 @@ func main() {
 		}
 	case "listen":
 		listen(os.Args[2])
+	case "kill":
+		// kill PID: a signal to a process outside the sandbox.
+		pid, _ := strconv.Atoi(os.Args[2])
+		report("kill", unix.Kill(pid, unix.SIGTERM))
 	default:
 		fmt.Fprintln(os.Stderr, "unknown attack", os.Args[1])
 		os.Exit(2)

@@ -1,0 +1,69 @@
+package fsops
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/policy"
+)
+
+// ProbeIsolation finds out what this host lets the caller build, for
+// policy.ChooseIso: it starts a short-lived child of this binary in the
+// namespaces a sandbox needs (a user and a mount namespace for a user, a
+// mount and a pid namespace for root), checks whether / is a mount point
+// (in a chroot it is not, and pivot_root needs one), and asks for the
+// Landlock ABI. With full false only the cheap checks run and the
+// namespaces are taken to work (an explicit mode then fails, clearly, at
+// the start itself).
+func ProbeIsolation(full bool) policy.HostIsolation {
+	h := policy.HostIsolation{Userns: true, MountNS: true, RootIsMount: RootIsMountPoint()}
+	h.Landlock, _ = LandlockABI()
+	if abi, err := LandlockABI(); abi == 0 && err != nil {
+		h.LandlockWhy = err.Error()
+	}
+	if !full {
+		return h
+	}
+	if os.Geteuid() == 0 {
+		if err := probeClone(syscall.CLONE_NEWNS|syscall.CLONE_NEWPID, false); err != nil {
+			h.MountNS, h.MountNSWhy = false, err.Error()
+		}
+	} else if err := probeClone(syscall.CLONE_NEWUSER|syscall.CLONE_NEWNS|syscall.CLONE_NEWPID, true); err != nil {
+		h.Userns, h.UsernsWhy = false, err.Error()
+	}
+	return h
+}
+
+// probeClone starts this binary as the userns-hold applet (which exits at
+// once: its stdin is empty) in new namespaces, and reports whether the
+// kernel allowed it.
+func probeClone(flags uintptr, userns bool) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	cmd := &exec.Cmd{Path: self, Args: []string{UsernsHoldApplet}, Env: []string{}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}
+	if userns {
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	}
+	return cmd.Run()
+}
+
+// RootIsMountPoint reports whether / is the root of a mount (statx
+// STATX_ATTR_MOUNT_ROOT, Linux 5.8); a kernel that does not say is taken
+// to have one.
+func RootIsMountPoint() bool {
+	var st unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, "/", 0, unix.STATX_BASIC_STATS, &st); err != nil {
+		return true
+	}
+	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 {
+		return true
+	}
+	return st.Attributes&unix.STATX_ATTR_MOUNT_ROOT != 0
+}

@@ -1,0 +1,158 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"strings"
+)
+
+// iso landlock runs the agent without namespaces: nothing is mounted, and
+// the agent sees the host's own paths, restricted by Landlock to what its
+// sandbox would have mounted (with the same read/write split and the same
+// execute rights from perm x), behind the same seccomp filter, limits,
+// session and descriptors. /ctx and /mnt have no mounts to be at: the
+// agent finds the tree at CTX_ROOT, its run's files (identity, policy,
+// budgets, audit, the broker socket) at CTX_RUN_DIR, and its tools through
+// CTX_PATH, all host paths. BuildLandlockPlan decides the rules; the
+// sandbox init applies them (fsops).
+
+// landlockDevices are the device files an agent may open for reading and
+// writing, with terminal ioctls.
+var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
+
+// landlockEtc are host /etc files an agent may read besides HostEtcNames:
+// the host's users and groups (names only: no shadow), hosts and name
+// service configuration, which programs need to resolve anything.
+var landlockEtc = []string{"passwd", "group", "hosts", "hostname", "nsswitch.conf", "ld.so.conf", "ld.so.conf.d"}
+
+// BuildLandlockPlan computes an iso landlock run: the rules of its one
+// wall, its limits and its program. in.Workspace, AgentHome, RootDir,
+// ProcDir (the run directory) and the tools' HostPath are host paths; Cwd
+// defaults to the workspace.
+func BuildLandlockPlan(in PlanInput) (*Plan, error) {
+	a := in.Agent
+	canWrite := a.Ceiling.Has(CeilingWrite)
+	canExec := a.Ceiling.Has(CeilingExec)
+	var access []AccessRule
+	read := func(p string, exec bool) {
+		access = append(access, AccessRule{Path: p, Exec: exec && canExec, Optional: true})
+	}
+	write := func(p string, exec bool) {
+		access = append(access, AccessRule{Path: p, Write: canWrite, Exec: exec && canExec, Optional: true})
+	}
+	for _, d := range in.SystemDirs {
+		if d.Path == "/etc" || d.Symlink != "" {
+			continue // a merged-/usr link is covered by /usr
+		}
+		read(d.Path, true)
+	}
+	for _, n := range append(append([]string(nil), landlockEtc...), HostEtcNames...) {
+		if n == "resolv.conf" && !in.Network {
+			continue
+		}
+		read("/etc/"+n, false)
+	}
+	for _, d := range landlockDevices {
+		access = append(access, AccessRule{Path: d, Write: true, Dev: true, Optional: true})
+	}
+	read("/proc", false)
+	root := func(rel string) string { return path.Join(in.RootDir, rel) }
+	read(root("bin"), true)
+	// Every agent's definition, as any user of the host may read it: the
+	// tool trust rule needs to know every agent's uid and writable places
+	// (a namespace sandbox shows only the agent's own; the run host's
+	// verdict stands in there).
+	read(root("agent"), false)
+	read(root("shared/cortexfs-docs"), false)
+	for _, s := range in.Shared {
+		if s.Write {
+			write(s.HostDir, true)
+		} else {
+			read(s.HostDir, false)
+		}
+	}
+	execPaths := []string{root("bin")}
+	// The tiers themselves, for listing and lookup (tsh, CTX_PATH): a
+	// tool's file that is not granted may be read there but runs with
+	// the agent's own authority only, and is not brokered.
+	for _, tier := range in.HostTiers {
+		read(tier, false)
+	}
+	for _, t := range in.Tools {
+		read(t.HostPath, true)
+		read(t.HostDotD, false)
+		execPaths = append(execPaths, t.HostPath)
+	}
+	if in.ProcDir != "" {
+		read(in.ProcDir, false)
+	}
+	// The home: readable whole, its session history included; writable
+	// only where the agent keeps its own things.
+	read(in.AgentHome, false)
+	for _, sub := range []string{"data", "cache", "log", "root", "tmp"} {
+		write(path.Join(in.AgentHome, sub), true)
+	}
+	if in.Workspace != "" {
+		write(in.Workspace, true)
+	}
+	for _, m := range append(append([]Mount(nil), a.Mounts...), in.Extra...) {
+		src := m.Source
+		if within(src, SandboxRoot) {
+			src = rebase(src, SandboxRoot, in.RootDir)
+		}
+		if m.ReadOnly {
+			read(src, !m.NoExec)
+		} else {
+			write(src, !m.NoExec)
+		}
+	}
+	cwd := in.Cwd
+	if cwd == "" || within(cwd, SandboxWorkspace) {
+		cwd = in.Workspace + strings.TrimPrefix(cwd, SandboxWorkspace)
+	}
+	p := &Plan{
+		Iso:       string(IsoLandlock),
+		UID:       a.UID,
+		GID:       a.GID,
+		Groups:    a.Groups,
+		OuterUID:  in.CallerUID,
+		OuterGID:  in.CallerGID,
+		Cwd:       cwd,
+		Env:       in.Env,
+		Argv:      in.Argv,
+		Exe:       in.Exe,
+		Access:    access,
+		ExecAll:   canExec,
+		DenyTCP:   !in.Network,
+		NoNetwork: !in.Network,
+		Limits:    processLimits(in.Budgets, in.Cgroup),
+	}
+	if !canExec {
+		p.ExecPaths = execPaths
+	}
+	return p, p.Validate()
+}
+
+// validateLandlock checks an iso landlock plan: no namespaces and no
+// mounts (it has none to make), absolute rule paths, a program and an
+// absolute cwd.
+func (p *Plan) validateLandlock() error {
+	if p.Namespaces != (Namespaces{}) || len(p.Ops) > 0 {
+		return fmt.Errorf("plan: iso landlock makes no namespace and no mount")
+	}
+	if len(p.Argv) == 0 {
+		return fmt.Errorf("plan: no program to run")
+	}
+	if !path.IsAbs(p.Cwd) {
+		return fmt.Errorf("plan: cwd %q is not absolute", p.Cwd)
+	}
+	if len(p.Access) == 0 {
+		return fmt.Errorf("plan: iso landlock without access rules")
+	}
+	for i, r := range p.Access {
+		if !path.IsAbs(r.Path) || path.Clean(r.Path) != r.Path {
+			return fmt.Errorf("plan: access rule %d: %q is not an absolute clean path", i, r.Path)
+		}
+	}
+	return nil
+}
