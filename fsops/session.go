@@ -288,36 +288,74 @@ func MkdirNoFollow(dir string, mode os.FileMode) error {
 // /tmp/cortexfs-UID that can be made a 0700 directory owned by uid. A
 // /run/cortexfs made here is sticky and world-writable, like /tmp, so every
 // user can have a directory in it and none can touch another's; a name
-// squatted by another user is skipped.
+// squatted by another user is skipped. None of these is required: a minimal
+// root without /run/user, /run or /tmp works with TMPDIR set, and where none
+// can be used the one-line error names every place tried and both fixes.
 func RuntimeDir(uid int) (string, error) {
 	candidates := []string{}
 	if st, err := os.Stat(filepath.Join("/run/user", strconv.Itoa(uid))); err == nil && st.IsDir() {
 		candidates = append(candidates, filepath.Join("/run/user", strconv.Itoa(uid), "cortexfs"))
 	}
-	candidates = append(candidates, filepath.Join("/run/cortexfs", strconv.Itoa(uid)),
-		filepath.Join(os.TempDir(), "cortexfs-"+strconv.Itoa(uid)), filepath.Join("/tmp", "cortexfs-"+strconv.Itoa(uid)))
+	candidates = append(candidates, filepath.Join("/run/cortexfs", strconv.Itoa(uid)))
+	candidates = appendTempCandidates(candidates, "cortexfs-"+strconv.Itoa(uid))
 	if _, err := os.Lstat("/run/cortexfs"); errors.Is(err, fs.ErrNotExist) {
 		if os.Mkdir("/run/cortexfs", 0o755) == nil {
 			os.Chmod("/run/cortexfs", 0o777|os.ModeSticky)
 		}
 	}
-	var lastErr error
+	var tried []string
 	for _, c := range candidates {
 		if _, err := os.Stat(filepath.Dir(c)); err != nil {
-			lastErr = err
+			tried = append(tried, triedLine(c, err))
 			continue
 		}
 		if err := MkdirNoFollow(c, 0o700); err != nil {
-			lastErr = err
+			tried = append(tried, triedLine(c, err))
 			continue
 		}
 		st, err := os.Lstat(c)
 		if err == nil && int(st.Sys().(*syscall.Stat_t).Uid) == uid {
 			return c, nil
 		}
-		lastErr = err
+		if err == nil {
+			err = fmt.Errorf("owned by uid %d", st.Sys().(*syscall.Stat_t).Uid)
+		}
+		tried = append(tried, triedLine(c, err))
 	}
-	return "", lastErr
+	return "", noPlaceError("run state", uid, tried)
+}
+
+// appendTempCandidates adds DIR/name for $TMPDIR (when set) and /tmp, once
+// each.
+func appendTempCandidates(candidates []string, name string) []string {
+	if t := os.Getenv("TMPDIR"); t != "" && filepath.Clean(t) != "/tmp" {
+		candidates = append(candidates, filepath.Join(t, name))
+	}
+	return append(candidates, filepath.Join("/tmp", name))
+}
+
+// triedLine is one place a runtime directory could not be made, for the
+// error: the path and the reason without repeating the path.
+func triedLine(path string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if pe.Path == path {
+			return path + ": " + pe.Err.Error()
+		}
+		return path + ": " + pe.Path + ": " + pe.Err.Error()
+	}
+	return path + ": " + err.Error()
+}
+
+// noPlaceError is the one-line error when no candidate directory works: it
+// names each place tried and why, and the two fixes (a TMPDIR, or a /tmp).
+func noPlaceError(what string, uid int, tried []string) error {
+	tmpdir := "TMPDIR is not set"
+	if t := os.Getenv("TMPDIR"); t != "" {
+		tmpdir = "TMPDIR is " + t
+	}
+	return fmt.Errorf("no place for uid %d's %s (%s): %s; set TMPDIR to a directory uid %d can write, or create /tmp (mkdir -m 1777 /tmp)",
+		uid, what, tmpdir, strings.Join(tried, "; "), uid)
 }
 
 // runBase is /run; a variable only so that tests can lay the terminal
@@ -341,17 +379,23 @@ func TerminalDir(uid int) (string, error) {
 	if st, err := os.Stat(filepath.Join(runBase, "user", id)); err == nil && st.IsDir() {
 		candidates = append(candidates, []string{filepath.Join(runBase, "user", id), "cortexfs", "terminal"})
 	}
-	candidates = append(candidates, []string{runBase, "cortexfs/", "terminal/", id},
-		[]string{os.TempDir(), "cortexfs-" + id, "terminal"}, []string{"/tmp", "cortexfs-" + id, "terminal"})
-	var lastErr error
+	candidates = append(candidates, []string{runBase, "cortexfs/", "terminal/", id})
+	for _, t := range appendTempCandidates(nil, "cortexfs-"+id) {
+		candidates = append(candidates, []string{filepath.Dir(t), filepath.Base(t), "terminal"})
+	}
+	var tried []string
 	for _, c := range candidates {
 		dir, err := makeTerminalDir(c[0], c[1:], uid)
 		if err == nil {
 			return dir, nil
 		}
-		lastErr = err
+		where := c[0]
+		for _, part := range c[1:] {
+			where = filepath.Join(where, strings.TrimSuffix(part, "/"))
+		}
+		tried = append(tried, triedLine(where, err))
 	}
-	return "", lastErr
+	return "", noPlaceError("terminal sockets", uid, tried)
 }
 
 // makeTerminalDir makes each component under parent in turn. A component
