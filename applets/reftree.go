@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -213,7 +214,7 @@ func (a referenceAgent) controls(o treeOwner, i int) []control {
 		{"groups", ""},
 		{"perm", a.Perm + "\n"},
 		{"label", "user_u:agent_r:" + a.Subject + ":s0\n"},
-		{"iso", "userns\n"},
+		{"iso", "auto\n"},
 		{"parent", parent},
 		{"life", "owned\n"},
 		{"root", "/ctx/home/" + uid + "/agent/" + a.Name + "/root\n"},
@@ -270,8 +271,7 @@ func (t *tree) rels() []string {
 	return out
 }
 
-// selfBytes reads this ctx binary (found without /proc where it is not
-// mounted: fsops.ReadExecutable).
+// selfBytes reads this ctx binary.
 func selfBytes() ([]byte, error) {
-	return fsops.ReadExecutable()
+	return os.ReadFile("/proc/self/exe")
 }
