@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -271,7 +270,8 @@ func (t *tree) rels() []string {
 	return out
 }
 
-// selfBytes reads this ctx binary.
+// selfBytes reads this ctx binary (found without /proc where it is not
+// mounted: fsops.ReadExecutable).
 func selfBytes() ([]byte, error) {
-	return os.ReadFile("/proc/self/exe")
+	return fsops.ReadExecutable()
 }
