@@ -41,6 +41,7 @@ type agentRun struct {
 	plan      *policy.Plan
 	protect   *protectState // what the start found for the protect control (agentrun_protect.go)
 	env       []string
+	sop       []byte // the rendered system prompt: /mnt/SOP, its digest in the identity
 	argv      []string
 	noConsole bool // --no-console: the terminal is reachable only through its socket
 	// allowHostRoot is --allow-host-root: the caller accepts a run as host
@@ -200,8 +201,10 @@ func (r *agentRun) writeRunDir(policyLines []string) error {
 	if err := os.Mkdir(r.runDir, 0o755); err != nil {
 		return err
 	}
+	r.sop = renderSOP(r.root, r.agent.Name)
 	id := policy.Identity{Agent: r.agent.Name, Label: r.agent.Label, Subject: r.agent.Subject,
 		UID: r.agent.UID, GID: r.agent.GID, Session: r.session, Run: r.runID}
+	id.SOP, id.SOPSHA256 = sopPointer(r.sop)
 	sort.Strings(policyLines)
 	for name, data := range map[string][]byte{
 		"identity": id.Format(),

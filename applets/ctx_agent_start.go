@@ -243,7 +243,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
 		RootDir: r.root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(), Etc: hostEtc(),
 		Workspace: cwd, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: tools, Shared: shared,
-		ProcDir: r.runDir, SkillsDir: skills, SOP: renderSOP(r.root, a.Name), Network: network,
+		ProcDir: r.runDir, SkillsDir: skills, SOP: r.sop, Network: network,
 		Budgets: r.budgets.limits, Cgroup: r.budgets.cgroup != nil,
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
 	}

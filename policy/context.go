@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 )
@@ -20,16 +21,23 @@ type Identity struct {
 	GID     uint32
 	Session string
 	Run     string
+	// SOP is where the run shows the agent's system prompt (/mnt/SOP in a
+	// sandbox) and SOPSHA256 the sha256 of those bytes: the pointer and
+	// digest agentrc's labels carry (ai.agentrc.sop, ai.agentrc.sop.sha256),
+	// so a program can check the prompt it loads is the one the run host
+	// rendered.
+	SOP       string
+	SOPSHA256 string
 }
 
 // identityKeys is the canonical key order of the identity file.
-var identityKeys = []string{"agent", "label", "subject", "uid", "gid", "session", "run"}
+var identityKeys = []string{"agent", "label", "subject", "uid", "gid", "session", "run", "sop", "sop.sha256"}
 
 // Format renders the identity file: one KEY=VALUE line per key in the
-// order agent, label, subject, uid, gid, session, run.
+// order agent, label, subject, uid, gid, session, run, sop, sop.sha256.
 func (id Identity) Format() []byte {
 	vals := []string{id.Agent, id.Label, id.Subject, strconv.FormatUint(uint64(id.UID), 10),
-		strconv.FormatUint(uint64(id.GID), 10), id.Session, id.Run}
+		strconv.FormatUint(uint64(id.GID), 10), id.Session, id.Run, id.SOP, id.SOPSHA256}
 	var b bytes.Buffer
 	for i, k := range identityKeys {
 		b.WriteString(k + "=" + vals[i] + "\n")
@@ -38,11 +46,13 @@ func (id Identity) Format() []byte {
 }
 
 // ParseIdentity parses an identity file: KEY=VALUE lines, split at the
-// first "=", holding each of agent, label, subject, uid, gid, session and
-// run exactly once, in any order, and nothing else (no blank lines, no
-// unknown keys). agent, session and run are object names, label follows the
-// label grammar and subject must be the subject it derives, uid and gid are
-// canonical decimal ids. Errors name the control "identity".
+// first "=", holding each of agent, label, subject, uid, gid, session, run,
+// sop and sop.sha256 exactly once, in any order, and nothing else (no blank
+// lines, no unknown keys). agent, session and run are object names, label
+// follows the label grammar and subject must be the subject it derives, uid
+// and gid are canonical decimal ids, sop an absolute clean path without
+// control bytes, sop.sha256 64 lowercase hex digits. Errors name the
+// control "identity".
 func ParseIdentity(data []byte) (Identity, error) {
 	var id Identity
 	seen := map[string]int{}
@@ -88,6 +98,16 @@ func ParseIdentity(data []byte) (Identity, error) {
 				return bad(quote(val) + ": " + nameReason(err))
 			}
 			id.Subject = val
+		case "sop":
+			if !strings.HasPrefix(val, "/") || path.Clean(val) != val || hasControlByte(val) {
+				return bad(quote(val) + " is not an absolute clean path")
+			}
+			id.SOP = val
+		case "sop.sha256":
+			if !isLowerHex(val, 64) {
+				return bad(quote(val) + " is not 64 lowercase hex digits")
+			}
+			id.SOPSHA256 = val
 		case "uid", "gid":
 			n, reason, ok := parseID(val)
 			if !ok {
@@ -114,6 +134,19 @@ func ParseIdentity(data []byte) (Identity, error) {
 			"subject %s is not %s, the subject of label %s", quote(id.Subject), quote(subject), quote(id.Label))
 	}
 	return id, nil
+}
+
+// isLowerHex reports whether s is exactly n lowercase hex digits.
+func isLowerHex(s string, n int) bool {
+	if len(s) != n {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // ContextSource says where an agent context came from, and so how far it

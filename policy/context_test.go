@@ -8,14 +8,16 @@ import (
 	"testing"
 )
 
-const goodIdentity = "agent=coder\nlabel=user_u:agent_r:coder_t:s0\nsubject=coder_t\nuid=1000\ngid=1000\nsession=default\nrun=ctx-0123456789abcdef0123456789abcdef\n"
+const goodIdentity = "agent=coder\nlabel=user_u:agent_r:coder_t:s0\nsubject=coder_t\nuid=1000\ngid=1000\nsession=default\nrun=ctx-0123456789abcdef0123456789abcdef\n" +
+	"sop=/mnt/SOP\nsop.sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n"
 
 func TestIdentityRoundTrip(t *testing.T) {
 	id, err := ParseIdentity([]byte(goodIdentity))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Identity{"coder", "user_u:agent_r:coder_t:s0", "coder_t", 1000, 1000, "default", "ctx-0123456789abcdef0123456789abcdef"}
+	want := Identity{"coder", "user_u:agent_r:coder_t:s0", "coder_t", 1000, 1000, "default", "ctx-0123456789abcdef0123456789abcdef",
+		"/mnt/SOP", "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"}
 	if id != want {
 		t.Errorf("got %+v", id)
 	}
@@ -53,6 +55,13 @@ func TestIdentityRefusals(t *testing.T) {
 		{"subject not the label's", replace("subject=coder_t", "subject=root_t"), "subject", KindInvalidValue},
 		{"padded value", replace("session=default", "session= default"), "session", KindInvalidValue},
 		{"key case", replace("agent=", "Agent="), "", KindInvalidValue},
+		{"missing sop", replace("sop=/mnt/SOP\n", ""), "sop", KindMissing},
+		{"missing sop digest", replace("sop.sha256=e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n", ""), "sop.sha256", KindMissing},
+		{"relative sop", replace("sop=/mnt/SOP", "sop=mnt/SOP"), "sop", KindInvalidValue},
+		{"unclean sop", replace("sop=/mnt/SOP", "sop=/mnt/../SOP"), "sop", KindInvalidValue},
+		{"sop with a control byte", replace("sop=/mnt/SOP", "sop=/mnt/S\x1bOP"), "sop", KindInvalidValue},
+		{"short digest", replace("sop.sha256=e3b0", "sop.sha256=e3b"), "sop.sha256", KindInvalidValue},
+		{"upper-case digest", replace("sop.sha256=e3b0", "sop.sha256=E3b0"), "sop.sha256", KindInvalidValue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
