@@ -1,14 +1,17 @@
 package applets
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -53,8 +56,10 @@ type broker struct {
 	requestIDs map[string]bool
 	// children are the run hosts of the children this run started.
 	children map[string]*exec.Cmd
-	slots    chan struct{}
-	static   []string // /mnt/proc/policy lines that are not about tools
+	// initPid is the run's init, once started.
+	initPid atomic.Int64
+	slots   chan struct{}
+	static  []string // /mnt/proc/policy lines that are not about tools
 }
 
 // startBroker binds the broker socket in the run directory and makes the
@@ -92,6 +97,33 @@ func (r *agentRun) closeBroker() {
 			b.init.Close()
 		}
 	}
+}
+
+// descendsFrom reports whether pid is ancestor or lies below it (walking
+// the parent chain in /proc; bounded).
+func descendsFrom(pid, ancestor int) bool {
+	if pid <= 0 || ancestor <= 0 {
+		return false
+	}
+	for i := 0; i < 256 && pid > 1; i++ {
+		if pid == ancestor {
+			return true
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parens.
+		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			return false
+		}
+		if pid, err = strconv.Atoi(f[1]); err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // sandboxStarted drops the host's copy of the init's end.
@@ -186,6 +218,14 @@ func (b *broker) handle(conn int) {
 	pid := 0
 	if cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
 		pid = int(cred.Pid)
+	}
+	// In iso landlock the socket is a host path: another agent running as
+	// the same uid (a user's tree) could reach it where Landlock does not
+	// guard unix sockets (before ABI 9). Only the run's own processes, the
+	// descendants of its init, are served.
+	if b.r.iso == policy.IsoLandlock && !descendsFrom(pid, int(b.initPid.Load())) {
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied, Error: "ctx: denied: the broker serves only the processes of its own run"}, nil)
+		return
 	}
 	ev := fsops.Event{Type: "tool.call", Object: "tool/" + req.Tool, PID: pid}
 	token := ""
