@@ -441,6 +441,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 			sandbox.SendPlan()
 		}
 		if r.broker != nil {
+			r.broker.initPid.Store(int64(pid))
 			r.broker.sandboxStarted()
 		}
 		r.closeIDMap()
