@@ -18,26 +18,36 @@ var rootEntries = map[string]bool{
 	"bin": true, "model": true, "agent": true, "tool": true, "home": true, "shared": true, "status": true,
 }
 
-// runDoctor is `ctx doctor [--root DIR] [-q]`: one line per check, exit 1 if
-// any fails, and nothing written.
+// runDoctor is `ctx doctor [--root DIR] [-v|-q]`: a summary of the tree,
+// the host and which agents can start, then only the problems, each with
+// its fix (-v: every check; -q: the problem lines only); exit 1 if any
+// check fails, and nothing written.
 func runDoctor(e *Env, args []string) int {
 	var rootFlag string
-	var quiet bool
+	var quiet, verbose bool
 	f := newFlags()
 	f.String("root", &rootFlag)
 	f.Bool("q", &quiet)
 	f.Bool("quiet", &quiet)
+	f.Bool("v", &verbose)
+	f.Bool("verbose", &verbose)
 	if _, code, ok := parseArgs(e, f, args, 0, 0); !ok {
 		return code
 	}
+	if quiet && verbose {
+		return usageError(e, "-q and -v exclude each other")
+	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	if st, err := os.Stat(root.Dir); err != nil || !st.IsDir() {
-		fmt.Fprintf(e.Stdout, "missing %s: no ctx tree here; run ctx bootstrap --root %s\n", root.Dir, root.Dir)
+		fmt.Fprintf(e.Stdout, "missing %s: no ctx tree here\n", root.Dir)
+		if !quiet {
+			fmt.Fprintf(e.Stdout, "  fix: ctx bootstrap --root %s\n", shellQuote(root.Dir))
+		}
 		return exitFailure
 	}
 	self, err := selfBytes()
 	if err != nil {
-		return fail(e, exitInternal, "cannot read own executable: %v", err)
+		return fail(e, exitUnavailable, "cannot read own executable: %v", err)
 	}
 	entries := referenceTree(treeOwner{UID: os.Geteuid(), GID: os.Getegid()}, self)
 	findings := root.Inspect(entries)
@@ -46,17 +56,11 @@ func runDoctor(e *Env, args []string) int {
 	findings = append(findings, checkRootEntries(root)...)
 	findings = append(findings, checkToolTrust(root)...)
 	findings = append(findings, checkHostRoot(root)...)
-
-	code := exitOK
-	for _, fd := range findings {
-		if fd.Status != "ok" {
-			code = exitFailure
-		} else if quiet {
-			continue
-		}
-		fmt.Fprintln(e.Stdout, fd)
-	}
-	return code
+	fixes := map[fsops.Finding]string{}
+	host := fsops.ProbeHost()
+	starts, agents := checkAgentStarts(root, host, fixes)
+	findings = append(findings, starts...)
+	return printDoctor(e.Stdout, root, findings, fixes, host, agents, verbose, quiet)
 }
 
 // checkRootEntries reports names at the top of the tree that are not part

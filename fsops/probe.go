@@ -1,6 +1,7 @@
 package fsops
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -41,11 +42,19 @@ func ProbeIsolation(full bool) policy.HostIsolation {
 // once: its stdin is empty) in new namespaces, and reports whether the
 // kernel allowed it.
 func probeClone(flags uintptr, userns bool) error {
-	self, err := os.Executable()
+	self, err := Executable()
 	if err != nil {
 		return err
 	}
-	cmd := &exec.Cmd{Path: self, Args: []string{UsernsHoldApplet}, Env: []string{}}
+	// Its stdin is a pipe already closed and its output goes nowhere,
+	// without /dev/null: a minimal root may have no /dev at all.
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	w.Close()
+	defer r.Close()
+	cmd := &exec.Cmd{Path: self, Args: []string{UsernsHoldApplet}, Env: []string{}, Stdin: r, Stdout: io.Discard, Stderr: io.Discard}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: flags, Pdeathsig: syscall.SIGKILL}
 	if userns {
 		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
