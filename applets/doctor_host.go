@@ -149,6 +149,8 @@ func fixFor(root fsops.Root, f fsops.Finding, fixes map[fsops.Finding]string) st
 		return "move " + path + " out of the tree"
 	case strings.Contains(f.Detail, "skipped untrusted"):
 		return "make the tier's directory owned by root or the tree's owner and writable by no agent, or drop it from " + path
+	case strings.Contains(f.Detail, "shadows the builtin tool"):
+		return "rename or remove " + path + " (and its .d directory)"
 	case strings.Contains(f.Detail, "would run as host root"):
 		if strings.HasSuffix(f.Rel, "/iso") {
 			return "ctx set" + rootOpt(root) + " " + f.Rel + " auto"
