@@ -205,6 +205,14 @@ func (r *agentRun) writeRunDir(policyLines []string) error {
 	id := policy.Identity{Agent: r.agent.Name, Label: r.agent.Label, Subject: r.agent.Subject,
 		UID: r.agent.UID, GID: r.agent.GID, Session: r.session, Run: r.runID}
 	id.SOP, id.SOPSHA256 = sopPointer(r.sop)
+	if r.iso == policy.IsoLandlock {
+		// No mount shows /mnt/SOP: the prompt is a file of the run's own
+		// (CTX_RUN_DIR/SOP), and the identity points there.
+		id.SOP = filepath.Join(r.runDir, "SOP")
+		if err := os.WriteFile(id.SOP, r.sop, 0o644); err != nil {
+			return err
+		}
+	}
 	sort.Strings(policyLines)
 	for name, data := range map[string][]byte{
 		"identity": id.Format(),

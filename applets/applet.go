@@ -65,6 +65,11 @@ func Main(argv []string) int {
 	e.Argv0 = argv[0]
 	// A login shell gets "-name" as argv[0]; busybox strips the dash too.
 	name := strings.TrimPrefix(filepath.Base(argv[0]), "-")
+	// /mnt/mcp/SERVER/TOOL is named after the MCP tool, not the ctx tool
+	// it projects: it runs as that tool, found through CTX_PATH.
+	if n, exe, ok := mntTool(e, argv[0]); ok {
+		name, e.Argv0 = n, exe
+	}
 	return dispatch(e, name, argv[1:])
 }
 

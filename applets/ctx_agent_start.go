@@ -169,10 +169,19 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	}
 
 	tools, policyLines := projectTools(r.root, a)
+	withToolSpecs(tools)
 	r.tools = tools
 	shared, sharedLines := sharedGrants(r.root, a)
 	network := networkGranted(a)
 	policyLines = append(policyLines, sharedLines...)
+	var skills runSkills
+	if r.iso != policy.IsoShared {
+		var skillLines []string
+		if skills, skillLines, err = gatherSkills(r.root, a, shared); err != nil {
+			return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
+		}
+		policyLines = append(policyLines, skillLines...)
+	}
 	if network {
 		policyLines = append(policyLines, "network:default connect granted")
 	} else {
@@ -235,15 +244,11 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	if err := fsops.MkdirNoFollow(newRoot, 0o700); err != nil {
 		return fail(e, exitUnavailable, "agent root %s: %v", newRoot, err), false
 	}
-	skills := filepath.Join(home, "skills")
-	if st, err := os.Stat(skills); err != nil || !st.IsDir() {
-		skills = ""
-	}
 	in := policy.PlanInput{
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
 		RootDir: r.root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(), Etc: hostEtc(),
 		Workspace: cwd, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: tools, Shared: shared,
-		ProcDir: r.runDir, SkillsDir: skills, SOP: r.sop, Network: network,
+		ProcDir: r.runDir, SkillsDir: skills.Dir, Skills: skills.List, SOP: r.sop, Network: network,
 		Budgets: r.budgets.limits, Cgroup: r.budgets.cgroup != nil,
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
 	}

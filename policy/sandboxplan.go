@@ -209,10 +209,17 @@ type ProjectedTool struct {
 	Tier       string // the CTX_PATH directory inside the sandbox (/ctx/tool)
 	HostPath   string // the executable on the host
 	HostDotD   string // its control directory on the host
-	Schema     []byte // input schema, for /mnt/tools/NAME.toolspec.json
+	Schema     []byte // the toolspec: /mnt/tools/NAME.toolspec.json (and /mnt/mcp/S/T.toolspec.json)
 	MCPServer  string // the MCP server of a projected tool, else ""
 	MCPTool    string
 	HostTierIn string // the host tier directory (for shared tiers: under a shared mount)
+}
+
+// Skill is a skill bundle shown read-only at /mnt/skills/NAME: a directory
+// of the agent's own skills, or of a shared space's the agent may read.
+type Skill struct {
+	Name    string
+	HostDir string
 }
 
 // SharedGrant is a shared space the agent may read or write.
@@ -245,9 +252,11 @@ type PlanInput struct {
 	Tools          []ProjectedTool
 	Shared         []SharedGrant
 	ProcDir        string // host directory shown read-only at /mnt/proc
-	SkillsDir      string // host directory shown at /mnt/skills, or ""
+	SkillsDir      string // home/UID/agent/NAME/skills, bound read-only over /home/agent/skills, or ""
 	SOP            []byte // /mnt/SOP
 	Network        bool   // network:default connect is granted
+	// Skills are the bundles shown at /mnt/skills/NAME, each read-only.
+	Skills []Skill
 	// Budgets are the run's limits; Cgroup says the run's cgroup holds
 	// memory_bytes and pids (then no per-process data or process limit is
 	// set: the cgroup counts the run as a whole, and reports each refusal).
@@ -399,18 +408,23 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	// server, the SOP, and the run's live state, all read-only.
 	add(Op{Kind: OpTmpfs, Target: SandboxMnt, Mode: 0o755, Size: "16m", Why: "/mnt"})
 	add(Op{Kind: OpDir, Target: SandboxMnt + "/tools"})
+	mcpSeen := map[string]bool{}
 	for _, t := range in.Tools {
 		add(ro(t.HostPath, SandboxMnt+"/tools/"+t.Name, "/mnt/tools"))
 		add(Op{Kind: OpFile, Target: SandboxMnt + "/tools/" + t.Name + ".toolspec.json", Data: t.Schema, Mode: 0o444})
-		if t.MCPServer != "" {
-			add(ro(t.HostPath, SandboxMnt+"/mcp/"+t.MCPServer+"/"+t.MCPTool, "/mnt/mcp"))
+		// /mnt/mcp/S/T is the same executable; run by that path it finds
+		// its tool through CTX_PATH (applets/agentrc.go). The first tool
+		// of a server and MCP name wins, as CTX_PATH lookup would.
+		if mcp := SandboxMnt + "/mcp/" + t.MCPServer + "/" + t.MCPTool; t.MCPServer != "" && !mcpSeen[mcp] {
+			mcpSeen[mcp] = true
+			add(ro(t.HostPath, mcp, "/mnt/mcp"))
+			add(Op{Kind: OpFile, Target: mcp + ".toolspec.json", Data: t.Schema, Mode: 0o444})
 		}
 	}
 	add(Op{Kind: OpDir, Target: SandboxMnt + "/mcp"})
-	if in.SkillsDir != "" {
-		add(ro(in.SkillsDir, SandboxMnt+"/skills", "/mnt/skills"))
-	} else {
-		add(Op{Kind: OpDir, Target: SandboxMnt + "/skills"})
+	add(Op{Kind: OpDir, Target: SandboxMnt + "/skills"})
+	for _, s := range in.Skills {
+		add(ro(s.HostDir, SandboxMnt+"/skills/"+s.Name, "/mnt/skills"))
 	}
 	add(Op{Kind: OpFile, Target: SandboxMnt + "/SOP", Data: in.SOP, Mode: 0o444})
 	add(ro(in.ProcDir, SandboxMnt+"/proc", "/mnt/proc"))
@@ -421,6 +435,11 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	add(writable(Op{Kind: OpBind, Source: in.AgentHome, Target: SandboxHome, Why: "the agent's home"}))
 	grantWrite(SandboxHome)
 	add(ro(path.Join(in.AgentHome, "session"), SandboxHome+"/session", "the agent's sessions"))
+	// Its skills are its instructions: read-only here as at /mnt/skills,
+	// or it would rewrite them for its next run.
+	if in.SkillsDir != "" {
+		add(ro(in.SkillsDir, SandboxHome+"/skills", "the agent's skills"))
+	}
 
 	// The caller's working directory, read-write when perm has w.
 	if in.Workspace != "" {

@@ -223,6 +223,28 @@ func (t *Trust) Tool(hit fsops.ToolHit) (bool, string) {
 	return policy.TierTrust(hit.Path, append(comps, ctl...), t.facts)
 }
 
+// Skill decides whether dir, a shared skill bundle, may be shown to the
+// agents that may read its space (policy.SkillTrust): its chain from the
+// tree root and everything below it.
+func (t *Trust) Skill(dir string) (bool, string) {
+	if t.err != nil {
+		return false, "cannot examine the tree: " + t.err.Error()
+	}
+	dir = filepath.Clean(dir)
+	chain, _, err := fsops.OwnerChain(t.facts.Root, dir)
+	if err != nil {
+		return false, "cannot examine " + dir + ": " + err.Error()
+	}
+	below, more, err := fsops.ControlTreeFacts(dir)
+	if err != nil {
+		return false, "cannot examine " + dir + ": " + err.Error()
+	}
+	if more {
+		return false, fmt.Sprintf("%s holds more than %d entries", dir, fsops.MaxControlEntries)
+	}
+	return policy.SkillTrust(dir, append(chain, below...), t.facts)
+}
+
 // SkippedTier is a tier of a tool path the trust rule set aside.
 type SkippedTier struct {
 	Tier   string // as the agent's path names it (/ctx/shared/proj/tool)

@@ -1,0 +1,139 @@
+package applets
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"ctx/fsops"
+	"ctx/fsops/object"
+	"ctx/policy"
+)
+
+// The agentrc /mnt profile (ctx man agentrc) beyond the plan itself: the
+// toolspec files, and how a tool run by its /mnt path finds itself (the
+// SOP's digest: agentrc_sop.go; skills: agentrc_skills.go).
+
+// toolSpec is a tool's NAME.toolspec.json: the shape of an MCP tools/list
+// entry (name, description, inputSchema, outputSchema and annotations where
+// the tool has them), so an agent harness can register the tool as it
+// reads it. The input schema is the schema control (the same bytes
+// --agentrc-schema prints); the output schema is the `output.schema`
+// control (an MCP tool's outputSchema, stored at projection), else the
+// `program` control; annotations are the `annotations` control. All of it
+// describes; none of it grants anything or is checked against what the
+// tool prints.
+func toolSpec(name, ctl string, input []byte) []byte {
+	spec := struct {
+		Name         string          `json:"name"`
+		Description  string          `json:"description,omitempty"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+		Annotations  json.RawMessage `json:"annotations,omitempty"`
+	}{Name: name, InputSchema: jsonObject(input)}
+	if spec.InputSchema == nil {
+		spec.InputSchema = json.RawMessage("{}")
+	}
+	if d, err := fsops.ReadControl(filepath.Join(ctl, "description")); err == nil {
+		spec.Description = strings.TrimSpace(string(d))
+	}
+	for _, c := range []string{"output.schema", "program"} {
+		if b, err := fsops.ReadControl(filepath.Join(ctl, c)); err == nil {
+			if spec.OutputSchema = jsonObject(b); spec.OutputSchema != nil {
+				break
+			}
+		}
+	}
+	if b, err := fsops.ReadControl(filepath.Join(ctl, "annotations")); err == nil {
+		spec.Annotations = jsonObject(b)
+	}
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return []byte("{}\n")
+	}
+	return append(b, '\n')
+}
+
+// jsonObject returns b compacted when it is one JSON object, else nil.
+func jsonObject(b []byte) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(b, &m) != nil || m == nil {
+		return nil
+	}
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return nil
+	}
+	return out.Bytes()
+}
+
+// withToolSpecs replaces each projected tool's input schema with its
+// toolspec, which the plan writes beside /mnt/tools/NAME and
+// /mnt/mcp/SERVER/TOOL.
+func withToolSpecs(tools []policy.ProjectedTool) {
+	for i := range tools {
+		tools[i].Schema = toolSpec(tools[i].Name, tools[i].HostDotD, tools[i].Schema)
+	}
+}
+
+// mntTool maps an executable path under agentrc's /mnt to the tool it
+// projects, for tools that find their control directory beside their
+// executable (MCP-projected tools; builtin applets know themselves by
+// name): /mnt/mcp/SERVER/TOOL is the tool whose mcp locator names that
+// server and MCP tool, /mnt/tools/NAME the tool NAME, each in the first
+// tier of CTX_PATH that holds it. It returns the tool's name and its path
+// in that tier, which dispatch then runs as if invoked there. Which tool
+// runs is no authority: the call is checked (and brokered) by name.
+func mntTool(e *Env, argv0 string) (name, exe string, ok bool) {
+	if !strings.HasPrefix(argv0, policy.SandboxMnt+"/") {
+		return "", "", false
+	}
+	p := path.Clean(argv0)
+	dir, base := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
+	var tiers []string
+	for _, t := range filepath.SplitList(e.Getenv("CTX_PATH")) {
+		if filepath.IsAbs(t) {
+			tiers = append(tiers, t)
+		}
+	}
+	switch {
+	case dir == policy.SandboxMnt+"/tools" && policy.ValidName(base) == nil:
+		if _, isApplet := lookup(base); isApplet {
+			return "", "", false
+		}
+		for _, t := range tiers {
+			if st, err := os.Lstat(filepath.Join(t, base)); err == nil && st.Mode().IsRegular() {
+				return base, filepath.Join(t, base), true
+			}
+		}
+	case path.Dir(dir) == policy.SandboxMnt+"/mcp" && policy.ValidName(base) == nil:
+		server := path.Base(dir)
+		matches := func(t, n string) bool {
+			loc, err := fsops.ReadControl(filepath.Join(t, n+".d", "mcp"))
+			if err != nil {
+				return false
+			}
+			l, err := object.ParseLocator(loc)
+			st, serr := os.Lstat(filepath.Join(t, n))
+			return err == nil && l.Server == server && l.Tool == base && serr == nil && st.Mode().IsRegular()
+		}
+		for _, t := range tiers {
+			// ctxmcp project names a tool SERVER.TOOL; any other name is
+			// found by its locator.
+			if n := server + "." + base; matches(t, n) {
+				return n, filepath.Join(t, n), true
+			}
+			entries, _ := os.ReadDir(t)
+			for _, en := range entries {
+				if n, ok := strings.CutSuffix(en.Name(), ".d"); ok && policy.ValidName(n) == nil && matches(t, n) {
+					return n, filepath.Join(t, n), true
+				}
+			}
+		}
+	}
+	return "", "", false
+}
