@@ -331,3 +331,13 @@ func BenchmarkOneShotProcess(b *testing.B) {
 	b.ReportMetric(float64(viaTsh.Nanoseconds())/float64(b.N), "tsh-ns/op")
 	b.ReportMetric(float64(viaTsh)/float64(direct), "ratio")
 }
+
+// tsh -x prints each line a script gives it, as the prompt and the line,
+// before the line's output; a bad line too.
+func TestREPLEcho(t *testing.T) {
+	f := newFixture(t)
+	f.script(t, f.sys, "t", "true")
+	f.tsh(t, nil, "which t\n\nwhich \"x\nexit 3\n", "-x").check(t, 3,
+		"tsh> which t\n"+f.sys+"/t\ntsh> \ntsh> which \"x\ntsh> exit 3\n", "tsh: unterminated double quote\n")
+	f.tsh(t, nil, "which t\n").check(t, 0, f.sys+"/t\n", "")
+}

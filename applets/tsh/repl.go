@@ -36,6 +36,11 @@ func (sh *Shell) REPL() int {
 			sh.errorf("reading commands: %v", err)
 			return exitFailure
 		}
+		if sh.echo && !isTerminal(sh.env.Stdin) {
+			// A script's reader sees each command above its output, the
+			// way a person at the prompt would have typed it (sh -v).
+			io.WriteString(sh.env.Stdout, Prompt+line+"\n")
+		}
 		words, err := SplitWords(line)
 		if err != nil {
 			sh.errorf("%v", err)

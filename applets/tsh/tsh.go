@@ -61,6 +61,7 @@ type Shell struct {
 	cache  *TinyLFU[cachedTool]
 
 	interactive bool // reading commands from the REPL
+	echo        bool // -x: print "tsh> LINE" before running each REPL line
 	exiting     bool // the exit builtin ran
 	last        int  // status of the last command
 }
@@ -69,17 +70,18 @@ type Shell struct {
 // `tsh BUILTIN ARGS...`, `tsh '{"args":[...]}'` (the tool-call form) and,
 // without a command, the REPL.
 func Run(e *Env, args []string) int {
-	rootFlag, list, words, err := parseOptions(args)
+	opts, words, err := parseOptions(args)
 	if err != nil {
 		fmt.Fprintf(e.Stderr, "tsh: %s (see \"tsh --help\")\n", ptyterm.Escape(err.Error()))
 		return exitUsage
 	}
-	sh, code := NewShell(e, fsops.SelectRoot(rootFlag, e.Getenv))
+	sh, code := NewShell(e, fsops.SelectRoot(opts.root, e.Getenv))
 	if sh == nil {
 		return code
 	}
+	sh.echo = opts.echo
 	switch {
-	case list:
+	case opts.list:
 		if len(words) > 0 {
 			sh.errorf("--list takes no command")
 			return exitUsage
@@ -116,33 +118,42 @@ func NewShell(e *Env, root fsops.Root) (*Shell, int) {
 // `tsh fs.read --root x` passes --root to fs.read. A single argument that
 // is a JSON object is the tool-call form {"args":[WORD...]}: its words are
 // the command, with no options.
-func parseOptions(args []string) (root string, list bool, words []string, err error) {
+func parseOptions(args []string) (opts options, words []string, err error) {
 	if len(args) == 1 && strings.HasPrefix(args[0], "{") {
 		words, err = parseToolCall(args[0])
-		return "", false, words, err
+		return options{}, words, err
 	}
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":
-			return root, list, args[i+1:], nil
+			return opts, args[i+1:], nil
 		case a == "--list":
-			list = true
+			opts.list = true
+		case a == "-x" || a == "--echo":
+			opts.echo = true
 		case a == "--root" || a == "-r":
 			if i+1 == len(args) {
-				return "", false, nil, fmt.Errorf("option %s needs a directory", a)
+				return options{}, nil, fmt.Errorf("option %s needs a directory", a)
 			}
 			i++
-			root = args[i]
+			opts.root = args[i]
 		case strings.HasPrefix(a, "--root="):
-			root = strings.TrimPrefix(a, "--root=")
+			opts.root = strings.TrimPrefix(a, "--root=")
 		case strings.HasPrefix(a, "-") && a != "-":
-			return "", false, nil, fmt.Errorf("unknown option %s", a)
+			return options{}, nil, fmt.Errorf("unknown option %s", a)
 		default:
-			return root, list, args[i:], nil
+			return opts, args[i:], nil
 		}
 	}
-	return root, list, nil, nil
+	return opts, nil, nil
+}
+
+// options are tsh's own options.
+type options struct {
+	root string
+	list bool
+	echo bool // -x: the REPL prints each command before running it
 }
 
 // parseToolCall decodes {"args":["which","fs.read"]}. Other keys are
