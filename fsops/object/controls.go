@@ -15,7 +15,7 @@ import (
 // particular the runtime-owned names (status, pid, log, name, sockets), is
 // refused.
 var (
-	toolControls = []string{"description", "schema", "program", "cap", "policy", "mcp"}
+	toolControls = []string{"description", "schema", "program", "cap", "policy", "mcp", "annotations", "input", "output.schema"}
 	toolRequired = []string{"description", "schema", "cap", "policy"}
 
 	agentControls = []string{"owner", "uid", "gid", "groups", "perm", "label", "iso", "parent", "life",
@@ -62,6 +62,12 @@ func ValidateControl(class, name string, value []byte) error {
 		_, err = policy.ParsePolicy(value)
 	case "tool/mcp":
 		_, err = ParseLocator(value)
+	case "tool/annotations":
+		_, err = ParseAnnotations(value)
+	case "tool/input":
+		_, err = ParseInput(value)
+	case "tool/output.schema":
+		err = validOutputSchema(value)
 	case "agent/owner", "agent/uid", "agent/gid":
 		_, err = policy.ParseID(name, value)
 	case "agent/groups":

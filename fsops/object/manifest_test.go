@@ -171,6 +171,11 @@ func TestParseLocator(t *testing.T) {
 	if l.JSON() != good {
 		t.Fatalf("JSON() = %s", l.JSON())
 	}
+	// The seed's four-field locator (no sha256) is valid and unchecked.
+	seed := `{"transport":"stdio","config":"/workspace/.mcp.json","server":"github","tool":"search_issues"}`
+	if l, err := ParseLocator([]byte(seed + "\n")); err != nil || l.SHA256 != "" || l.JSON() != seed {
+		t.Fatalf("seed locator: %v %+v", err, l)
+	}
 	for _, bad := range []string{
 		`{"transport":"http","config":"/a","server":"s","tool":"t","sha256":"` + strings.Repeat("ab", 32) + `"}`,
 		`{"transport":"stdio","config":"a.json","server":"s","tool":"t","sha256":"` + strings.Repeat("ab", 32) + `"}`,
@@ -178,7 +183,7 @@ func TestParseLocator(t *testing.T) {
 		`{"transport":"stdio","config":"/a","server":"s/x","tool":"t","sha256":"` + strings.Repeat("ab", 32) + `"}`,
 		`{"transport":"stdio","config":"/a","server":"s","tool":".t","sha256":"` + strings.Repeat("ab", 32) + `"}`,
 		`{"transport":"stdio","config":"/a","server":"s","tool":"t","sha256":"` + strings.Repeat("AB", 32) + `"}`,
-		`{"transport":"stdio","config":"/a","server":"s","tool":"t"}`,
+		`{"transport":"stdio","config":"/a","server":"s","tool":"t","sha256":""}`,
 		`{"transport":"stdio","config":"/a","server":"s","tool":"t","sha256":"` + strings.Repeat("ab", 32) + `","x":1}`,
 		`{"transport":"stdio","config":"/a","server":"s","tool":"t","sha256":null}`,
 	} {
