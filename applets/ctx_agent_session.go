@@ -54,7 +54,7 @@ func sharedSessionPlace(e *Env, root fsops.Root, a *policy.Agent, space string) 
 	st, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fsops.SessionPlace{}, fail(e, exitUnavailable, "--shared %s: no such shared space (create it with: ctx shared new %s)", space, space), false
+		return fsops.SessionPlace{}, fail(e, exitUnavailable, "--shared %s: no such shared space (create it with: ctx shared new%s %s)", space, root.Option(), space), false
 	case err != nil:
 		return fsops.SessionPlace{}, fail(e, exitUnavailable, "--shared %s: %v", space, err), false
 	case !st.IsDir():

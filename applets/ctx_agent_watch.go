@@ -50,7 +50,7 @@ func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 	target, err := os.Readlink(locator)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fail(e, exitUnavailable, "agent %s has no terminal in session %s (is it running? ctx agent status %s)", a.Name, session, a.Name)
+		return fail(e, exitUnavailable, "agent %s has no terminal in session %s (is it running? ctx agent status%s %s)", a.Name, session, root.Option(), a.Name)
 	case err != nil:
 		return fail(e, exitUnavailable, "agent %s session %s: %v", a.Name, session, err)
 	}

@@ -65,10 +65,10 @@ func runBootstrap(e *Env, args []string) int {
 		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s: %d change(s)\n", root.Dir, len(actions)-kept)
 	}
 	if kept > 0 {
-		return fail(e, exitFailure, "%d path(s) hold files bootstrap did not create; left unchanged (see ctx doctor)", kept)
+		return fail(e, exitFailure, "%d path(s) hold files bootstrap did not create; left unchanged (see ctx doctor%s)", kept, root.Option())
 	}
 	if len(invalid) > 0 {
-		return fail(e, exitFailure, "%d program control(s) invalid: the tools are ineligible for programmatic calling; left unchanged (see ctx doctor)", len(invalid))
+		return fail(e, exitFailure, "%d program control(s) invalid: the tools are ineligible for programmatic calling; left unchanged (see ctx doctor%s)", len(invalid), root.Option())
 	}
 	return exitOK
 }

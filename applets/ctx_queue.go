@@ -69,7 +69,7 @@ func queueOpen(e *Env, rootFlag, space, perm string) (q *queue.Queue, code int) 
 	q, err := queue.Open(root.Dir, space)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fail(e, exitFailure, "%s (create the space with: ctx shared new %s)", ptyterm.Escape(err.Error()), space)
+			return nil, fail(e, exitFailure, "%s (create the space with: ctx shared new%s %s)", ptyterm.Escape(err.Error()), root.Option(), space)
 		}
 		return nil, fail(e, queueExit(err), "%s", ptyterm.Escape(err.Error()))
 	}

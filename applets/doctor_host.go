@@ -72,22 +72,11 @@ func startFix(root fsops.Root, name string, asked policy.Iso, host fsops.HostRep
 	return "run ctx where user namespaces work (outside a chroot or a container that refuses them) or on a kernel with Landlock (5.13+, landlock in lsm=); iso shared runs an agent with no isolation at all, only when its iso control names it"
 }
 
-// rootOpt is " --root DIR" for a command in a hint, unless the root is the
-// default, so that the command works as printed in another shell.
-func rootOpt(root fsops.Root) string {
-	if root.Dir == fsops.DefaultRoot {
-		return ""
-	}
-	return " --root " + shellQuote(root.Dir)
-}
+// rootOpt is root.Option(): " --root DIR" for a command in a hint.
+func rootOpt(root fsops.Root) string { return root.Option() }
 
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+,:@=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// shellQuote is fsops.ShellQuote.
+func shellQuote(s string) string { return fsops.ShellQuote(s) }
 
 // hostLine is the one-line account of the host in doctor's summary.
 func hostLine(h fsops.HostReport) string {

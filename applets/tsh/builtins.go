@@ -193,7 +193,7 @@ func (sh *Shell) builtinTools(args []string) int {
 		}
 		why := "none of them holds a tool"
 		if len(missing) == len(sh.dirs) {
-			why = "none of them exists; make a tree with ctx bootstrap --root " + sh.root.Dir + " or choose one with --root DIR or CTX_ROOT"
+			why = "none of them exists; make a tree with ctx bootstrap --root " + fsops.ShellQuote(sh.root.Dir) + " or choose one with --root DIR or CTX_ROOT"
 		}
 		sh.errorf("tools: no tool in CTX_PATH %s: %s", ptyterm.Escape(strings.Join(sh.dirs, ":")), why)
 		return exitFailure

@@ -96,7 +96,7 @@ func (sh *Shell) runTool(name string, args []string) int {
 		sh.refused(hit, "denied", "EACCES", "agent-context", exitDenied, "refused by tsh: no valid agent context")
 		return exitDenied
 	case ctx.Source == policy.ContextNone:
-		sh.errorf("cannot execute %s: no agent context; run it inside an agent sandbox (ctx agent start) or join one with ctx agent attach AGENT", name)
+		sh.errorf("cannot execute %s: no agent context; run it inside an agent sandbox (ctx agent start%s AGENT) or join one with ctx agent attach%s AGENT", name, sh.root.Option(), sh.root.Option())
 		sh.refused(hit, "denied", "EACCES", "agent-context", exitUnavailable, "refused by tsh: no agent context")
 		return exitUnavailable
 	}

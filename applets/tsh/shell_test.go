@@ -211,10 +211,9 @@ func TestExecutionRefusedWithoutAgentContext(t *testing.T) {
 	f.script(t, f.sys, "fs.write", "touch "+marker)
 	// Even with an authorizer that would allow it: no context, no exec.
 	withAuthorizer(t, allowAll)
-	f.tsh(t, map[string]string{"CTX_PATH": f.sys}, "", "fs.write", "x").check(t, 69, "",
-		"tsh: cannot execute fs.write: no agent context; run it inside an agent sandbox (ctx agent start) or join one with ctx agent attach AGENT\n")
-	f.tsh(t, nil, "fs.write\nexit\n").check(t, 69, "",
-		"tsh: cannot execute fs.write: no agent context; run it inside an agent sandbox (ctx agent start) or join one with ctx agent attach AGENT\n")
+	refusal := "tsh: cannot execute fs.write: no agent context; run it inside an agent sandbox (ctx agent start --root " + f.root.Dir + " AGENT) or join one with ctx agent attach --root " + f.root.Dir + " AGENT\n"
+	f.tsh(t, map[string]string{"CTX_PATH": f.sys}, "", "fs.write", "x").check(t, 69, "", refusal)
+	f.tsh(t, nil, "fs.write\nexit\n").check(t, 69, "", refusal)
 	if exists(marker) {
 		t.Fatal("the tool ran without an agent context")
 	}
