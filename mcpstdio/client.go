@@ -2,6 +2,7 @@ package mcpstdio
 
 import (
 	"bufio"
+	"context"
 	"ctx/fsops"
 	"ctx/policy"
 	"encoding/json"
@@ -42,6 +43,10 @@ const (
 	DefaultRequestTimeout = 30 * time.Second
 	// DefaultKillGrace is how long a server gets between SIGTERM and SIGKILL.
 	DefaultKillGrace = 300 * time.Millisecond
+	// MaxProgressWait bounds a request kept alive by progress
+	// notifications: each one restarts the request timeout (as MCP allows),
+	// but never past this much time in all.
+	MaxProgressWait = 10 * time.Minute
 	// stderrKeep is how much of the server's stderr is kept for error
 	// messages; the rest is read and discarded so the server never blocks.
 	stderrKeep = 64 << 10
@@ -73,11 +78,14 @@ type Client struct {
 	mu      sync.Mutex
 	pending map[int64]chan *message
 	nextID  int64
-	readErr error         // why the reader stopped, set before done closes
-	done    chan struct{} // closed when the reader stops
-	stdout  *os.File
-	stderrR *os.File
-	stderr  tail
+	// progress routes notifications/progress by their token (the id of
+	// the request that asked for them) to that request's handler.
+	progress map[int64]func(Progress)
+	readErr  error         // why the reader stopped, set before done closes
+	done     chan struct{} // closed when the reader stops
+	stdout   *os.File
+	stderrR  *os.File
+	stderr   tail
 	// stderrDone closes when the server's stderr reaches EOF.
 	stderrDone chan struct{}
 
@@ -181,7 +189,7 @@ func Start(name string, s ServerConfig, opts Options) (*Client, error) {
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = DefaultKillGrace
 	}
-	c := &Client{name: name, opts: opts, pending: map[int64]chan *message{},
+	c := &Client{name: name, opts: opts, pending: map[int64]chan *message{}, progress: map[int64]func(Progress){},
 		done: make(chan struct{}), closed: make(chan struct{}),
 		stderrDone: make(chan struct{})}
 	fail := func(op string, err error) error { return &Error{Server: name, Op: op, Err: err} }
@@ -285,8 +293,10 @@ func (c *Client) read(r *bufio.Reader) error {
 			// A response to nothing we asked is ignored.
 		case m.isRequest():
 			c.answerServerRequest(m)
+		case m.Method == "notifications/progress":
+			c.routeProgress(m.Params)
 		default:
-			// Notifications (progress, logging, list_changed) are ignored.
+			// Other notifications (logging, list_changed) are ignored.
 		}
 	}
 }
@@ -334,8 +344,52 @@ func (c *Client) serverGone() error {
 	return errors.New("session closed")
 }
 
+// Progress is one notifications/progress of a request.
+type Progress struct {
+	Progress float64  `json:"progress"`
+	Total    *float64 `json:"total,omitempty"`
+	Message  string   `json:"message,omitempty"`
+}
+
+// ErrCancelled is returned for a request whose context ended first: the
+// server was sent notifications/cancelled for it.
+var ErrCancelled = errors.New("cancelled")
+
+// routeProgress hands a progress notification to the handler of the
+// request whose token it carries; notifications for anything else are
+// dropped.
+func (c *Client) routeProgress(params json.RawMessage) {
+	var p struct {
+		Token json.RawMessage `json:"progressToken"`
+		Progress
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return
+	}
+	id, ok := intID(p.Token)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	h := c.progress[id]
+	c.mu.Unlock()
+	if h != nil {
+		h(p.Progress)
+	}
+}
+
 // request sends one request and waits for its response.
-func (c *Client) request(method string, params any) (json.RawMessage, error) {
+func (c *Client) request(method string, params map[string]any) (json.RawMessage, error) {
+	return c.requestCtx(context.Background(), method, params, nil)
+}
+
+// requestCtx sends one request and waits for its response, at most the
+// request timeout. With onProgress the request carries a progressToken
+// (its own id), each progress notification goes to onProgress and restarts
+// the timeout (up to MaxProgressWait in all). When ctx ends first, or the
+// timeout passes, the server is sent notifications/cancelled for the
+// request, as MCP asks of a client that stops waiting.
+func (c *Client) requestCtx(ctx context.Context, method string, params map[string]any, onProgress func(Progress)) (json.RawMessage, error) {
 	fail := func(err error) (json.RawMessage, error) {
 		// err is evaluated first: serverGone waits for stderr to drain.
 		return nil, &Error{Server: c.name, Op: method, Err: err, Stderr: c.stderr.lastLine()}
@@ -345,13 +399,30 @@ func (c *Client) request(method string, params any) (json.RawMessage, error) {
 	id := c.nextID
 	ch := make(chan *message, 1)
 	c.pending[id] = ch
+	progressed := make(chan struct{}, 1)
+	if onProgress != nil {
+		c.progress[id] = func(p Progress) {
+			onProgress(p)
+			select {
+			case progressed <- struct{}{}:
+			default:
+			}
+		}
+	}
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
 		delete(c.pending, id)
+		delete(c.progress, id)
 		c.mu.Unlock()
 	}()
 	req := map[string]any{"jsonrpc": "2.0", "id": id, "method": method}
+	if onProgress != nil {
+		if params == nil {
+			params = map[string]any{}
+		}
+		params["_meta"] = map[string]any{"progressToken": id}
+	}
 	if params != nil {
 		req["params"] = params
 	}
@@ -363,30 +434,50 @@ func (c *Client) request(method string, params any) (json.RawMessage, error) {
 		}
 		return fail(fmt.Errorf("writing request: %v", err))
 	}
+	cancelled := func(reason string) {
+		_ = c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": reason})
+	}
+	began := time.Now()
 	timer := time.NewTimer(c.opts.RequestTimeout)
 	defer timer.Stop()
-	select {
-	case m := <-ch:
-		if m.Error != nil {
-			return fail(m.Error)
-		}
-		if len(m.Result) == 0 || string(m.Result) == "null" {
-			return fail(errors.New("response without a result"))
-		}
-		return m.Result, nil
-	case <-c.done:
-		// A response may have raced with the reader's end.
+	for {
 		select {
 		case m := <-ch:
 			if m.Error != nil {
 				return fail(m.Error)
 			}
+			if len(m.Result) == 0 || string(m.Result) == "null" {
+				return fail(errors.New("response without a result"))
+			}
 			return m.Result, nil
-		default:
+		case <-c.done:
+			// A response may have raced with the reader's end.
+			select {
+			case m := <-ch:
+				if m.Error != nil {
+					return fail(m.Error)
+				}
+				return m.Result, nil
+			default:
+			}
+			return fail(c.serverGone())
+		case <-progressed:
+			if time.Since(began) < MaxProgressWait {
+				if !timer.Stop() {
+					select {
+					case <-timer.C:
+					default:
+					}
+				}
+				timer.Reset(c.opts.RequestTimeout)
+			}
+		case <-ctx.Done():
+			cancelled("the caller cancelled the call")
+			return fail(ErrCancelled)
+		case <-timer.C:
+			cancelled("timed out")
+			return fail(fmt.Errorf("no response within %v", c.opts.RequestTimeout))
 		}
-		return fail(c.serverGone())
-	case <-timer.C:
-		return fail(fmt.Errorf("no response within %v", c.opts.RequestTimeout))
 	}
 }
 
@@ -446,9 +537,15 @@ func (c *Client) initialize() error {
 // Tool is one tool a server lists.
 type Tool struct {
 	Name        string
+	Title       string // the top-level title; "" when absent
 	Description string
 	InputSchema json.RawMessage
-	TaskSupport string // execution.taskSupport; "" when absent
+	// OutputSchema and Annotations are the server's objects as sent; nil
+	// when absent or not objects (optional metadata a server gets wrong
+	// does not cost it the listing).
+	OutputSchema json.RawMessage
+	Annotations  json.RawMessage
+	TaskSupport  string // execution.taskSupport; "" when absent
 }
 
 // ListTools pages through tools/list: at most MaxToolPages pages and
@@ -463,11 +560,11 @@ func (c *Client) ListTools() ([]Tool, error) {
 		if page > MaxToolPages {
 			return fail("more than %d pages", MaxToolPages)
 		}
-		var params any
+		var params map[string]any
 		if cursor != nil {
-			params = map[string]string{"cursor": *cursor}
+			params = map[string]any{"cursor": *cursor}
 		}
-		res, err := c.request("tools/list", params)
+		res, err := c.requestCtx(context.Background(), "tools/list", params, nil)
 		if err != nil {
 			return nil, err
 		}
@@ -501,10 +598,13 @@ func (c *Client) ListTools() ([]Tool, error) {
 func parseTool(raw json.RawMessage) (Tool, error) {
 	var t Tool
 	var w struct {
-		Name        *string         `json:"name"`
-		Description *string         `json:"description"`
-		InputSchema json.RawMessage `json:"inputSchema"`
-		Execution   *struct {
+		Name         *string         `json:"name"`
+		Title        json.RawMessage `json:"title"`
+		Description  *string         `json:"description"`
+		InputSchema  json.RawMessage `json:"inputSchema"`
+		OutputSchema json.RawMessage `json:"outputSchema"`
+		Annotations  json.RawMessage `json:"annotations"`
+		Execution    *struct {
 			TaskSupport string `json:"taskSupport"`
 		} `json:"execution"`
 	}
@@ -525,6 +625,13 @@ func parseTool(raw json.RawMessage) (Tool, error) {
 		return t, fmt.Errorf("tool %q: inputSchema is not an object", t.Name)
 	}
 	t.InputSchema = w.InputSchema
+	_ = json.Unmarshal(w.Title, &t.Title) // not a string: no title
+	if len(w.OutputSchema) > 0 && w.OutputSchema[0] == '{' {
+		t.OutputSchema = w.OutputSchema
+	}
+	if len(w.Annotations) > 0 && w.Annotations[0] == '{' {
+		t.Annotations = w.Annotations
+	}
 	if w.Execution != nil {
 		t.TaskSupport = w.Execution.TaskSupport
 	}
@@ -540,10 +647,17 @@ type CallResult struct {
 
 // CallTool calls tool name with arguments (a JSON object).
 func (c *Client) CallTool(name string, arguments json.RawMessage) (*CallResult, error) {
+	return c.CallToolContext(context.Background(), name, arguments, nil)
+}
+
+// CallToolContext is CallTool that sends notifications/cancelled for the
+// call and returns an error wrapping ErrCancelled when ctx ends first, and
+// with onProgress asks for progress and hands it each notification.
+func (c *Client) CallToolContext(ctx context.Context, name string, arguments json.RawMessage, onProgress func(Progress)) (*CallResult, error) {
 	if len(arguments) == 0 {
 		arguments = json.RawMessage("{}")
 	}
-	res, err := c.request("tools/call", map[string]any{"name": name, "arguments": arguments})
+	res, err := c.requestCtx(ctx, "tools/call", map[string]any{"name": name, "arguments": arguments}, onProgress)
 	if err != nil {
 		return nil, err
 	}
@@ -573,14 +687,20 @@ func (c *Client) CallTool(name string, arguments json.RawMessage) (*CallResult, 
 	return out, nil
 }
 
-// Close ends the session and the server's whole tree, on every path:
-// stdin is closed, the server and its process group get SIGTERM, then
-// SIGKILL after the grace period, and then every process the server
-// started, in its group or not (setsid, double fork), is killed and
+// Close ends the session and the server's whole tree, on every path, the
+// way MCP's stdio shutdown goes: stdin is closed and the server gets the
+// grace period to exit on its own (reading what it was sent last, such as
+// a notifications/cancelled), then the server and its process group get
+// SIGTERM, then SIGKILL after the grace period, and then every process the
+// server started, in its group or not (setsid, double fork), is killed and
 // reaped (fsops.ChildTree).
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.stdin.Close()
+		select {
+		case <-c.tree.Exited():
+		case <-time.After(c.opts.KillGrace):
+		}
 		c.tree.Stop(c.opts.KillGrace)
 		_ = c.tree.Wait() // its exit status is not ours to report
 		// Closing our read ends unblocks the reader even if a process out

@@ -1,9 +1,12 @@
 package mcpstdio
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,8 +30,13 @@ func TestClientSDKServer(t *testing.T) {
 	for _, tl := range tools {
 		names = append(names, tl.Name)
 	}
-	if fmt.Sprint(names) != "[fail greet]" {
+	if fmt.Sprint(names) != "[fail greet picture slow]" {
 		t.Fatalf("tools %v", names)
+	}
+	for _, tl := range tools {
+		if tl.Name == "picture" && (tl.Title != "Picture" || !strings.Contains(string(tl.Annotations), `"readOnlyHint":true`) || !strings.Contains(string(tl.OutputSchema), `"width"`)) {
+			t.Errorf("picture listed as %+v", tl)
+		}
 	}
 	res, err := c.CallTool("greet", json.RawMessage(`{"name":"ctx"}`))
 	if err != nil {
@@ -96,6 +104,71 @@ func TestClientRefusesHandshake(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "server fake: initialize: ") {
 				t.Fatalf("error does not name server and step: %v", err)
 			}
+			assertGone(t, pids, "server")
+		})
+	}
+}
+
+// Progress notifications reach the caller of the call that asked for
+// them; cancelling the call tells the server, which stops it (the server's
+// own record says so); the session goes on.
+func TestClientProgressAndCancel(t *testing.T) {
+	for _, mode := range []string{"rich", "sdk"} {
+		t.Run(mode, func(t *testing.T) {
+			srv, pids := fixtureServer(t, mode)
+			events := filepath.Join(t.TempDir(), "events")
+			srv.Env["FIXTURE_EVENTS"] = events
+			c, err := Start(mode, srv, Options{RequestTimeout: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			var mu sync.Mutex
+			var got []Progress
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.CallToolContext(ctx, "slow", nil, func(p Progress) {
+					mu.Lock()
+					got = append(got, p)
+					n := len(got)
+					mu.Unlock()
+					if n == 2 {
+						cancel()
+					}
+				})
+				done <- err
+			}()
+			select {
+			case err := <-done:
+				if !errors.Is(err, ErrCancelled) {
+					t.Fatalf("CallToolContext: %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the cancelled call did not return")
+			}
+			mu.Lock()
+			if len(got) != 2 || got[0].Progress != 1 || got[1].Message != "step 2" || got[1].Total == nil || *got[1].Total != 3 {
+				t.Errorf("progress %+v", got)
+			}
+			mu.Unlock()
+			// The server saw the cancellation while its session was alive.
+			var b []byte
+			for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				if b, _ = os.ReadFile(events); strings.Contains(string(b), "cancelled") {
+					break
+				}
+			}
+			want := "cancelled slow"
+			if mode == "rich" {
+				want = "cancelled 2 the caller cancelled the call" // id 1 was initialize
+			}
+			if !strings.Contains(string(b), want) {
+				t.Fatalf("server events %q, want %q", b, want)
+			}
+			if _, err := c.ListTools(); err != nil {
+				t.Fatalf("session after the cancel: %v", err)
+			}
+			c.Close()
 			assertGone(t, pids, "server")
 		})
 	}

@@ -8,6 +8,9 @@
 package mcpstdio
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -156,4 +159,56 @@ func sortedKeys(m map[string]json.RawMessage) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// EntryDigest is the lowercase hex SHA-256 that an `mcp` locator records
+// for a server: the digest of the entry's canonical form, the compact JSON
+// object {"command":C,"args":[...],"env":{...}} with the keys in that
+// order, env's keys sorted, an absent args as [] and an absent env as {},
+// and strings escaped as by encoding/json without HTML escaping. It covers
+// exactly what the tool will start: reformatting the file, reordering keys
+// or editing another server's entry leave it unchanged; a changed command,
+// argument or variable changes it.
+func EntryDigest(s ServerConfig) string {
+	sum := sha256.Sum256(canonicalEntry(s))
+	return hex.EncodeToString(sum[:])
+}
+
+func canonicalEntry(s ServerConfig) []byte {
+	args := s.Args
+	if args == nil {
+		args = []string{}
+	}
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b bytes.Buffer
+	str := func(v string) {
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(v)       // a string always encodes
+		b.Truncate(b.Len() - 1) // Encode's newline
+	}
+	b.WriteString(`{"command":`)
+	str(s.Command)
+	b.WriteString(`,"args":[`)
+	for i, a := range args {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		str(a)
+	}
+	b.WriteString(`],"env":{`)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		str(k)
+		b.WriteByte(':')
+		str(s.Env[k])
+	}
+	b.WriteString("}}")
+	return b.Bytes()
 }

@@ -67,6 +67,46 @@ func TestReadConfig(t *testing.T) {
 	}
 }
 
+func TestEntryDigest(t *testing.T) {
+	digest := func(cfg string) string {
+		t.Helper()
+		c, err := ParseConfig([]byte(cfg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return EntryDigest(c.Servers["gh"])
+	}
+	base := digest(`{"mcpServers":{"gh":{"command":"npx","args":["-y","<pkg>"],"env":{"B":"2","A":"1"}}}}`)
+	if got := string(canonicalEntry(ServerConfig{Command: "npx", Args: []string{"-y", "<pkg>"}, Env: map[string]string{"B": "2", "A": "1"}})); got != `{"command":"npx","args":["-y","<pkg>"],"env":{"A":"1","B":"2"}}` {
+		t.Fatalf("canonical form %s", got)
+	}
+	// Whitespace, key order, a trailing newline and other servers do not
+	// change it.
+	for _, same := range []string{
+		"{\n  \"mcpServers\": {\n    \"gh\": {\"env\": {\"A\": \"1\", \"B\": \"2\"}, \"args\": [\"-y\", \"<pkg>\"], \"command\": \"npx\"}\n  }\n}\n",
+		`{"mcpServers":{"other":{"command":"x"},"gh":{"command":"npx","args":["-y","<pkg>"],"env":{"A":"1","B":"2"}}}}`,
+	} {
+		if d := digest(same); d != base {
+			t.Errorf("%s: digest changed", same)
+		}
+	}
+	// What starts does.
+	for _, diff := range []string{
+		`{"mcpServers":{"gh":{"command":"npx","args":["-y","<pkg>"],"env":{"A":"1","B":"3"}}}}`,
+		`{"mcpServers":{"gh":{"command":"npx","args":["<pkg>","-y"],"env":{"A":"1","B":"2"}}}}`,
+		`{"mcpServers":{"gh":{"command":"/usr/bin/npx","args":["-y","<pkg>"],"env":{"A":"1","B":"2"}}}}`,
+		`{"mcpServers":{"gh":{"command":"npx","args":["-y","<pkg>"],"env":{"A":"1"}}}}`,
+	} {
+		if d := digest(diff); d == base {
+			t.Errorf("%s: digest unchanged", diff)
+		}
+	}
+	// An absent args or env is the empty one.
+	if digest(`{"mcpServers":{"gh":{"command":"x"}}}`) != digest(`{"mcpServers":{"gh":{"command":"x","args":[],"env":{}}}}`) {
+		t.Error("absent args/env differ from empty ones")
+	}
+}
+
 func FuzzParseConfig(f *testing.F) {
 	f.Add([]byte(`{"mcpServers":{"gh":{"command":"npx","args":["-y"],"env":{"K":"v"}}}}`))
 	f.Add([]byte(`{"mcpServers":{}}`))
@@ -84,6 +124,12 @@ func FuzzParseConfig(f *testing.F) {
 				if !strings.Contains(kv, "=") || strings.ContainsRune(kv, 0) {
 					t.Fatalf("bad environment entry %q", kv)
 				}
+			}
+			// The canonical entry is itself a valid entry with the same
+			// digest: what the locator pins is exactly what starts.
+			again, err := parseServer(canonicalEntry(s))
+			if err != nil || EntryDigest(again) != EntryDigest(s) {
+				t.Fatalf("canonical entry %s: %v", canonicalEntry(s), err)
 			}
 		}
 	})

@@ -2,7 +2,15 @@
 // client, as a hosted agent CLI would, and prints what it saw as one JSON
 // object. Usage:
 //
-//	client [-version V] [-call NAME=JSON]... -- COMMAND ARGS...
+//	client [-version V] [-progress] [-call NAME=JSON]... [-cancel NAME=JSON@DURATION]
+//	       [-then SHELL-COMMAND [-wait DURATION]] [-after-call NAME=JSON]... -- COMMAND ARGS...
+//
+// -progress asks for progress on every call and reports the notifications
+// each call received. -cancel makes a call and cancels it after DURATION
+// (the SDK sends notifications/cancelled). -then runs a shell command
+// after the calls (a policy change, say), waits up to -wait for
+// notifications/tools/list_changed, lists the tools again and makes the
+// -after-call calls.
 package main
 
 import (
@@ -13,6 +21,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -23,26 +32,42 @@ type calls []string
 func (c *calls) String() string     { return strings.Join(*c, ",") }
 func (c *calls) Set(s string) error { *c = append(*c, s); return nil }
 
+type progressReport struct {
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
 type callReport struct {
-	Name    string          `json:"name"`
-	IsError bool            `json:"isError"`
-	Text    []string        `json:"text"`
-	Err     string          `json:"err,omitempty"`
-	Raw     json.RawMessage `json:"raw,omitempty"`
+	Name     string           `json:"name"`
+	IsError  bool             `json:"isError"`
+	Text     []string         `json:"text"`
+	Err      string           `json:"err,omitempty"`
+	Raw      json.RawMessage  `json:"raw,omitempty"`
+	Progress []progressReport `json:"progress,omitempty"`
+	MS       int64            `json:"ms"`
 }
 
 type report struct {
-	Protocol string            `json:"protocol"`
-	Server   string            `json:"server"`
-	Tools    []json.RawMessage `json:"tools"`
-	Ping     string            `json:"ping"`
-	Calls    []callReport      `json:"calls"`
+	Protocol    string            `json:"protocol"`
+	Server      string            `json:"server"`
+	Tools       []json.RawMessage `json:"tools"`
+	Ping        string            `json:"ping"`
+	Calls       []callReport      `json:"calls"`
+	ListChanged int               `json:"listChanged"`
+	ToolsAfter  []string          `json:"toolsAfter,omitempty"`
+	AfterCalls  []callReport      `json:"afterCalls,omitempty"`
 }
 
 func main() {
-	var cs calls
+	var cs, after calls
 	version := flag.String("version", "", "protocol version to request (default: the SDK's, which starts with server/discover)")
 	flag.Var(&cs, "call", "NAME=JSON arguments; repeatable")
+	cancelCall := flag.String("cancel", "", "NAME=JSON@DURATION: a call cancelled after DURATION")
+	withProgress := flag.Bool("progress", false, "ask for progress on every call")
+	then := flag.String("then", "", "shell command to run after the calls")
+	wait := flag.Duration("wait", 10*time.Second, "how long to wait for list_changed after -then")
+	flag.Var(&after, "after-call", "NAME=JSON arguments, called after -then; repeatable")
 	flag.Parse()
 	argv := flag.Args()
 	if len(argv) == 0 {
@@ -51,7 +76,21 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "ctx-test-client", Version: "0.1"}, nil)
+
+	var mu sync.Mutex
+	progress := map[string][]progressReport{} // by token
+	changed := make(chan struct{}, 16)
+	client := mcp.NewClient(&mcp.Implementation{Name: "ctx-test-client", Version: "0.1"}, &mcp.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			changed <- struct{}{}
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			defer mu.Unlock()
+			tok := fmt.Sprint(req.Params.ProgressToken)
+			progress[tok] = append(progress[tok], progressReport{req.Params.Progress, req.Params.Total, req.Params.Message})
+		},
+	})
 	var opts *mcp.ClientSessionOptions
 	if *version != "" {
 		opts = &mcp.ClientSessionOptions{ProtocolVersion: *version}
@@ -81,17 +120,32 @@ func main() {
 		b, _ := json.Marshal(t)
 		r.Tools = append(r.Tools, b)
 	}
-	for _, c := range cs {
-		name, args, _ := strings.Cut(c, "=")
+	n := 0
+	call := func(spec string, cancelAfter time.Duration) callReport {
+		name, args, _ := strings.Cut(spec, "=")
 		var a map[string]any
 		if args != "" {
 			if err := json.Unmarshal([]byte(args), &a); err != nil {
-				fmt.Fprintln(os.Stderr, "bad -call:", err)
+				fmt.Fprintln(os.Stderr, "bad call:", err)
 				os.Exit(2)
 			}
 		}
 		cr := callReport{Name: name}
-		res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: a})
+		params := &mcp.CallToolParams{Name: name, Arguments: a}
+		n++
+		token := fmt.Sprintf("tok-%d", n)
+		if *withProgress {
+			params.SetProgressToken(token)
+		}
+		cctx := ctx
+		if cancelAfter > 0 {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(ctx, cancelAfter)
+			defer cancel()
+		}
+		began := time.Now()
+		res, err := session.CallTool(cctx, params)
+		cr.MS = time.Since(began).Milliseconds()
 		if err != nil {
 			cr.Err = err.Error()
 		} else {
@@ -103,7 +157,43 @@ func main() {
 			}
 			cr.Raw, _ = json.Marshal(res)
 		}
-		r.Calls = append(r.Calls, cr)
+		mu.Lock()
+		cr.Progress = progress[token]
+		mu.Unlock()
+		return cr
+	}
+	for _, c := range cs {
+		r.Calls = append(r.Calls, call(c, 0))
+	}
+	if *cancelCall != "" {
+		spec, d, _ := strings.Cut(*cancelCall, "@")
+		after, err := time.ParseDuration(d)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bad -cancel:", err)
+			os.Exit(2)
+		}
+		r.Calls = append(r.Calls, call(spec, after))
+	}
+	if *then != "" {
+		if out, err := exec.Command("/bin/sh", "-c", *then).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "-then: %v: %s\n", err, out)
+			os.Exit(1)
+		}
+		select {
+		case <-changed:
+			r.ListChanged++
+		case <-time.After(*wait):
+		}
+		for t, err := range session.Tools(ctx, nil) {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "tools/list:", err)
+				os.Exit(1)
+			}
+			r.ToolsAfter = append(r.ToolsAfter, t.Name)
+		}
+		for _, c := range after {
+			r.AfterCalls = append(r.AfterCalls, call(c, 0))
+		}
 	}
 	out, _ := json.MarshalIndent(r, "", "  ")
 	fmt.Println(string(out))

@@ -45,6 +45,12 @@ import (
 //	manytools     lists 1025 tools on one page
 //	endless       every tools/list page has a nextCursor
 //	deaf          answers initialize, then stops reading its input
+//	rich          lists rich (every content type, structuredContent, a
+//	              title, annotations, an outputSchema), slow (progress
+//	              notifications, then no answer until cancelled: it
+//	              records "cancelled ID REASON" to FIXTURE_EVENTS when
+//	              notifications/cancelled names it, "abandoned ID" when its
+//	              input ends first) and fail
 //
 // Every mode also answers a call of the unlisted tool env with its environment.
 func runFake(mode string) {
@@ -88,6 +94,9 @@ func runFake(mode string) {
 			if mode == "ignoreterm" {
 				time.Sleep(time.Hour) // outlive stdin too: only SIGKILL ends this one
 			}
+			for id := range f.slowCalls {
+				recordEvent("abandoned " + id)
+			}
 			return
 		}
 	}
@@ -101,7 +110,8 @@ type fake struct {
 	pingOK      bool
 	refusedOK   bool
 	initPending json.RawMessage
-	heldCall    *msg // ooo: the first tools/call, answered after the second
+	heldCall    *msg            // ooo: the first tools/call, answered after the second
+	slowCalls   map[string]bool // rich: slow calls waiting to be cancelled
 }
 
 type msg struct {
@@ -151,6 +161,16 @@ func (f *fake) handle(line []byte) {
 		}
 	case "ping":
 		f.result(m.ID, struct{}{})
+	case "notifications/cancelled":
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+			Reason    string          `json:"reason"`
+		}
+		json.Unmarshal(m.Params, &p)
+		if f.slowCalls[string(p.RequestID)] {
+			delete(f.slowCalls, string(p.RequestID))
+			recordEvent("cancelled " + string(p.RequestID) + " " + p.Reason)
+		}
 	case "tools/list":
 		f.toolsList(m)
 	case "tools/call":
@@ -257,6 +277,14 @@ func (f *fake) toolsList(m msg) {
 		tools = []any{t, u}
 	case "arrayschema":
 		tools = []any{tool("list", "array input", map[string]any{"type": "array"})}
+	case "rich":
+		rich := tool("rich", "Every kind of content.", map[string]any{"type": "object"})
+		rich["title"] = "Rich result"
+		rich["annotations"] = map[string]any{"title": "ignored: the top-level title wins", "readOnlyHint": true, "openWorldHint": false, "futureHint": 1}
+		rich["outputSchema"] = map[string]any{"type": "object", "properties": map[string]any{
+			"sum": map[string]any{"type": "number"}, "items": map[string]any{"type": "array", "items": map[string]any{"type": "string"}}}}
+		tools = []any{rich, tool("slow", "Progress, then wait to be cancelled.", map[string]any{"type": "object"}),
+			tool("fail", "Fail on purpose.", map[string]any{"type": "object"})}
 	default:
 		// Three pages: echo, then image and add, then a last page.
 		switch p.Cursor {
@@ -313,9 +341,39 @@ func (f *fake) toolsCall(m msg) {
 	f.answerCall(m, p.Name, p.Arguments)
 }
 
+// richContent is one block of every content type MCP defines.
+var richContent = []any{
+	map[string]any{"type": "text", "text": "rich result"},
+	map[string]any{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+	map[string]any{"type": "audio", "data": "UklGRiQAAABXQVZF", "mimeType": "audio/wav"},
+	map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///notes.txt", "mimeType": "text/plain", "text": "hello notes"}},
+	map[string]any{"type": "resource", "resource": map[string]any{"uri": "file:///b.bin", "mimeType": "application/octet-stream", "blob": "AAECAw=="}},
+	map[string]any{"type": "resource_link", "uri": "file:///README.md", "name": "README", "mimeType": "text/markdown"},
+}
+
 func (f *fake) answerCall(m msg, name string, args map[string]json.RawMessage) {
 	text := func(s string) map[string]any { return map[string]any{"type": "text", "text": s} }
 	switch {
+	case f.mode == "rich" && name == "rich":
+		f.result(m.ID, map[string]any{"content": richContent, "structuredContent": map[string]any{"sum": 3, "items": []string{"a", "b"}}})
+	case f.mode == "rich" && name == "slow":
+		var meta struct {
+			Meta struct {
+				Token json.RawMessage `json:"progressToken"`
+			} `json:"_meta"`
+		}
+		json.Unmarshal(m.Params, &meta)
+		if len(meta.Meta.Token) > 0 {
+			for i := 1; i <= 2; i++ {
+				f.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": map[string]any{
+					"progressToken": meta.Meta.Token, "progress": i, "total": 3, "message": fmt.Sprintf("step %d", i)}})
+			}
+		}
+		if f.slowCalls == nil {
+			f.slowCalls = map[string]bool{}
+		}
+		f.slowCalls[string(m.ID)] = true // answered never: only cancelled
+		recordEvent("started " + string(m.ID))
 	case name == "fail" || f.mode == "iserror":
 		f.result(m.ID, map[string]any{"content": []any{text("remote failure: " + string(args["message"]))}, "isError": true})
 	case name == "echo":
