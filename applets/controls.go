@@ -95,7 +95,7 @@ func checkControls(root fsops.Root) []fsops.Finding {
 		out = append(out, fsops.Finding{Status: "ok", Rel: rel, Detail: "controls valid"})
 	}
 	for _, h := range treeTools(root) {
-		findings := checkControlFiles(root, h.ControlDir, "tool", []string{"policy", "schema", "program", "mcp", "cap", "description"})
+		findings := checkControlFiles(root, h.ControlDir, "tool", []string{"policy", "schema", "program", "mcp", "cap", "description", "annotations", "input", "output.schema"})
 		if len(findings) == 0 {
 			findings = append(findings, fsops.Finding{Status: "ok", Rel: root.RelPath(h.ControlDir), Detail: "controls valid"})
 		}

@@ -68,26 +68,27 @@ func (m *mcpFlags) check(e *Env, timeout string) (int, bool) {
 }
 
 // listTools starts the configured server, lists its tools and stops it.
-// It also returns the config bytes it read.
-func (m *mcpFlags) listTools(e *Env) ([]mcpstdio.Tool, []byte, int, bool) {
-	cfg, data, err := mcpstdio.ReadConfig(m.config)
+// It also returns the server's entry it started.
+func (m *mcpFlags) listTools(e *Env) ([]mcpstdio.Tool, mcpstdio.ServerConfig, int, bool) {
+	var none mcpstdio.ServerConfig
+	cfg, _, err := mcpstdio.ReadConfig(m.config)
 	if err != nil {
-		return nil, nil, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
+		return nil, none, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
 	}
 	srv, ok := cfg.Servers[m.server]
 	if !ok {
-		return nil, nil, fail(e, exitUnavailable, "config %s has no server %q", ptyterm.Escape(m.config), m.server), false
+		return nil, none, fail(e, exitUnavailable, "config %s has no server %q", ptyterm.Escape(m.config), m.server), false
 	}
 	c, err := mcpstdio.Start(m.server, srv, mcpstdio.Options{RequestTimeout: m.timeout})
 	if err != nil {
-		return nil, nil, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
+		return nil, none, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
 	}
 	tools, err := c.ListTools()
 	c.Close()
 	if err != nil {
-		return nil, nil, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
+		return nil, none, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
 	}
-	return tools, data, 0, true
+	return tools, srv, 0, true
 }
 
 func ctxmcpList(e *Env, args []string) int {
@@ -126,6 +127,10 @@ func ctxmcpProject(e *Env, args []string) int {
 		return code
 	}
 	switch {
+	case object.IsReservedToolGroup(m.server):
+		// SERVER.TOOL would land in a builtin group: a projected fs.read
+		// would shadow the builtin one.
+		return usageError(e, "--server %s: the name of a builtin tool group (%s); its tools would shadow ctx's own: give the server another name in the config", m.server, strings.Join(object.ReservedToolGroups, " "))
 	case runtimeConfig == "" || out == "":
 		return usageError(e, "--runtime-config and --out are required")
 	case !filepath.IsAbs(runtimeConfig) || filepath.Clean(runtimeConfig) != runtimeConfig:
@@ -150,23 +155,28 @@ func ctxmcpProject(e *Env, args []string) int {
 	if err != nil {
 		return fail(e, exitInternal, "%v", err)
 	}
-	tools, configData, code, ok := m.listTools(e)
+	tools, srv, code, ok := m.listTools(e)
 	if !ok {
 		return code
 	}
-	configSum, err := runtimeConfigDigest(e, runtimeConfig, configData)
+	entrySum, err := runtimeEntryDigest(e, runtimeConfig, m.server, srv)
 	if err != nil {
 		return fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error()))
 	}
 	cands, skipped, err := mcpstdio.Project(mcpstdio.Projection{
 		Server: m.server, Executable: exe, ExecSHA256: exeSum,
-		RuntimeConfig: runtimeConfig, ConfigSHA256: configSum, Policy: pol,
+		RuntimeConfig: runtimeConfig, EntrySHA256: entrySum, Policy: pol,
 	}, tools)
 	if err != nil {
 		return fail(e, exitUnavailable, "server %s: %s; nothing written", m.server, ptyterm.Escape(err.Error()))
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(e.Stderr, "%s: skipped %s: %s\n", e.Name, ptyterm.Escape(s.Name), s.Reason)
+	}
+	for _, c := range cands {
+		for _, n := range c.Notes {
+			fmt.Fprintf(e.Stderr, "%s: note: %s: %s\n", e.Name, ptyterm.Escape(c.Name), ptyterm.Escape(n))
+		}
 	}
 	if len(cands) == 0 {
 		return fail(e, exitUnavailable, "server %s offers no tool to project; nothing written", m.server)
@@ -206,24 +216,27 @@ func selfExecutable() (string, string, error) {
 	return exe, hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// runtimeConfigDigest is the SHA-256 the locator records: of the runtime
-// config when it is readable here; when it does not exist here (it may only
-// exist inside the agent's view, e.g. /workspace/.mcp.json), of --config's
-// bytes, which the runtime config must then equal byte for byte: the
+// runtimeEntryDigest is the digest the locator records: the EntryDigest of
+// the server's entry in the runtime config when that is readable here;
+// when it does not exist here (it may only exist inside the agent's view,
+// e.g. /workspace/.mcp.json), of the entry in --config, which the runtime
+// config's entry must then equal (the file around it may differ): the
 // projected tool verifies the digest on every call.
-func runtimeConfigDigest(e *Env, path string, configData []byte) (string, error) {
-	data, err := fsops.ReadRegular(path, mcpstdio.MaxConfigSize)
+func runtimeEntryDigest(e *Env, path, server string, fromConfig mcpstdio.ServerConfig) (string, error) {
+	cfg, _, err := mcpstdio.ReadConfig(path)
 	switch {
 	case err == nil:
+		srv, ok := cfg.Servers[server]
+		if !ok {
+			return "", fmt.Errorf("runtime config %s has no server %q", path, server)
+		}
+		return mcpstdio.EntryDigest(srv), nil
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission):
-		fmt.Fprintf(e.Stderr, "%s: note: runtime config %s is not readable here (%s); its digest is taken from --config, so it must be the same bytes\n",
-			e.Name, ptyterm.Escape(path), errText(err))
-		data = configData
-	default:
-		return "", fmt.Errorf("runtime config: %v", err)
+		fmt.Fprintf(e.Stderr, "%s: note: runtime config %s is not readable here (%s); the digest of server %s's entry is taken from --config, so the runtime config's entry must be the same\n",
+			e.Name, ptyterm.Escape(path), errText(err), server)
+		return mcpstdio.EntryDigest(fromConfig), nil
 	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:]), nil
+	return "", fmt.Errorf("runtime %v", err)
 }
 
 // errText describes err by its errno when it has one.
@@ -276,9 +289,15 @@ func ctxmcpServe(e *Env, args []string) int {
 		Warn: func(format string, args ...any) {
 			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, ptyterm.Escape(fmt.Sprintf(format, args...)))
 		},
-		OnRefused: func(name, reason string) { recordServeRefusal(e, name, reason) },
+		Terminal: terminalTool,
+		Refusal: func(hit fsops.ToolHit) (string, string, bool) {
+			d := serveDecision(e, root, agent, hit)
+			return string(d.Layer), d.Reason, !d.Allowed && d.Layer != ""
+		},
+		OnRefused: func(name, errno, layer, reason string) { recordServeRefusal(e, name, errno, layer, reason) },
 	}
-	if err := mcpstdio.Serve(e.Stdin, e.Stdout, tools, mcpstdio.ServeOptions{Name: "ctx", Version: object.CortexFSVersion}); err != nil {
+	opts := mcpstdio.ServeOptions{Name: "ctx", Version: object.CortexFSVersion, PollInterval: pollInterval}
+	if err := mcpstdio.Serve(e.Stdin, e.Stdout, tools, opts); err != nil {
 		return fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error()))
 	}
 	return exitOK
@@ -342,15 +361,64 @@ func serveToolEnv(e *Env, root fsops.Root, agent string, dirs []string) []string
 	return env
 }
 
+// terminalTool reports ctx's terminal-only tools: the interactive ones
+// (bash, tmux, zellij) and tsh and tsh.config, which take a terminal or
+// argv, not a JSON object; ctxmcp serve never offers them. (Any tool whose
+// cap control lists "terminal" is left out too.)
+func terminalTool(name string) bool {
+	t, ok := builtinTools[name]
+	return ok && (t.Passthrough || name == tshTool.Name || name == tshConfigTool.Name)
+}
+
+// serveDecision is the authority decision behind toolVisibleTo, for the
+// refusal a call of a tool that is not (or no longer) served gets: the
+// layer and the reason, as tsh would print them.
+func serveDecision(e *Env, root fsops.Root, agent string, hit fsops.ToolHit) policy.Decision {
+	deny := func(layer policy.Layer, reason string) policy.Decision {
+		return policy.Decision{Layer: layer, Errno: syscall.EACCES, Reason: reason}
+	}
+	c, err := authority.CurrentCaller(e.Getenv)
+	if err != nil {
+		return deny("agent-context", err.Error())
+	}
+	if c.InAgent() {
+		if agent != "" && agent != c.Agent.Name {
+			return deny("agent-context", "this server serves agent "+c.Agent.Name+", not "+agent)
+		}
+		return c.CheckTrustedHit(hit)
+	}
+	if agent == "" {
+		return policy.Decision{Allowed: true}
+	}
+	a, err := authority.LoadAgent(root, agent)
+	if err != nil {
+		return deny("agent-context", err.Error())
+	}
+	if ok, reason := authority.LoadTrust(root).Tool(hit); !ok {
+		return deny(policy.LayerTrust, reason)
+	}
+	return authority.CheckHit(a, authority.View(root, a), hit)
+}
+
+// pollInterval is how often ctxmcp serve compares the tool set with the
+// one its client listed (mcpstdio.ServeOptions.PollInterval).
+var pollInterval = mcpstdio.DefaultPollInterval
+
 // recordServeRefusal records a tools/call refused before any tool ran: the
 // one tool.call event every call leaves (to the run host inside a run,
 // else nowhere but stderr: there is no tool log to append to). A name that
 // is not a valid object name is recorded as tool/invalid-name, its text in
 // detail.
-func recordServeRefusal(e *Env, name, reason string) {
+func recordServeRefusal(e *Env, name, errno, layer, reason string) {
 	exit := exitNotFound
-	ev := fsops.Event{Object: "tool/" + name, Status: "denied", Errno: "ENOENT", Layer: "mount-visibility", Exit: &exit,
-		Detail: "ctxmcp serve: " + reason}
+	if errno == "EACCES" {
+		exit = exitDenied
+	}
+	ev := fsops.Event{Object: "tool/" + name, Status: "denied", Errno: errno, Layer: layer, Exit: &exit,
+		Detail: reason}
+	if !strings.HasPrefix(reason, "ctxmcp serve: ") {
+		ev.Detail = "ctxmcp serve: " + reason
+	}
 	if policy.ValidName(name) != nil {
 		ev.Object = "tool/invalid-name"
 		ev.Detail += ": " + strconv.Quote(name)

@@ -186,19 +186,21 @@ func TestServeWithGoSDKClient(t *testing.T) {
 	if fmt.Sprint(names) != "[boom gosdk.fail gosdk.greet say]" {
 		t.Fatalf("tools %v (broken schema and non-executables must be left out)", names)
 	}
-	// Text blocks of each call joined by "|"; a failing tool's stdout and
-	// stderr are separate blocks. The projected tool validates its input
+	// Text blocks of each call joined by "|". A tool that writes no native
+	// frames (say, boom) is taken as plain text: a failing one's stdout and
+	// stderr are separate blocks. A projected tool's blocks are the
+	// server's own, its remote error text included; it validates its input
 	// against its schema control before it starts the server.
 	want := []struct {
 		isError bool
 		text    string
 		err     string
 	}{
-		{false, `args={"a":1} mode=cli agent=` + "\n", ""},
+		{false, `args={"a":1} mode=native agent=` + "\n", ""},
 		{true, "partial\n|it broke\n", ""},
-		{false, `{"greeting":"Hi ctx"}` + "\n", ""},
-		{true, "gosdk.fail: EIO: it failed on purpose\n", ""},
-		{true, "gosdk.greet: EINVAL: input #/name: expected string, got integer\n", ""},
+		{false, `{"greeting":"Hi ctx"}`, ""},
+		{true, "it failed on purpose", ""},
+		{true, "gosdk.greet: EINVAL: input #/name: expected string, got integer", ""},
 		{false, "", "Unknown tool: nope"},
 	}
 	if len(r.Calls) != len(want) {
@@ -260,10 +262,10 @@ func TestProjectedToolServerCrash(t *testing.T) {
 		}
 	}
 
-	// Non-text blocks are JSON lines; structuredContent equal to the text
-	// is not repeated; different structuredContent is.
+	// Non-text blocks are one readable note each; structuredContent equal
+	// to the text is not repeated; different structuredContent is.
 	stdout, _, code = run(t, work, nil, filepath.Join(root, "tool", "good.image"))
-	if code != 0 || stdout != "an image follows\n"+`{"data":"iVBORw0KGgo=","mimeType":"image/png","type":"image"}`+"\n" {
+	if code != 0 || stdout != "an image follows\n[image: image/png, 8 bytes]\n" {
 		t.Fatalf("image: %d %q", code, stdout)
 	}
 	stdout, _, code = run(t, work, nil, filepath.Join(root, "tool", "good.add"), `{"a":1,"b":2}`)

@@ -2,16 +2,21 @@ package applets
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"ctx/applets/authority"
@@ -80,16 +85,22 @@ type toolOutput struct {
 	layer  string // the authority layer that refused, for the event
 }
 
-// toolFrame is one JSONL frame of native mode; fields in ABI order.
+// toolFrame is one JSONL frame of native mode; fields in ABI order. A
+// projected tool's message frame carries the remote content blocks as they
+// came and the remote structuredContent; progress frames (only when
+// CTX_TOOL_PROGRESS=1 asks for them) carry progress, total and message.
 type toolFrame struct {
-	Type    string            `json:"type"`
-	Run     string            `json:"run"`
-	Tool    string            `json:"tool,omitempty"`
-	Role    string            `json:"role,omitempty"`
-	Content []json.RawMessage `json:"content,omitempty"`
-	Code    string            `json:"code,omitempty"`
-	Message string            `json:"message,omitempty"`
-	Status  string            `json:"status,omitempty"`
+	Type       string            `json:"type"`
+	Run        string            `json:"run"`
+	Tool       string            `json:"tool,omitempty"`
+	Role       string            `json:"role,omitempty"`
+	Content    []json.RawMessage `json:"content,omitempty"`
+	Structured json.RawMessage   `json:"structuredContent,omitempty"`
+	Code       string            `json:"code,omitempty"`
+	Message    string            `json:"message,omitempty"`
+	Status     string            `json:"status,omitempty"`
+	Progress   *float64          `json:"progress,omitempty"`
+	Total      *float64          `json:"total,omitempty"`
 }
 
 func (o *toolOutput) frame(f toolFrame) {
@@ -110,8 +121,11 @@ func (o *toolOutput) record(began time.Time, code int) {
 		DurMS: float64(time.Since(began).Microseconds()) / 1000}
 	if code != exitOK {
 		ev.Status, ev.Errno = "error", o.errno
-		if o.layer != "" {
+		switch {
+		case o.layer != "":
 			ev.Status, ev.Layer = "denied", o.layer
+		case o.errno == "ECANCELED":
+			ev.Status = "cancelled"
 		}
 	}
 	recordToolEvent(o.e, o.ctl, ev)
@@ -182,16 +196,47 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code i
 		}
 		return o.fail(exitUsage, "EINVAL", "input %v", err)
 	}
-	srv, err := lockedServer(loc)
+	srv, err := lockedServer(loc, name, ctl)
 	if err != nil {
 		return o.fail(exitUnavailable, "EIO", "%v", err)
 	}
+	// SIGINT, SIGTERM or SIGHUP (a person's ^C, ctxmcp serve cancelling
+	// the call its client cancelled, a timeout) cancels the remote call:
+	// the server is sent notifications/cancelled for it before it is
+	// ended, so the server-side work stops, not just our wait.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var caught os.Signal
+	go func() {
+		select {
+		case caught = <-sigs:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	c, err := mcpstdio.Start(loc.Server, srv, mcpstdio.Options{})
 	if err != nil {
 		return o.fail(exitUnavailable, "EIO", "%v", err)
 	}
-	res, err := c.CallTool(loc.Tool, input)
+	var onProgress func(mcpstdio.Progress)
+	if o.native && e.Getenv(mcpstdio.ProgressEnv) == "1" {
+		onProgress = func(p mcpstdio.Progress) {
+			v := p.Progress
+			o.frame(toolFrame{Type: "progress", Progress: &v, Total: p.Total, Message: p.Message})
+		}
+	}
+	res, err := c.CallToolContext(ctx, loc.Tool, input, onProgress)
 	c.Close()
+	if errors.Is(err, mcpstdio.ErrCancelled) {
+		code := exitFailure
+		if sig, ok := caught.(syscall.Signal); ok {
+			code = 128 + int(sig)
+		}
+		return o.fail(code, "ECANCELED", "cancelled: the server was told to stop the call")
+	}
 	if err != nil {
 		return o.fail(exitUnavailable, "EIO", "%v", err)
 	}
@@ -252,16 +297,16 @@ func validateToolInput(ctl string, input json.RawMessage) error {
 	return compiled.ValidateJSON(input)
 }
 
-// lockedServer reads the locator's config, verifies it is byte for byte the
-// one projected (sha256), and returns the named server.
-func lockedServer(loc object.Locator) (mcpstdio.ServerConfig, error) {
+// lockedServer reads the locator's config and returns the named server.
+// With a sha256 in the locator the server's entry must still be the one
+// projected: its EntryDigest (only the entry counts, so reformatting the
+// file or editing another server leaves the tool working), or, for a
+// locator projected before entry digests, the digest of the whole file.
+// A stale locator's error says how to project the tool again.
+func lockedServer(loc object.Locator, name, ctl string) (mcpstdio.ServerConfig, error) {
 	data, err := fsops.ReadRegular(loc.Config, mcpstdio.MaxConfigSize)
 	if err != nil {
 		return mcpstdio.ServerConfig{}, fmt.Errorf("config: %v", err)
-	}
-	sum := sha256.Sum256(data)
-	if got := hex.EncodeToString(sum[:]); got != loc.SHA256 {
-		return mcpstdio.ServerConfig{}, fmt.Errorf("config %s changed since projection (sha256 %s, locator says %s)", loc.Config, got, loc.SHA256)
 	}
 	cfg, err := mcpstdio.ParseConfig(data)
 	if err != nil {
@@ -269,16 +314,50 @@ func lockedServer(loc object.Locator) (mcpstdio.ServerConfig, error) {
 	}
 	srv, ok := cfg.Servers[loc.Server]
 	if !ok {
-		return mcpstdio.ServerConfig{}, fmt.Errorf("config %s has no server %q", loc.Config, loc.Server)
+		return mcpstdio.ServerConfig{}, fmt.Errorf("config %s has no server %q; %s", loc.Config, loc.Server, reprojectHint(loc, name, ctl))
+	}
+	if loc.SHA256 == "" {
+		return srv, nil
+	}
+	if got := mcpstdio.EntryDigest(srv); got != loc.SHA256 {
+		if whole := sha256.Sum256(data); hex.EncodeToString(whole[:]) == loc.SHA256 {
+			return srv, nil
+		}
+		return mcpstdio.ServerConfig{}, fmt.Errorf("config %s: server %q changed since projection (entry sha256 %s, locator says %s); %s",
+			loc.Config, loc.Server, got, loc.SHA256, reprojectHint(loc, name, ctl))
 	}
 	return srv, nil
 }
 
-// result maps tools/call to output. CLI: text blocks as text, other blocks
-// one JSON line each, structuredContent as a JSON line unless a text block
-// already holds the same JSON value. Native: one message frame with the
-// blocks (structuredContent appended as a text block under the same rule).
-// isError: EIO with the remote text, exit 1.
+// reprojectHint is the command line that projects the tool again and
+// replaces the installed one: installed objects are never overwritten, so
+// it uninstalls and installs. The root and tier come from where the tool
+// is (ROOT/tool is the system tier, ROOT/home/UID/tool the user tier).
+func reprojectHint(loc object.Locator, name, ctl string) string {
+	dir := filepath.Dir(ctl)
+	root, tier := filepath.Dir(dir), "system"
+	if up := filepath.Dir(root); filepath.Base(up) == "home" {
+		if _, err := strconv.Atoi(filepath.Base(root)); err == nil {
+			root, tier = filepath.Dir(up), "user"
+		}
+	}
+	const out = "DIR" // a new directory of the caller's choosing
+	return fmt.Sprintf("re-project it: ctxmcp project --config %s --runtime-config %s --server %s --out %s && ctx object uninstall --root %s --tier %s tool %s --yes && ctx object install --root %s --tier %s %s/%s.manifest.json",
+		loc.Config, loc.Config, loc.Server, out, root, tier, name, root, tier, out, name)
+}
+
+// result maps tools/call to output.
+//
+// Native: one message frame with the content blocks as the server sent
+// them (text, image, audio, resource, resource_link) and its
+// structuredContent; then done ok, or, for isError, an EIO error frame
+// with the remote text and done error (exit 1): the message frame comes
+// first either way, so nothing the server said is lost.
+//
+// CLI: text blocks as text (a newline added when missing), a one-line
+// note for every other block (contentNote), and structuredContent as one
+// JSON line unless a text block already holds the same JSON value. For
+// isError the same goes to standard error, then `NAME: EIO: TEXT`.
 func (o *toolOutput) result(res *mcpstdio.CallResult) int {
 	var texts []string
 	for _, b := range res.Content {
@@ -291,27 +370,23 @@ func (o *toolOutput) result(res *mcpstdio.CallResult) int {
 			texts = append(texts, *blk.Text)
 		}
 	}
-	if res.IsError {
-		msg := strings.Join(texts, "\n")
-		if msg == "" {
-			msg = "remote MCP tool returned an error"
-		}
-		return o.fail(exitFailure, "EIO", "%s", msg)
-	}
-	var extra json.RawMessage
-	if res.Structured != nil && !sameJSONAsAny(res.Structured, texts) {
-		var compact bytes.Buffer
-		_ = json.Compact(&compact, res.Structured)
-		extra = compact.Bytes()
+	errMsg := strings.Join(texts, "\n")
+	if errMsg == "" {
+		errMsg = "remote MCP tool returned an error"
 	}
 	if o.native {
-		content := append([]json.RawMessage{}, res.Content...)
-		if extra != nil {
-			content = append(content, mcpstdio.TextBlock(string(extra)))
+		if len(res.Content) > 0 || res.Structured != nil {
+			o.frame(toolFrame{Type: "message", Role: "tool", Content: res.Content, Structured: compactRaw(res.Structured)})
 		}
-		o.frame(toolFrame{Type: "message", Role: "tool", Content: content})
+		if res.IsError {
+			return o.fail(exitFailure, "EIO", "%s", errMsg)
+		}
 		o.frame(toolFrame{Type: "done", Status: "ok"})
 		return exitOK
+	}
+	w := o.e.Stdout
+	if res.IsError {
+		w = o.e.Stderr
 	}
 	for _, b := range res.Content {
 		var blk struct {
@@ -320,20 +395,98 @@ func (o *toolOutput) result(res *mcpstdio.CallResult) int {
 		}
 		_ = json.Unmarshal(b, &blk)
 		if blk.Type == "text" && blk.Text != nil {
-			io.WriteString(o.e.Stdout, *blk.Text)
+			if res.IsError {
+				continue // the EIO line below carries the text
+			}
+			io.WriteString(w, *blk.Text)
 			if !strings.HasSuffix(*blk.Text, "\n") {
-				io.WriteString(o.e.Stdout, "\n")
+				io.WriteString(w, "\n")
 			}
 			continue
 		}
-		var compact bytes.Buffer
-		_ = json.Compact(&compact, b)
-		o.e.Stdout.Write(append(compact.Bytes(), '\n'))
+		io.WriteString(w, ptyterm.Escape(contentNote(b))+"\n")
 	}
-	if extra != nil {
-		o.e.Stdout.Write(append(extra, '\n'))
+	if res.Structured != nil && !sameJSONAsAny(res.Structured, texts) {
+		w.Write(append(compactRaw(res.Structured), '\n'))
+	}
+	if res.IsError {
+		return o.fail(exitFailure, "EIO", "%s", errMsg)
 	}
 	return exitOK
+}
+
+func compactRaw(v json.RawMessage) json.RawMessage {
+	if v == nil {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, v) != nil {
+		return v
+	}
+	return b.Bytes()
+}
+
+// contentNote is the one line CLI mode prints for a content block that is
+// not text, naming what it is instead of dumping it:
+//
+//	[image: image/png, 1234 bytes]
+//	[audio: audio/wav, 5678 bytes]
+//	[resource: file:///a.txt, text/plain, 12 bytes of text]
+//	[resource: file:///b.bin, application/octet-stream, 99 bytes]
+//	[resource link: README (file:///README.md), text/markdown]
+//	[block of type "x"]
+//
+// Sizes are of the decoded data (base64 that does not decode is counted
+// as sent). Native mode, and ctxmcp serve, carry the blocks themselves.
+func contentNote(b json.RawMessage) string {
+	var blk struct {
+		Type     string `json:"type"`
+		Data     string `json:"data"`
+		MimeType string `json:"mimeType"`
+		URI      string `json:"uri"`
+		Name     string `json:"name"`
+		Resource *struct {
+			URI      string  `json:"uri"`
+			MimeType string  `json:"mimeType"`
+			Text     *string `json:"text"`
+			Blob     string  `json:"blob"`
+		} `json:"resource"`
+	}
+	_ = json.Unmarshal(b, &blk)
+	size := func(b64 string) int {
+		if d, err := base64.StdEncoding.DecodeString(b64); err == nil {
+			return len(d)
+		}
+		return len(b64)
+	}
+	join := func(parts ...string) string {
+		var kept []string
+		for _, p := range parts {
+			if p != "" {
+				kept = append(kept, p)
+			}
+		}
+		return strings.Join(kept, ", ")
+	}
+	switch blk.Type {
+	case "image", "audio":
+		return fmt.Sprintf("[%s: %s]", blk.Type, join(blk.MimeType, fmt.Sprintf("%d bytes", size(blk.Data))))
+	case "resource":
+		if r := blk.Resource; r != nil {
+			if r.Text != nil {
+				return fmt.Sprintf("[resource: %s]", join(r.URI, r.MimeType, fmt.Sprintf("%d bytes of text", len(*r.Text))))
+			}
+			return fmt.Sprintf("[resource: %s]", join(r.URI, r.MimeType, fmt.Sprintf("%d bytes", size(r.Blob))))
+		}
+		return "[resource]"
+	case "resource_link":
+		name := blk.Name
+		if blk.URI != "" {
+			name = join(name, "") + " (" + blk.URI + ")"
+		}
+		return fmt.Sprintf("[resource link: %s]", join(strings.TrimSpace(name), blk.MimeType))
+	}
+	return fmt.Sprintf("[block of type %q]", blk.Type)
 }
 
 // sameJSONAsAny reports whether some text holds the same JSON value as v.

@@ -87,6 +87,9 @@ func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 		t.file(d+"description", 0o644, []byte(meta.Description+"\n"), true)
 		t.file(d+"schema", 0o644, []byte(meta.Schema+"\n"), true)
 		t.file(d+"cap", 0o644, []byte(meta.Cap+"\n"), true)
+		if a, ok := builtinAnnotations[name]; ok {
+			t.file(d+"annotations", 0o644, []byte(a+"\n"), true)
+		}
 		t.file(d+"policy", 0o644, []byte(policyText(meta.Grants, "tool:"+name+" execute")), false)
 		t.file(d+"status", 0o644, []byte("idle\n"), false)
 		t.file(d+"log", 0o644, nil, false)

@@ -51,10 +51,10 @@ func TestRunBoundedEndsDaemon(t *testing.T) {
 			script := `setsid sh -c 'sleep 300 & echo $! > "$1"' sh "$1" &
 while [ ! -s "$1" ]; do sleep 0.01; done
 ` + c.tail
-			out, _, status, err := runBounded(context.Background(), "/bin/sh", []string{"sh", "-c", script, "sh", pidfile}, nil, c.timeout)
+			res, err := runBounded(context.Background(), "/bin/sh", []string{"sh", "-c", script, "sh", pidfile}, nil, nil, c.timeout, MaxCallOutput, nil)
 			switch {
-			case c.wantErr == "" && (err != nil || status != 0 || out != "done\n"):
-				t.Fatalf("runBounded: %q %d %v", out, status, err)
+			case c.wantErr == "" && (err != nil || res.status != 0 || res.stdout.String() != "done\n"):
+				t.Fatalf("runBounded: %+v %v", res, err)
 			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
 				t.Fatalf("runBounded: %v, want %q", err, c.wantErr)
 			}

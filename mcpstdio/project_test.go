@@ -2,6 +2,7 @@ package mcpstdio
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 func projection() Projection {
 	return Projection{
 		Server: "github", Executable: "/ctx/bin/ctx", ExecSHA256: strings.Repeat("a", 64),
-		RuntimeConfig: "/workspace/.mcp.json", ConfigSHA256: strings.Repeat("b", 64),
+		RuntimeConfig: "/workspace/.mcp.json", EntrySHA256: strings.Repeat("b", 64),
 	}
 }
 
@@ -84,9 +85,52 @@ func TestProjectRefuses(t *testing.T) {
 	if _, _, err := Project(p, nil); err == nil {
 		t.Error("bad server name accepted")
 	}
+	for _, g := range []string{"fs", "shell", "tsh", "agent"} {
+		p = projection()
+		p.Server = g
+		if _, _, err := Project(p, []Tool{remote("read", `{"type":"object"}`)}); err == nil || !strings.Contains(err.Error(), "builtin tools") {
+			t.Errorf("server %s: %v", g, err)
+		}
+	}
 	p = projection()
 	p.Policy = "allow x\n"
 	if _, _, err := Project(p, []Tool{remote("a", `{"type":"object"}`)}); err == nil || !strings.Contains(err.Error(), "controls.policy") {
 		t.Errorf("bad policy: %v", err)
+	}
+}
+
+// Title, annotations and outputSchema come along as controls; what cannot
+// be kept is noted, never fatal.
+func TestProjectDescription(t *testing.T) {
+	full := remote("read", `{"type":"object"}`)
+	full.Title = "Read\tit"
+	full.Annotations = json.RawMessage(`{"title":"ignored","readOnlyHint":true,"destructiveHint":"no","futureHint":true}`)
+	full.OutputSchema = json.RawMessage(`{ "type": "object", "properties": {"text": {"type": "string"}} }`)
+	annTitle := remote("annotated", `{"type":"object"}`)
+	annTitle.Annotations = json.RawMessage(`{"title":"From annotations","openWorldHint":false}`)
+	badOut := remote("badout", `{"type":"object"}`)
+	badOut.OutputSchema = json.RawMessage(`{"type":"array"}`)
+	plain := remote("plain", `{"type":"object"}`)
+	cands, _, err := Project(projection(), []Tool{full, annTitle, badOut, plain})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []struct{ annotations, output, notes string }{
+		{`{"title":"Read it","readOnlyHint":true}`, `{"type":"object","properties":{"text":{"type":"string"}}}`, "[]"},
+		{`{"title":"From annotations","openWorldHint":false}`, "", "[]"},
+		{"", "", `[outputSchema left out: output.schema: type must be "object"]`},
+		{"", "", "[]"},
+	}
+	for i, c := range cands {
+		m, err := object.ParseManifest(c.Manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Controls["annotations"] != want[i].annotations || m.Controls["output.schema"] != want[i].output || fmt.Sprint(c.Notes) != "["+strings.Trim(want[i].notes, "[]")+"]" {
+			t.Errorf("%s: annotations %q output.schema %q notes %q", c.Name, m.Controls["annotations"], m.Controls["output.schema"], c.Notes)
+		}
+		if _, ok := m.Controls["annotations"]; ok != (want[i].annotations != "") {
+			t.Errorf("%s: annotations control present=%v", c.Name, ok)
+		}
 	}
 }

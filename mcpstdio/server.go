@@ -3,24 +3,32 @@ package mcpstdio
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
 	"sync"
+	"time"
 )
 
-// ServedTool is one tool a server lists.
+// ServedTool is one tool a server lists. Input is how the handler passes
+// the tool its arguments; it is not sent to the client.
 type ServedTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"inputSchema"`
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Input        string          `json:"-"`
 }
 
-// ToolResult is what a served tool call returns.
+// ToolResult is what a served tool call returns: the MCP result fields.
 type ToolResult struct {
-	Content []json.RawMessage
-	IsError bool
+	Content    []json.RawMessage
+	Structured json.RawMessage // structuredContent; nil when absent
+	IsError    bool
 }
 
 // TextBlock returns a text content block.
@@ -32,13 +40,16 @@ func TextBlock(text string) json.RawMessage {
 	return b
 }
 
-// Handler supplies a server's tools. Tools is asked on every tools/list (and
-// before every call, to find the tool): a tool removed or no longer
-// permitted disappears at once. Call runs one tool; ctx is cancelled when
-// the client sends notifications/cancelled for that request.
+// Handler supplies a server's tools. Tools is asked on every tools/list,
+// before every call (to find the tool: a tool removed or no longer
+// permitted disappears at once) and by the list-change poll. Call runs one
+// tool; ctx is cancelled when the client sends notifications/cancelled for
+// that request. progress is nil unless the client asked for progress
+// (params._meta.progressToken); each call of it becomes one
+// notifications/progress to the client.
 type Handler interface {
 	Tools() ([]ServedTool, error)
-	Call(ctx context.Context, tool ServedTool, arguments json.RawMessage) (ToolResult, error)
+	Call(ctx context.Context, tool ServedTool, arguments json.RawMessage, progress func(Progress)) (ToolResult, error)
 }
 
 // Refuser is a Handler that records the calls the server refuses before
@@ -47,13 +58,30 @@ type Refuser interface {
 	Refused(name, reason string)
 }
 
+// Unlister is a Handler that can account for a tool it does not list: a
+// tool it knows but may not offer (one whose permission was revoked, a
+// terminal-only tool) gets ok and a result (isError and the refusal, never
+// a protocol error), recorded by the handler; a name it does not know at
+// all gets ok false and the server answers -32602 "Unknown tool".
+type Unlister interface {
+	Unlisted(name string, listedBefore bool) (ToolResult, bool)
+}
+
 // ServeOptions tunes Serve; zero values mean the defaults.
 type ServeOptions struct {
 	PageSize      int    // tools per tools/list page, default 100
 	MaxConcurrent int    // tools/call run at once, default 4
 	Name          string // serverInfo.name, default "ctx"
 	Version       string // serverInfo.version
+	// PollInterval is how often the tool set is compared with the one the
+	// client last listed, for notifications/tools/list_changed; default
+	// DefaultPollInterval, negative: only before each tools/call.
+	PollInterval time.Duration
 }
+
+// DefaultPollInterval is how often Serve looks for a changed tool set
+// while the client is idle.
+const DefaultPollInterval = 2 * time.Second
 
 // Serve runs an MCP server on in/out until in reaches EOF, then waits for
 // calls in progress and returns. It answers initialize (with the client's
@@ -64,6 +92,12 @@ type ServeOptions struct {
 // ignored except notifications/cancelled, which cancels that call (and its
 // response is not sent). Malformed frames get a -32700 or -32600 error with
 // a null id. At EOF, calls still running are waited for and answered.
+//
+// It advertises tools.listChanged: once the client has listed the tools,
+// the set is compared with what it was sent (every PollInterval, and
+// before each tools/call), and a change (a tool added, removed, revoked or
+// described differently) is announced with one
+// notifications/tools/list_changed until the client lists again.
 func Serve(in io.Reader, out io.Writer, h Handler, opts ServeOptions) error {
 	if opts.PageSize <= 0 {
 		opts.PageSize = 100
@@ -74,7 +108,20 @@ func Serve(in io.Reader, out io.Writer, h Handler, opts ServeOptions) error {
 	if opts.Name == "" {
 		opts.Name = "ctx"
 	}
-	s := &server{out: out, h: h, opts: opts, sem: make(chan struct{}, opts.MaxConcurrent), inflight: map[string]context.CancelFunc{}}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	s := &server{out: out, h: h, opts: opts, sem: make(chan struct{}, opts.MaxConcurrent),
+		inflight: map[string]context.CancelFunc{}, listed: map[string]bool{}}
+	stop := make(chan struct{})
+	var pollDone sync.WaitGroup
+	if opts.PollInterval > 0 {
+		pollDone.Add(1)
+		go func() {
+			defer pollDone.Done()
+			s.poll(stop)
+		}()
+	}
 	r := bufio.NewReaderSize(in, 64<<10)
 	var err error
 	for {
@@ -93,6 +140,8 @@ func Serve(in io.Reader, out io.Writer, h Handler, opts ServeOptions) error {
 		s.handle(frame)
 	}
 	s.wg.Wait()
+	close(stop)
+	pollDone.Wait()
 	if err == io.EOF || err == io.ErrUnexpectedEOF {
 		return s.writeErr
 	}
@@ -109,6 +158,14 @@ type server struct {
 	sem      chan struct{}
 	imu      sync.Mutex
 	inflight map[string]context.CancelFunc // request id -> cancel, for tools/call
+
+	// lmu guards the list-change state: the fingerprint of the set the
+	// client was last sent ("" before its first tools/list), the one last
+	// announced as changed, and every name ever listed to it.
+	lmu       sync.Mutex
+	sent      string
+	announced string
+	listed    map[string]bool
 }
 
 func (s *server) send(v any) {
@@ -132,6 +189,60 @@ func (s *server) replyError(id json.RawMessage, code int, msg string) {
 		id = json.RawMessage("null")
 	}
 	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": &RPCError{Code: code, Message: msg}})
+}
+
+// fingerprint identifies a tool set as the client sees it: everything
+// tools/list sends, in order.
+func fingerprint(tools []ServedTool) string {
+	b, _ := json.Marshal(tools)
+	sum := sha256.Sum256(b)
+	return string(sum[:])
+}
+
+// noteListed records the set just sent to the client.
+func (s *server) noteListed(tools []ServedTool) {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	s.sent, s.announced = fingerprint(tools), ""
+	for _, t := range tools {
+		s.listed[t.Name] = true
+	}
+}
+
+// compare announces a tool set that differs from the one the client was
+// last sent, once per change.
+func (s *server) compare(tools []ServedTool) {
+	fp := fingerprint(tools)
+	s.lmu.Lock()
+	changed := s.sent != "" && fp != s.sent && fp != s.announced
+	if changed {
+		s.announced = fp
+	}
+	s.lmu.Unlock()
+	if changed {
+		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+	}
+}
+
+func (s *server) poll(stop chan struct{}) {
+	t := time.NewTicker(s.opts.PollInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		s.lmu.Lock()
+		listedOnce := s.sent != ""
+		s.lmu.Unlock()
+		if !listedOnce {
+			continue
+		}
+		if tools, err := s.h.Tools(); err == nil {
+			s.compare(tools)
+		}
+	}
 }
 
 func (s *server) handle(frame []byte) {
@@ -211,7 +322,7 @@ func (s *server) initialize(m *message) {
 	}
 	s.reply(m.ID, map[string]any{
 		"protocolVersion": v,
-		"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": false}},
+		"capabilities":    map[string]any{"tools": map[string]bool{"listChanged": true}},
 		"serverInfo":      info,
 	})
 }
@@ -250,13 +361,61 @@ func (s *server) list(m *message) {
 	if end < len(tools) {
 		res["nextCursor"] = strconv.Itoa(end)
 	}
+	if p.Cursor == nil {
+		// A listing starts over: this set is what the client now knows.
+		s.noteListed(tools)
+	} else {
+		s.lmu.Lock()
+		for _, t := range page {
+			s.listed[t.Name] = true
+		}
+		s.lmu.Unlock()
+	}
 	s.reply(m.ID, res)
+}
+
+// progressRelay turns a handler's progress reports into
+// notifications/progress carrying the client's token: only increasing
+// values (MCP requires it), and none once the response is on its way.
+type progressRelay struct {
+	s     *server
+	token json.RawMessage
+	mu    sync.Mutex
+	last  *float64
+	ended bool
+}
+
+func (r *progressRelay) report(p Progress) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended || (r.last != nil && p.Progress <= *r.last) {
+		return
+	}
+	v := p.Progress
+	r.last = &v
+	params := map[string]any{"progressToken": r.token, "progress": p.Progress}
+	if p.Total != nil {
+		params["total"] = *p.Total
+	}
+	if p.Message != "" {
+		params["message"] = p.Message
+	}
+	r.s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+}
+
+func (r *progressRelay) end() {
+	r.mu.Lock()
+	r.ended = true
+	r.mu.Unlock()
 }
 
 func (s *server) call(ctx context.Context, m *message) {
 	var p struct {
 		Name      *string         `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
+		Meta      struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
 	}
 	if len(m.Params) == 0 || json.Unmarshal(m.Params, &p) != nil || p.Name == nil {
 		s.replyError(m.ID, codeInvalidParams, "Invalid params: tools/call needs a name")
@@ -275,6 +434,7 @@ func (s *server) call(ctx context.Context, m *message) {
 		s.replyError(m.ID, codeInternalError, err.Error())
 		return
 	}
+	s.compare(tools)
 	var tool *ServedTool
 	for i := range tools {
 		if tools[i].Name == *p.Name {
@@ -283,13 +443,31 @@ func (s *server) call(ctx context.Context, m *message) {
 		}
 	}
 	if tool == nil {
+		s.lmu.Lock()
+		before := s.listed[*p.Name]
+		s.lmu.Unlock()
+		if u, ok := s.h.(Unlister); ok {
+			if res, ok := u.Unlisted(*p.Name, before); ok {
+				s.replyResult(m.ID, res)
+				return
+			}
+		}
 		if r, ok := s.h.(Refuser); ok {
 			r.Refused(*p.Name, "unknown tool: not served to this client")
 		}
 		s.replyError(m.ID, codeInvalidParams, "Unknown tool: "+*p.Name)
 		return
 	}
-	res, err := s.h.Call(ctx, *tool, args)
+	var relay *progressRelay
+	var progress func(Progress)
+	if t := p.Meta.ProgressToken; len(t) > 0 && (t[0] == '"' || t[0] == '-' || t[0] >= '0' && t[0] <= '9') {
+		relay = &progressRelay{s: s, token: t}
+		progress = relay.report
+	}
+	res, err := s.h.Call(ctx, *tool, args, progress)
+	if relay != nil {
+		relay.end()
+	}
 	if ctx.Err() != nil {
 		return // cancelled by the client: no response is expected
 	}
@@ -297,9 +475,17 @@ func (s *server) call(ctx context.Context, m *message) {
 		s.replyError(m.ID, codeInternalError, err.Error())
 		return
 	}
+	s.replyResult(m.ID, res)
+}
+
+func (s *server) replyResult(id json.RawMessage, res ToolResult) {
 	content := res.Content
 	if content == nil {
 		content = []json.RawMessage{}
 	}
-	s.reply(m.ID, map[string]any{"content": content, "isError": res.IsError})
+	out := map[string]any{"content": content, "isError": res.IsError}
+	if len(res.Structured) > 0 {
+		out["structuredContent"] = res.Structured
+	}
+	s.reply(id, out)
 }
