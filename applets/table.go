@@ -64,6 +64,7 @@ func init() {
 		{"tool", runCtxTool},
 		{"object", runObject},
 		{"queue", runQueue},
+		{"run", runRun},
 		{"shared", runShared},
 		{"validate-name", runValidateName},
 	}

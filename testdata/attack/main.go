@@ -21,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: attack tiocsti|syscalls|fds|write FILE|read FILE|connect HOST:PORT|listen PORTFILE")
+		fmt.Fprintln(os.Stderr, "usage: attack tiocsti|syscalls|fds|write FILE|read FILE|connect HOST:PORT|seqpacket PATH|listen PORTFILE")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -49,6 +49,14 @@ func main() {
 			fmt.Printf("reply=%q\n", strings.TrimSpace(b))
 			conn.Close()
 		}
+	case "seqpacket":
+		// Reach a unix SOCK_SEQPACKET socket at PATH (a run's broker).
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			err = unix.Connect(fd, &unix.SockaddrUnix{Name: os.Args[2]})
+			unix.Close(fd)
+		}
+		report("seqpacket", err)
 	case "listen":
 		listen(os.Args[2])
 	case "kill":

@@ -1,0 +1,498 @@
+package applets
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"golang.org/x/term"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// runRun is `ctx run [--root DIR] [--session S] AGENT -- tool TOOL [ARGS...]
+// | policy show | audit tail [-f] [-n N]`: agentrc's CLI equivalents of
+// /mnt/tools/TOOL, cat /mnt/proc/policy and cat /mnt/proc/audit. Against
+// the agent's live run it asks that run's host (its broker, as a process
+// inside the sandbox would) or reads its run directory; when the agent is
+// not running it starts a short run of its own whose program is this same
+// command, run inside. The exit status is the tool's, or ctx's own
+// (2 bad input, 13 denied, 69 unavailable, 127 no such tool or agent).
+func runRun(e *Env, args []string) int {
+	var session string
+	var allowHostRoot bool
+	f := newFlags()
+	f.String("session", &session)
+	f.Bool("allow-host-root", &allowHostRoot)
+	root, a, code, ok := agentArgs(e, args, f)
+	if !ok {
+		return code
+	}
+	op, code, ok := parseRunOp(e, f.Command)
+	if !ok {
+		return code
+	}
+
+	// Inside a run (the short run below, or any program of an agent):
+	// this run's own /mnt/proc and broker.
+	ident, err := fsops.ReadControl(policy.IdentityPath)
+	if err == nil {
+		id, err := policy.ParseIdentity(ident)
+		if err != nil {
+			return fail(e, exitDenied, "%s: %v", policy.IdentityPath, err)
+		}
+		if id.Agent != a.Name {
+			return fail(e, exitDenied, "inside agent %s's run, ctx run reaches that run only, not agent %s's", id.Agent, a.Name)
+		}
+		return op.inside(e, filepath.Dir(policy.IdentityPath))
+	}
+	if c, err := policy.DetectContext(nil, e.Getenv); err != nil {
+		return fail(e, exitDenied, "%v", err)
+	} else if c.Source == policy.ContextEnvironment {
+		if c.Agent != a.Name {
+			return fail(e, exitDenied, "inside agent %s's run, ctx run reaches that run only, not agent %s's", c.Agent, a.Name)
+		}
+		// iso landlock names its run's files (a host path); iso shared
+		// has none.
+		return op.inside(e, e.Getenv("CTX_RUN_DIR"))
+	}
+
+	uid := os.Getuid()
+	if uid != 0 && uint32(uid) != a.Owner {
+		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may reach its runs", a.Name, a.Owner)
+	}
+	if pid := runHostPid(root, a.Name); pid != 0 {
+		run, code, ok := findLiveRun(e, root, a, pid)
+		if !ok {
+			return code
+		}
+		defer run.close()
+		if session != "" && session != run.id.Session {
+			return usageError(e, "--session %s: agent %s is running in session %s", session, a.Name, run.id.Session)
+		}
+		return op.host(e, a, run)
+	}
+	return op.fresh(e, root, a, session, allowHostRoot)
+}
+
+// runOp is one ctx run command.
+type runOp struct {
+	verb   string   // tool, policy, audit
+	tool   string   // tool: the tool's name
+	args   []string // tool: its arguments
+	follow bool     // audit: -f
+	lines  int      // audit: -n
+	argv   []string // the command as given after --
+}
+
+func parseRunOp(e *Env, cmd []string) (runOp, int, bool) {
+	op := runOp{argv: cmd, lines: 10}
+	bad := func(format string, args ...any) (runOp, int, bool) {
+		return op, usageError(e, format, args...), false
+	}
+	if len(cmd) == 0 {
+		return bad("missing command after --: tool TOOL [ARGS...], policy show or audit tail [-f] [-n N]")
+	}
+	switch op.verb = cmd[0]; op.verb {
+	case "tool":
+		if len(cmd) < 2 {
+			return bad("tool: missing TOOL")
+		}
+		if err := policy.ValidName(cmd[1]); err != nil {
+			return bad("tool %s", ptyterm.Escape(err.Error()))
+		}
+		op.tool, op.args = cmd[1], cmd[2:]
+	case "policy":
+		if len(cmd) != 2 || cmd[1] != "show" {
+			return bad("policy: the one command is policy show")
+		}
+	case "audit":
+		if len(cmd) < 2 || cmd[1] != "tail" {
+			return bad("audit: the one command is audit tail [-f] [-n N]")
+		}
+		for i := 2; i < len(cmd); i++ {
+			switch a := cmd[i]; {
+			case a == "-f":
+				op.follow = true
+			case a == "-n" && i+1 < len(cmd):
+				i++
+				n, err := strconv.Atoi(cmd[i])
+				if err != nil || n < 0 || strconv.Itoa(n) != cmd[i] {
+					return bad("audit tail -n %s: not a count of lines", ptyterm.Escape(cmd[i]))
+				}
+				op.lines = n
+			default:
+				return bad("audit tail: unexpected argument %s", ptyterm.Escape(a))
+			}
+		}
+	default:
+		return bad("unknown command %s: tool TOOL [ARGS...], policy show or audit tail [-f] [-n N]", ptyterm.Escape(op.verb))
+	}
+	return op, 0, true
+}
+
+// inside runs op in the agent's own run: procDir is its /mnt/proc
+// (CTX_RUN_DIR in iso landlock), "" for iso shared, which has none.
+func (op runOp) inside(e *Env, procDir string) int {
+	if op.verb == "tool" {
+		// Through the broker, exactly as /mnt/tools/TOOL would be; without
+		// one (iso shared, a broker that could not be bound) the way tsh
+		// runs a tool.
+		if code, ok := brokeredCall(e, op.tool, op.args); ok {
+			return code
+		}
+		return runTsh(e, append([]string{op.tool}, op.args...))
+	}
+	if procDir == "" {
+		return fail(e, exitUnavailable, "this run has no /mnt/proc: iso shared shows an agent no /mnt at all, and no run files (ctx man agentrc)")
+	}
+	if op.verb == "policy" {
+		return catRunFile(e, filepath.Join(procDir, "policy"))
+	}
+	return op.tail(e, filepath.Join(procDir, "audit"), nil)
+}
+
+// host runs op from the host against the agent's live run.
+func (op runOp) host(e *Env, a *policy.Agent, run *liveRun) int {
+	switch op.verb {
+	case "tool":
+		return run.call(e, a, op.tool, op.args)
+	case "policy":
+		return catRunFile(e, filepath.Join(run.dir, "policy"))
+	}
+	return op.tail(e, filepath.Join(run.dir, "audit"), run.ended)
+}
+
+// fresh starts a short run of the agent whose program is this command,
+// run inside (the agent is not running). A person at a terminal (standard
+// input and output both terminals) gets the run on a terminal, as ctx
+// agent start gives it; otherwise the run's standard streams are pipes and
+// a terminal on standard input is not read (a tool reads end of file).
+func (op runOp) fresh(e *Env, root fsops.Root, a *policy.Agent, session string, allowHostRoot bool) int {
+	if op.verb == "audit" && op.follow {
+		return fail(e, exitUnavailable, "agent %s is not running: audit tail -f follows a live run's audit (start one with ctx agent start)", a.Name)
+	}
+	args := []string{"--root", root.Dir}
+	if session != "" {
+		args = append(args, "--session", session)
+	}
+	if allowHostRoot {
+		args = append(args, "--allow-host-root")
+	}
+	args = append(args, a.Name, "--", "ctx", "run", a.Name, "--")
+	args = append(args, op.argv...)
+	start := *e
+	start.Name = "ctx run"
+	if op.verb != "tool" || (isTerminal(e.Stdin) && !isTerminal(e.Stdout)) {
+		start.Stdin = strings.NewReader("")
+	}
+	return runAgentStart(&start, args)
+}
+
+func isTerminal(s any) bool {
+	f, ok := s.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// catRunFile copies one file of a run directory to stdout.
+func catRunFile(e *Env, path string) int {
+	f, err := fsops.OpenRegular(path)
+	if err != nil {
+		return fail(e, exitUnavailable, "%v", err)
+	}
+	defer f.Close()
+	if _, err := io.Copy(e.Stdout, f); err != nil {
+		return fail(e, exitFailure, "%v", err)
+	}
+	return exitOK
+}
+
+// tail prints the last op.lines lines of the audit file and, with -f, what
+// is appended after, until ended reports the run over (inside a run, until
+// interrupted). Only whole lines are printed.
+func (op runOp) tail(e *Env, path string, ended func() bool) int {
+	f, err := fsops.OpenRegular(path)
+	if err != nil {
+		return fail(e, exitUnavailable, "%v", err)
+	}
+	defer f.Close()
+	start, err := lastLinesOffset(f, op.lines)
+	if err != nil {
+		return fail(e, exitUnavailable, "%s: %v", path, err)
+	}
+	if _, err := f.Seek(start, io.SeekStart); err != nil {
+		return fail(e, exitUnavailable, "%s: %v", path, err)
+	}
+	r := bufio.NewReader(f)
+	var partial []byte
+	flush := func() error {
+		for {
+			chunk, err := r.ReadBytes('\n')
+			partial = append(partial, chunk...)
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if _, err := e.Stdout.Write(partial); err != nil {
+				return err
+			}
+			partial = partial[:0]
+		}
+	}
+	if err := flush(); err != nil {
+		return fail(e, exitFailure, "%v", err)
+	}
+	if !op.follow {
+		return exitOK
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	defer signal.Stop(sigs)
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-sigs:
+			return exitOK
+		case <-tick.C:
+		}
+		over := ended != nil && ended()
+		if err := flush(); err != nil {
+			return fail(e, exitFailure, "%v", err)
+		}
+		if over {
+			return exitOK
+		}
+	}
+}
+
+// lastLinesOffset finds where the last n lines of f begin (a final line
+// without a newline counts as one), reading backwards in blocks.
+func lastLinesOffset(f *os.File, n int) (int64, error) {
+	st, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	end := st.Size()
+	if n == 0 {
+		return end, nil
+	}
+	const block = 64 << 10
+	buf := make([]byte, block)
+	pos := end
+	seen := 0
+	last := true // the byte at end-1 ends the last line, not a line before it
+	for pos > 0 {
+		size := int64(block)
+		if pos < size {
+			size = pos
+		}
+		pos -= size
+		if _, err := f.ReadAt(buf[:size], pos); err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		for i := size - 1; i >= 0; i-- {
+			if buf[i] != '\n' {
+				last = false
+				continue
+			}
+			if last {
+				last = false
+				continue
+			}
+			if seen++; seen == n {
+				return pos + i + 1, nil
+			}
+		}
+	}
+	return 0, nil
+}
+
+// liveRun is an agent's live run as ctx run found it: its run directory,
+// identity and a connection to its broker.
+type liveRun struct {
+	dir   string
+	id    policy.Identity
+	conn  int
+	pidfd int
+}
+
+func (r *liveRun) close() {
+	if r.conn >= 0 {
+		unix.Close(r.conn)
+	}
+	if r.pidfd >= 0 {
+		unix.Close(r.pidfd)
+	}
+}
+
+// ended reports whether the run host has exited.
+func (r *liveRun) ended() bool {
+	if r.pidfd < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(r.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
+// findLiveRun finds the run directory of the run hosted by pid (the pid
+// the run host wrote in agent/NAME.d/pid): among the run directories of
+// the run host's user (RUNTIME/run/RUN, ctx man sandbox) and, for iso
+// landlock, of the agent's home (home/UID/agent/NAME/run/ID), those whose
+// identity names the agent, the one whose broker socket is held by that
+// very process (SO_PEERCRED of a connection to it). What the agent can
+// write does not decide which run is reached: a directory it made would
+// need a socket the run host listens on.
+func findLiveRun(e *Env, root fsops.Root, a *policy.Agent, pid int) (*liveRun, int, bool) {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil {
+		return nil, fail(e, exitUnavailable, "agent %s: its run host (pid %d) is gone: %v", a.Name, pid, err), false
+	}
+	hostUID := int(st.Uid)
+	me := os.Getuid()
+	if me != 0 && me != hostUID {
+		return nil, fail(e, exitDenied, "agent %s is running, started by uid %d: its run host is reachable only by that user and root", a.Name, hostUID), false
+	}
+	var places []string
+	if runtime, err := runtimeDirOf(hostUID); err == nil {
+		places = append(places, filepath.Join(runtime, "run"))
+	}
+	places = append(places, filepath.Join(root.AgentHome(int(a.UID), a.Name), "run"))
+	var dirs []string
+	for _, p := range places {
+		entries, _ := os.ReadDir(p)
+		for _, en := range entries {
+			if en.IsDir() && en.Type()&fs.ModeSymlink == 0 {
+				dirs = append(dirs, filepath.Join(p, en.Name()))
+			}
+		}
+	}
+	for _, dir := range dirs {
+		b, err := fsops.ReadControl(filepath.Join(dir, "identity"))
+		if err != nil {
+			continue
+		}
+		id, err := policy.ParseIdentity(b)
+		if err != nil || id.Agent != a.Name {
+			continue
+		}
+		sock := filepath.Join(dir, fsops.BrokerSocketName)
+		if len(sock) >= 108 {
+			continue
+		}
+		conn, err := fsops.DialBroker(sock)
+		if err != nil {
+			continue
+		}
+		cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED)
+		if err != nil || int(cred.Pid) != pid {
+			unix.Close(conn)
+			continue
+		}
+		pidfd, err := unix.PidfdOpen(pid, 0)
+		if err != nil {
+			pidfd = -1
+		}
+		return &liveRun{dir: dir, id: id, conn: conn, pidfd: pidfd}, 0, true
+	}
+	return nil, fail(e, exitUnavailable, "agent %s is running (pid %d) but no run directory of it with a broker is in %s (a run with iso shared has none)", a.Name, pid, strings.Join(places, " or ")), false
+}
+
+// runtimeDirOf is the runtime directory of uid's runs. A user's own is
+// fsops.RuntimeDir's; root looking at another user's only looks, in the
+// same places in the same order, and makes nothing (a directory root made
+// there would be skipped by that user's runs as squatted).
+func runtimeDirOf(uid int) (string, error) {
+	if uid == os.Getuid() {
+		return fsops.RuntimeDir(uid)
+	}
+	id := strconv.Itoa(uid)
+	var candidates []string
+	if st, err := os.Stat(filepath.Join("/run/user", id)); err == nil && st.IsDir() {
+		candidates = append(candidates, filepath.Join("/run/user", id, "cortexfs"))
+	}
+	candidates = append(candidates, filepath.Join("/run/cortexfs", id))
+	if t := os.Getenv("TMPDIR"); t != "" && filepath.Clean(t) != "/tmp" {
+		candidates = append(candidates, filepath.Join(t, "cortexfs-"+id))
+	}
+	candidates = append(candidates, filepath.Join("/tmp", "cortexfs-"+id))
+	for _, c := range candidates {
+		var st syscall.Stat_t
+		if syscall.Lstat(c, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR && int(st.Uid) == uid {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("uid %d has no runtime directory in %s", uid, strings.Join(candidates, ", "))
+}
+
+// call asks the run's broker to run tool with args, as a process inside the
+// sandbox does (brokeredCall): the host decides on the live tree, the
+// sandbox's init runs the tool as the agent, the host records the call. The
+// tool's environment is the one the agent's programs start with, its
+// directory the agent's working directory; the caller's own environment
+// does not cross. Its standard streams are the caller's when those are
+// pipes or sockets, and pipes this process copies otherwise, so no terminal
+// or file of the host reaches the agent's processes (ctx man sandbox, rule 2).
+func (r *liveRun) call(e *Env, a *policy.Agent, tool string, args []string) int {
+	shielded := *e
+	shielded.Stdin, shielded.Stdout, shielded.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
+	fds, relay, err := standardDescriptors(&shielded)
+	if err != nil {
+		return fail(e, exitInternal, "%v", err)
+	}
+	cwd := a.Cwd
+	if cwd == "" {
+		cwd = policy.SandboxWorkspace
+	}
+	env := policy.SandboxEnv(a, policy.RunSettings{Session: r.id.Session, Run: r.id.Run,
+		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
+	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd}
+	err = fsops.SendBrokerMessage(r.conn, req, fds)
+	relay.closeChildEnds()
+	if err != nil {
+		return fail(e, exitUnavailable, "agent %s's run host did not take the call: %v", a.Name, err)
+	}
+	// Interrupted, the connection closes: the host cancels the call and
+	// ends the tool's whole process tree.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	answer := make(chan fsops.BrokerReply, 1)
+	go func() {
+		var reply fsops.BrokerReply
+		if _, err := fsops.RecvBrokerMessage(r.conn, &reply, 0); err != nil {
+			reply = fsops.BrokerReply{Exit: exitUnavailable, Error: "agent " + a.Name + "'s run host went away: " + err.Error()}
+		}
+		answer <- reply
+	}()
+	select {
+	case reply := <-answer:
+		relay.wait()
+		switch {
+		case reply.Error != "" && reply.Exit == exitDenied:
+			fmt.Fprintf(e.Stderr, "%s%s\n", authority.DeniedPrefix, ptyterm.Escape(strings.TrimPrefix(reply.Error, authority.DeniedPrefix)))
+		case reply.Error != "":
+			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, ptyterm.Escape(reply.Error))
+		}
+		return reply.Exit
+	case sig := <-sigs:
+		unix.Shutdown(r.conn, unix.SHUT_RDWR)
+		return 128 + int(sig.(syscall.Signal))
+	}
+}
