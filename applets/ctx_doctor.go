@@ -9,6 +9,7 @@ import (
 
 	"ctx/applets/authority"
 	"ctx/fsops"
+	"ctx/fsops/object"
 	"ctx/policy"
 	"ctx/ptyterm"
 )
@@ -55,6 +56,7 @@ func runDoctor(e *Env, args []string) int {
 	findings = append(findings, checkHooks(root)...)
 	findings = append(findings, checkRootEntries(root)...)
 	findings = append(findings, checkToolTrust(root)...)
+	findings = append(findings, checkShadows(root)...)
 	findings = append(findings, checkHostRoot(root)...)
 	fixes := map[fsops.Finding]string{}
 	host := fsops.ProbeHost()
@@ -131,6 +133,38 @@ func checkToolTrust(root fsops.Root) []fsops.Finding {
 		_, tools := tp.List()
 		for _, s := range tools {
 			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel, Detail: ptyterm.Escape(policy.ToolSkipLine(s.Tool, s.Reason))})
+		}
+	}
+	return out
+}
+
+// checkShadows reports tools that shadow a builtin tool: one in another
+// tier (the caller's home tier, a shared space's) named exactly like a
+// builtin, which wins for every CTX_PATH that lists its tier first, and an
+// MCP-projected tool whose server is named like a builtin group (fs,
+// shell, tsh, agent: ctxmcp project refuses those now; an older projection
+// may remain), whose SERVER.TOOL sits among the builtins. The system
+// tier's own builtins are the managed paths checked above.
+func checkShadows(root fsops.Root) []fsops.Finding {
+	builtin := map[string]bool{}
+	for _, n := range ToolNames() {
+		builtin[n] = true
+	}
+	var out []fsops.Finding
+	for _, h := range treeTools(root) {
+		rel := root.RelPath(h.Path)
+		if builtin[h.Name] && h.Dir != root.ToolDir() {
+			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel,
+				Detail: "shadows the builtin tool " + h.Name + " (tool/" + h.Name + ") wherever its tier comes first in CTX_PATH"})
+			continue
+		}
+		b, err := fsops.ReadControl(filepath.Join(h.ControlDir, "mcp"))
+		if err != nil {
+			continue
+		}
+		if loc, err := object.ParseLocator(b); err == nil && object.IsReservedToolGroup(loc.Server) {
+			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel,
+				Detail: "projected from MCP server " + loc.Server + ", the name of a builtin tool group: it sits among ctx's own " + loc.Server + ".* tools; rename the server and project again"})
 		}
 	}
 	return out
