@@ -21,6 +21,14 @@ import (
 // two per agent.
 func checkAgentStarts(root fsops.Root, host fsops.HostReport, fixes map[fsops.Finding]string) (out []fsops.Finding, agents []string) {
 	caller := uint32(os.Geteuid())
+	if !host.Proc {
+		// Bootstrap, doctor and the tools work without it; a run's start
+		// does not (it finds its own executable, descriptors and children
+		// there), whatever mode it would get.
+		f := fsops.Finding{Status: "missing", Rel: "/proc", Detail: "not mounted: ctx agent start needs it, so no agent can start"}
+		fixes[f] = "mount -t proc proc /proc"
+		out = append(out, f)
+	}
 	entries, _ := os.ReadDir(root.AgentDir())
 	for _, en := range entries {
 		name, ok := strings.CutSuffix(en.Name(), ".d")
@@ -113,7 +121,7 @@ func hostLine(h fsops.HostReport) string {
 		parts = append(parts, "cgroups no, rlimits only ("+h.CgroupWhy+")")
 	}
 	if !h.Proc {
-		parts = append(parts, "/proc not mounted (ctx agent start needs it)")
+		parts = append(parts, "/proc not mounted")
 	}
 	return "host (uid " + strconv.Itoa(os.Geteuid()) + "): " + ptyterm.Escape(strings.Join(parts, ", "))
 }
