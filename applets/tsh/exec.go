@@ -239,7 +239,14 @@ func (sh *Shell) runInProcess(hit fsops.ToolHit, args []string, st *unix.Stat_t)
 		return 0, false
 	}
 	var self unix.Stat_t
-	if unix.Stat("/proc/self/exe", &self) != nil || self.Dev != st.Dev || self.Ino != st.Ino {
+	if unix.Stat("/proc/self/exe", &self) != nil {
+		// Without /proc the running binary is found by its exec name.
+		p, err := fsops.Executable()
+		if err != nil || unix.Stat(p, &self) != nil {
+			return 0, false
+		}
+	}
+	if self.Dev != st.Dev || self.Ino != st.Ino {
 		return 0, false
 	}
 	env := toolEnviron(sh.env, sh.root, sh.dirs, hit)
