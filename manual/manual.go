@@ -34,7 +34,8 @@ var topicAliases = map[string]string{
 	"provider": "ctx.provider", "providers": "ctx.provider",
 	"shared": "ctx.shared", "queue": "ctx.shared",
 	"sandbox": "ctx.sandbox", "mnt": "ctx.sandbox",
-	"mcp": "ctx.mcp",
+	"mcp":     "ctx.mcp",
+	"agentrc": "ctx.agentrc",
 }
 
 // Files returns the names of all embedded page files, sorted.
