@@ -240,7 +240,7 @@ func (r *agentRun) collectExecutables() {
 		}
 	}
 	add(r.root.Path("bin", "ctx"))
-	if self, err := os.Executable(); err == nil {
+	if self, err := fsops.Executable(); err == nil {
 		add(self)
 	}
 	r.toolLogs = map[string]string{}

@@ -83,6 +83,12 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	if r.callerUID != 0 && uint32(r.callerUID) != a.Owner {
 		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may start it", a.Name, a.Owner), false
 	}
+	// A run needs /proc: its init finds the run's processes there to end
+	// them, and the broker checks who calls it. Refused before anything
+	// is written, as ctx doctor says.
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return fail(e, exitUnavailable, "agent %s: /proc is not mounted, and a run needs it (its init ends the run's processes and its broker checks its callers there); mount -t proc proc /proc", a.Name), false
+	}
 	if a.RunsAsHostRoot(uint32(r.callerUID)) && !r.allowHostRoot {
 		why := "its uid is 0"
 		if a.Isolation(uint32(r.callerUID)) == policy.IsoShared {
@@ -267,7 +273,7 @@ func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
 	home := r.root.AgentHome(int(r.agent.UID), r.agent.Name)
 	r.env = r.hostPathEnv(home)
 	if exe != "" {
-		self, err := os.Executable()
+		self, err := fsops.Executable()
 		if err != nil {
 			return fail(e, exitInternal, "%v", err), false
 		}
@@ -408,7 +414,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		cmd.Args[0] = filepath.Base(r.argv[0])
 		// No namespaces, but no new privileges and the seccomp filter:
 		// the program starts through ctx's confining trampoline.
-		self, err := os.Executable()
+		self, err := fsops.Executable()
 		if err != nil {
 			return fail(e, exitUnavailable, "agent %s: cannot find ctx itself to confine the program: %v", r.agent.Name, err)
 		}

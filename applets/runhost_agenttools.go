@@ -233,7 +233,7 @@ func (b *broker) agentStart(input []byte) fsops.BrokerReply {
 		return fsops.BrokerReply{Exit: exitDenied, Errno: "EAGAIN",
 			Error: fmt.Sprintf("agent.start: budget children=%d reached; agent %s not started", max, child.Name)}
 	}
-	self, err := os.Executable()
+	self, err := fsops.Executable()
 	if err != nil {
 		return fsops.BrokerReply{Exit: exitInternal, Errno: "EIO", Error: "agent.start: " + err.Error()}
 	}

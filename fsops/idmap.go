@@ -93,7 +93,7 @@ func MountAttrs(op policy.Op) uint64 {
 // idmapped mount, that presents on-disk DiskUID as the agent. A process
 // holds the namespace while its descriptor is taken.
 func mappedUserns(m IDMapping) (*os.File, error) {
-	self, err := os.Executable()
+	self, err := Executable()
 	if err != nil {
 		return nil, err
 	}

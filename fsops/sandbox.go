@@ -41,7 +41,7 @@ func NewSandbox(plan *policy.Plan) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
+	self, err := Executable()
 	if err != nil {
 		return nil, err
 	}
