@@ -94,7 +94,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		if a.Isolation(uint32(r.callerUID)) == policy.IsoShared {
 			why = "iso shared runs it as the caller, root"
 		}
-		return fail(e, exitDenied, "agent %s would run as host root (%s); give it an unprivileged uid (ctx set agent/%s.d/uid N) or start it with --allow-host-root", a.Name, why, a.Name), false
+		return fail(e, exitDenied, "agent %s would run as host root (%s); give it an unprivileged uid (ctx set%s agent/%s.d/uid N) or start it with --allow-host-root", a.Name, why, r.root.Option(), a.Name), false
 	}
 	// The mode this run gets: the agent's iso control, auto without one
 	// (the strongest this host allows: userns or uid, then landlock; never
@@ -366,7 +366,7 @@ func lockAgent(root fsops.Root, name string) (*os.File, error) {
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		pid, _ := fsops.ReadControl(filepath.Join(root.AgentControl(name), "pid"))
-		return nil, fmt.Errorf("agent %s is already running (pid %s); stop it with ctx agent stop %s", name, strings.TrimSpace(string(pid)), name)
+		return nil, fmt.Errorf("agent %s is already running (pid %s); stop it with ctx agent stop%s %s", name, strings.TrimSpace(string(pid)), root.Option(), name)
 	}
 	return f, nil
 }
