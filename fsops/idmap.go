@@ -70,22 +70,39 @@ func IDMappedTree(dir string, m IDMapping, attrs uint64) (*os.File, error) {
 	return os.NewFile(uintptr(tree), "idmapped "+dir), nil
 }
 
+// opFlags are an op's mount flags, as mount(2) and mount_setattr(2)
+// spell them.
+var opFlags = []struct {
+	set  func(policy.Op) bool
+	ms   uintptr
+	attr uint64
+}{
+	{func(o policy.Op) bool { return o.ReadOnly }, unix.MS_RDONLY, unix.MOUNT_ATTR_RDONLY},
+	{func(o policy.Op) bool { return o.NoSuid }, unix.MS_NOSUID, unix.MOUNT_ATTR_NOSUID},
+	{func(o policy.Op) bool { return o.NoDev }, unix.MS_NODEV, unix.MOUNT_ATTR_NODEV},
+	{func(o policy.Op) bool { return o.NoExec }, unix.MS_NOEXEC, unix.MOUNT_ATTR_NOEXEC},
+}
+
 // MountAttrs turns an op's flags into MOUNT_ATTR_* flags.
 func MountAttrs(op policy.Op) uint64 {
 	var a uint64
-	if op.ReadOnly {
-		a |= unix.MOUNT_ATTR_RDONLY
-	}
-	if op.NoSuid {
-		a |= unix.MOUNT_ATTR_NOSUID
-	}
-	if op.NoDev {
-		a |= unix.MOUNT_ATTR_NODEV
-	}
-	if op.NoExec {
-		a |= unix.MOUNT_ATTR_NOEXEC
+	for _, f := range opFlags {
+		if f.set(op) {
+			a |= f.attr
+		}
 	}
 	return a
+}
+
+// msFlags turns an op's flags into MS_* flags.
+func msFlags(op policy.Op) uintptr {
+	var m uintptr
+	for _, f := range opFlags {
+		if f.set(op) {
+			m |= f.ms
+		}
+	}
+	return m
 }
 
 // mappedUserns returns a descriptor of a new user namespace mapping

@@ -297,19 +297,7 @@ func bindMount(base string, op policy.Op, target string) error {
 // restrictBind adds the op's ro, nosuid, nodev and noexec to the bind at
 // target and, for an rbind, to every submount under it.
 func restrictBind(op policy.Op, target string) error {
-	var want uintptr
-	if op.ReadOnly {
-		want |= unix.MS_RDONLY
-	}
-	if op.NoSuid {
-		want |= unix.MS_NOSUID
-	}
-	if op.NoDev {
-		want |= unix.MS_NODEV
-	}
-	if op.NoExec {
-		want |= unix.MS_NOEXEC
-	}
+	want := msFlags(op)
 	if want == 0 {
 		return nil
 	}
