@@ -23,28 +23,7 @@ import (
 // terminal's input queue, what the person's shell would read next, must be
 // empty.
 func TestAgentCannotReachCallerTerminal(t *testing.T) {
-	if err := sandboxAvailable(); err != nil {
-		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
-			t.Fatalf("sandbox tests are required here: %v", err)
-		}
-		t.Skip(err)
-	}
-	dir, err := os.MkdirTemp(workRoot, "tty-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(dir, 0o755)
-	root := filepath.Join(dir, "r")
-	// The workspace lies beside the tree: ctx agent start refuses one
-	// that holds it.
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(ws, 0o777)
-	if out, err := exec.Command(filepath.Join(binDir, "ctx"), "bootstrap", "--root", root).CombinedOutput(); err != nil {
-		t.Fatalf("bootstrap: %v\n%s", err, out)
-	}
+	root, ws := newAgentTree(t, "tty-")
 	attack, err := os.ReadFile(filepath.Join(binDir, "ctx-attack"))
 	if err != nil {
 		t.Fatal(err)

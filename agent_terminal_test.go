@@ -54,27 +54,7 @@ func ctxCmd(root string, args ...string) *exec.Cmd {
 // a detach that leaves the agent running, a resize seen by the program, and
 // the recorded session replayed.
 func TestAgentTerminal(t *testing.T) {
-	if err := sandboxAvailable(); err != nil {
-		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
-			t.Fatalf("sandbox tests are required here: %v", err)
-		}
-		t.Skip(err)
-	}
-	dir, err := os.MkdirTemp(workRoot, "terminal-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "r")
-	// The workspace lies beside the tree: ctx agent start refuses one
-	// that holds it.
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(ws, 0o777)
-	if out, err := exec.Command(filepath.Join(binDir, "ctx"), "bootstrap", "--root", root).CombinedOutput(); err != nil {
-		t.Fatalf("bootstrap: %v\n%s", err, out)
-	}
+	root, ws := newAgentTree(t, "terminal-")
 	script := `echo ready; read a; echo "got:$a"; read b; stty size; echo "got2:$b"`
 	start := ctxCmd(root, "start", "coder", "--no-console", "--", "sh", "-c", script)
 	start.Dir = ws
@@ -207,27 +187,7 @@ func TestAgentTerminal(t *testing.T) {
 // terminal: tsh's prompt inside the sandbox at /workspace, a tool call,
 // exit, and the terminal left as it was.
 func TestAgentStartOnTerminal(t *testing.T) {
-	if err := sandboxAvailable(); err != nil {
-		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
-			t.Fatalf("sandbox tests are required here: %v", err)
-		}
-		t.Skip(err)
-	}
-	dir, err := os.MkdirTemp(workRoot, "tty-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Join(dir, "r")
-	// The workspace lies beside the tree: ctx agent start refuses one
-	// that holds it.
-	ws := filepath.Join(dir, "ws")
-	if err := os.Mkdir(ws, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(ws, 0o777)
-	if out, err := exec.Command(filepath.Join(binDir, "ctx"), "bootstrap", "--root", root).CombinedOutput(); err != nil {
-		t.Fatalf("bootstrap: %v\n%s", err, out)
-	}
+	root, ws := newAgentTree(t, "tty-")
 	os.WriteFile(filepath.Join(ws, "hi.txt"), []byte("hello from the workspace\n"), 0o644)
 	cmd := ctxCmd(root, "start", "coder")
 	cmd.Dir = ws
