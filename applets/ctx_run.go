@@ -261,14 +261,14 @@ func (op runOp) tail(e *Env, path string, ended func() bool) int {
 		return exitOK
 	}
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGPIPE)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
-		case <-sigs:
-			return exitOK
+		case sig := <-sigs:
+			return 128 + int(sig.(syscall.Signal))
 		case <-tick.C:
 		}
 		over := ended != nil && ended()
