@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -76,7 +77,7 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 		case reply.Error != "" && reply.Exit == exitDenied:
 			// The run host refused the call (its message names the tool):
 			// marked as every refusal of ctx is (authority.DeniedPrefix).
-			fmt.Fprintf(e.Stderr, "%s%s\n", authority.DeniedPrefix, ptyterm.Escape(reply.Error))
+			fmt.Fprintf(e.Stderr, "%s%s\n", authority.DeniedPrefix, ptyterm.Escape(strings.TrimPrefix(reply.Error, authority.DeniedPrefix)))
 		case reply.Error != "":
 			fmt.Fprintf(e.Stderr, "%s\n", ptyterm.Escape(reply.Error))
 		}

@@ -215,16 +215,20 @@ func (b *broker) handle(conn int) {
 		fsops.SendBrokerMessage(conn, b.hostOperation(req.HostOp), nil)
 		return
 	}
-	pid := 0
+	pid, peerUID := 0, -1
 	if cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
-		pid = int(cred.Pid)
+		pid, peerUID = int(cred.Pid), int(cred.Uid)
 	}
 	// In iso landlock the socket is a host path: another agent running as
 	// the same uid (a user's tree) could reach it where Landlock does not
 	// guard unix sockets (before ABI 9). Only the run's own processes, the
 	// descendants of its init, are served.
-	if b.r.iso == policy.IsoLandlock && !descendsFrom(pid, int(b.initPid.Load())) {
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied, Error: "ctx: denied: the broker serves only the processes of its own run"}, nil)
+	// The person who started the run (ctx run from the host) is served
+	// too where no agent can share their uid: a root caller's agents run
+	// as uids of their own.
+	fromRun := b.r.iso != policy.IsoLandlock || descendsFrom(pid, int(b.initPid.Load()))
+	if !fromRun && !(peerUID == b.r.callerUID && uint32(b.r.callerUID) != b.r.agent.UID) {
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied, Error: "the broker serves only the processes of its own run"}, nil)
 		return
 	}
 	ev := fsops.Event{Type: "tool.call", Object: "tool/" + req.Tool, PID: pid}
@@ -286,8 +290,20 @@ func (b *broker) handle(conn int) {
 	b.waiting[id] = done
 	b.calls[token] = &brokerCall{tool: req.Tool}
 	b.mu.Unlock()
+	cwd := req.Cwd
+	if b.r.iso == policy.IsoLandlock && within(cwd, policy.SandboxWorkspace) {
+		// A caller outside the run (ctx run from the host) names the
+		// sandbox's workspace; a landlock run has only the host's path.
+		cwd = b.r.workspace + strings.TrimPrefix(cwd, policy.SandboxWorkspace)
+	}
+	env := brokerEnv(req.Env)
+	if !fromRun {
+		// The person's call into a landlock run: the run's own environment,
+		// whose paths are the host's (a caller outside names the sandbox's).
+		env = b.r.env
+	}
 	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: path, Argv: append([]string{req.Tool}, req.Args...),
-		Env: brokerEnv(req.Env), Cwd: req.Cwd, Token: token}
+		Env: env, Cwd: cwd, Token: token}
 	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
 	if err := fsops.SendBrokerMessage(int(b.host.Fd()), order, fds); err != nil {
 		b.mu.Lock()
