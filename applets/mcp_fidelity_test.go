@@ -144,7 +144,7 @@ func TestServeFullFidelity(t *testing.T) {
 	}
 
 	r := fidelityClient(t, bin, work, []string{"-progress", "-call", "rich.rich={}", "-call", "gosdk.picture={}",
-		"-cancel", "rich.slow={}@1500ms"}, "--root", root)
+		"-cancel", "rich.slow={}@progress:2"}, "--root", root)
 
 	// Terminal-only tools are not offered; the others are, fully described.
 	var names []string
@@ -231,7 +231,7 @@ func TestServeFullFidelity(t *testing.T) {
 		t.Errorf("rich.slow: %+v", slow)
 	}
 	var seen []byte
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		if seen, _ = os.ReadFile(events); strings.Contains(string(seen), "cancelled") {
 			break
 		}

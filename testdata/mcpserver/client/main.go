@@ -2,12 +2,14 @@
 // client, as a hosted agent CLI would, and prints what it saw as one JSON
 // object. Usage:
 //
-//	client [-version V] [-progress] [-call NAME=JSON]... [-cancel NAME=JSON@DURATION]
+//	client [-version V] [-progress] [-call NAME=JSON]... [-cancel NAME=JSON@DURATION|@progress:N]
 //	       [-then SHELL-COMMAND [-wait DURATION]] [-after-call NAME=JSON]... -- COMMAND ARGS...
 //
 // -progress asks for progress on every call and reports the notifications
 // each call received. -cancel makes a call and cancels it after DURATION
-// (the SDK sends notifications/cancelled). -then runs a shell command
+// (the SDK sends notifications/cancelled), or, for NAME=JSON@progress:N,
+// once N progress notifications of the call have arrived (30 s at most),
+// which does not depend on how fast the machine is. -then runs a shell command
 // after the calls (a policy change, say), waits up to -wait for
 // notifications/tools/list_changed, lists the tools again and makes the
 // -after-call calls.
@@ -79,6 +81,7 @@ func main() {
 
 	var mu sync.Mutex
 	progress := map[string][]progressReport{} // by token
+	progressed := make(chan string, 64)       // tokens, one per notification
 	changed := make(chan struct{}, 16)
 	client := mcp.NewClient(&mcp.Implementation{Name: "ctx-test-client", Version: "0.1"}, &mcp.ClientOptions{
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
@@ -89,6 +92,10 @@ func main() {
 			defer mu.Unlock()
 			tok := fmt.Sprint(req.Params.ProgressToken)
 			progress[tok] = append(progress[tok], progressReport{req.Params.Progress, req.Params.Total, req.Params.Message})
+			select {
+			case progressed <- tok:
+			default:
+			}
 		},
 	})
 	var opts *mcp.ClientSessionOptions
@@ -121,7 +128,7 @@ func main() {
 		r.Tools = append(r.Tools, b)
 	}
 	n := 0
-	call := func(spec string, cancelAfter time.Duration) callReport {
+	call := func(spec string, cancelAfter time.Duration, cancelAtProgress int) callReport {
 		name, args, _ := strings.Cut(spec, "=")
 		var a map[string]any
 		if args != "" {
@@ -143,6 +150,24 @@ func main() {
 			cctx, cancel = context.WithTimeout(ctx, cancelAfter)
 			defer cancel()
 		}
+		if cancelAtProgress > 0 {
+			var cancel context.CancelFunc
+			cctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			go func() {
+				for seen := 0; seen < cancelAtProgress; {
+					select {
+					case tok := <-progressed:
+						if tok == token {
+							seen++
+						}
+					case <-cctx.Done():
+						return
+					}
+				}
+				cancel()
+			}()
+		}
 		began := time.Now()
 		res, err := session.CallTool(cctx, params)
 		cr.MS = time.Since(began).Milliseconds()
@@ -163,16 +188,23 @@ func main() {
 		return cr
 	}
 	for _, c := range cs {
-		r.Calls = append(r.Calls, call(c, 0))
+		r.Calls = append(r.Calls, call(c, 0, 0))
 	}
 	if *cancelCall != "" {
 		spec, d, _ := strings.Cut(*cancelCall, "@")
-		after, err := time.ParseDuration(d)
+		var after time.Duration
+		var atProgress int
+		var err error
+		if n, ok := strings.CutPrefix(d, "progress:"); ok {
+			_, err = fmt.Sscanf(n, "%d", &atProgress)
+		} else {
+			after, err = time.ParseDuration(d)
+		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bad -cancel:", err)
 			os.Exit(2)
 		}
-		r.Calls = append(r.Calls, call(spec, after))
+		r.Calls = append(r.Calls, call(spec, after, atProgress))
 	}
 	if *then != "" {
 		if out, err := exec.Command("/bin/sh", "-c", *then).CombinedOutput(); err != nil {
@@ -192,7 +224,7 @@ func main() {
 			r.ToolsAfter = append(r.ToolsAfter, t.Name)
 		}
 		for _, c := range after {
-			r.AfterCalls = append(r.AfterCalls, call(c, 0))
+			r.AfterCalls = append(r.AfterCalls, call(c, 0, 0))
 		}
 	}
 	out, _ := json.MarshalIndent(r, "", "  ")
