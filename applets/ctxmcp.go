@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -296,7 +297,19 @@ func ctxmcpServe(e *Env, args []string) int {
 		},
 		OnRefused: func(name, errno, layer, reason string) { recordServeRefusal(e, name, errno, layer, reason) },
 	}
-	opts := mcpstdio.ServeOptions{Name: "ctx", Version: object.CortexFSVersion, PollInterval: pollInterval}
+	// A client that gives up on us (SIGTERM after closing our input, as
+	// the MCP spec has it) gets its calls cancelled down to their servers,
+	// not their work left running: serve ends once they have.
+	stop := make(chan struct{})
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		if _, ok := <-sigs; ok {
+			close(stop)
+		}
+	}()
+	opts := mcpstdio.ServeOptions{Name: "ctx", Version: object.CortexFSVersion, PollInterval: pollInterval, Stop: stop}
 	if err := mcpstdio.Serve(e.Stdin, e.Stdout, tools, opts); err != nil {
 		return fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error()))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -106,6 +107,17 @@ func StartTree(cmd *exec.Cmd) (*ChildTree, error) {
 	if !cmd.SysProcAttr.Setsid {
 		cmd.SysProcAttr.Setpgid, cmd.SysProcAttr.Pgid = true, 0
 	}
+	// If this process dies before it could end the tree (killed: a client
+	// that gives up on ctxmcp serve), its subreaper role dies with it and
+	// the tree would go to init: the root is killed instead, and a root
+	// that is ctx (a projected tool) takes its own tree down the same way.
+	// The death signal follows the thread that forks: it is locked for the
+	// fork, and Go retires a thread only when a goroutine exits locked to it.
+	if cmd.SysProcAttr.Pdeathsig == 0 {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	trees.Lock()
 	defer trees.Unlock()
 	before := map[int]uint64{}

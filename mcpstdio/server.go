@@ -77,6 +77,10 @@ type ServeOptions struct {
 	// client last listed, for notifications/tools/list_changed; default
 	// DefaultPollInterval, negative: only before each tools/call.
 	PollInterval time.Duration
+	// Stop, when closed, cancels every call in progress as a client's
+	// notifications/cancelled would (a server told to terminate ends its
+	// calls' work instead of leaving it behind).
+	Stop <-chan struct{}
 }
 
 // DefaultPollInterval is how often Serve looks for a changed tool set
@@ -114,6 +118,19 @@ func Serve(in io.Reader, out io.Writer, h Handler, opts ServeOptions) error {
 	s := &server{out: out, h: h, opts: opts, sem: make(chan struct{}, opts.MaxConcurrent),
 		inflight: map[string]context.CancelFunc{}, listed: map[string]bool{}}
 	stop := make(chan struct{})
+	if opts.Stop != nil {
+		go func() {
+			select {
+			case <-opts.Stop:
+				s.imu.Lock()
+				for _, cancel := range s.inflight {
+					cancel()
+				}
+				s.imu.Unlock()
+			case <-stop:
+			}
+		}()
+	}
 	var pollDone sync.WaitGroup
 	if opts.PollInterval > 0 {
 		pollDone.Add(1)
