@@ -68,9 +68,6 @@ type broker struct {
 // /mnt/proc/policy says so.
 func (r *agentRun) startBroker(static []string) error {
 	path := filepath.Join(r.runDir, fsops.BrokerSocketName)
-	if len(path) >= 108 {
-		return fmt.Errorf("%s: too long for a socket path", path)
-	}
 	fd, err := fsops.ListenBroker(path)
 	if err != nil {
 		return err

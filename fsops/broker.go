@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -184,14 +185,41 @@ func NewBrokerChannel() (host, init *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), "broker-host"), os.NewFile(uintptr(fds[1]), "broker-init"), nil
 }
 
+// shortSocketPath names path within sun_path's 108 bytes: a longer one
+// (a deep root's run directory) is reached through a descriptor of its
+// directory, /proc/self/fd/N/NAME. The caller closes the returned fd (-1
+// when none was needed).
+func shortSocketPath(path string) (string, int, error) {
+	if len(path) <= maxSocketPath {
+		return path, -1, nil
+	}
+	dir, err := OpenNoSymlinks(filepath.Dir(path))
+	if err != nil {
+		return "", -1, err
+	}
+	short := fdPath(dir) + "/" + filepath.Base(path)
+	if len(short) > maxSocketPath {
+		unix.Close(dir)
+		return "", -1, fmt.Errorf("%s: the socket name is too long", path)
+	}
+	return short, dir, nil
+}
+
 // ListenBroker binds the broker socket at path (mode 0666: inside the
 // sandbox only the run's processes can reach it, whatever their uid).
 func ListenBroker(path string) (int, error) {
+	name, dir, err := shortSocketPath(path)
+	if err != nil {
+		return -1, err
+	}
+	if dir >= 0 {
+		defer unix.Close(dir)
+	}
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
 	}
-	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: name}); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
@@ -208,11 +236,18 @@ func ListenBroker(path string) (int, error) {
 
 // DialBroker connects to the broker at path.
 func DialBroker(path string) (int, error) {
+	name, dir, err := shortSocketPath(path)
+	if err != nil {
+		return -1, err
+	}
+	if dir >= 0 {
+		defer unix.Close(dir)
+	}
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, err
 	}
-	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: path}); err != nil {
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: name}); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
