@@ -51,14 +51,20 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 	}
 	cwd, _ := os.Getwd()
 	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: os.Environ(), Cwd: cwd}
-	err = fsops.SendBrokerMessage(conn, req, fds)
+	return callBroker(e, conn, req, fds, relay, "the run host"), true
+}
+
+// callBroker sends req with the tool's descriptors fds on conn and waits
+// for the host's answer, printing a refusal or an error as one line, and
+// returns the call's exit status. SIGINT, SIGTERM or SIGHUP meanwhile
+// closes the connection, which cancels the call on the host: the tool's
+// whole process tree ends. host names the run host in errors.
+func callBroker(e *Env, conn int, req fsops.BrokerRequest, fds []int, relay *descriptorRelay, host string) int {
+	err := fsops.SendBrokerMessage(conn, req, fds)
 	relay.closeChildEnds()
 	if err != nil {
-		return fail(e, exitUnavailable, "the run host did not take the call: %v", err), true
+		return fail(e, exitUnavailable, "%s did not take the call: %v", host, err)
 	}
-
-	// SIGINT or SIGTERM while the host runs the call: closing the
-	// connection cancels it there, the whole process tree of the tool.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
@@ -66,7 +72,7 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 	go func() {
 		var reply fsops.BrokerReply
 		if _, err := fsops.RecvBrokerMessage(conn, &reply, 0); err != nil {
-			reply = fsops.BrokerReply{Exit: exitUnavailable, Error: "the run host went away: " + err.Error()}
+			reply = fsops.BrokerReply{Exit: exitUnavailable, Error: host + " went away: " + err.Error()}
 		}
 		answer <- reply
 	}()
@@ -81,10 +87,10 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 		case reply.Error != "":
 			fmt.Fprintf(e.Stderr, "%s\n", ptyterm.Escape(reply.Error))
 		}
-		return reply.Exit, true
+		return reply.Exit
 	case sig := <-sigs:
 		unix.Shutdown(conn, unix.SHUT_RDWR)
-		return 128 + int(sig.(syscall.Signal)), true
+		return 128 + int(sig.(syscall.Signal))
 	}
 }
 

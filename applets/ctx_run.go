@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
-	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
@@ -463,36 +462,5 @@ func (r *liveRun) call(e *Env, a *policy.Agent, tool string, args []string) int 
 	env := policy.SandboxEnv(a, policy.RunSettings{Session: r.id.Session, Run: r.id.Run,
 		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
 	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd}
-	err = fsops.SendBrokerMessage(r.conn, req, fds)
-	relay.closeChildEnds()
-	if err != nil {
-		return fail(e, exitUnavailable, "agent %s's run host did not take the call: %v", a.Name, err)
-	}
-	// Interrupted, the connection closes: the host cancels the call and
-	// ends the tool's whole process tree.
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-	answer := make(chan fsops.BrokerReply, 1)
-	go func() {
-		var reply fsops.BrokerReply
-		if _, err := fsops.RecvBrokerMessage(r.conn, &reply, 0); err != nil {
-			reply = fsops.BrokerReply{Exit: exitUnavailable, Error: "agent " + a.Name + "'s run host went away: " + err.Error()}
-		}
-		answer <- reply
-	}()
-	select {
-	case reply := <-answer:
-		relay.wait()
-		switch {
-		case reply.Error != "" && reply.Exit == exitDenied:
-			fmt.Fprintf(e.Stderr, "%s%s\n", authority.DeniedPrefix, ptyterm.Escape(strings.TrimPrefix(reply.Error, authority.DeniedPrefix)))
-		case reply.Error != "":
-			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, ptyterm.Escape(reply.Error))
-		}
-		return reply.Exit
-	case sig := <-sigs:
-		unix.Shutdown(r.conn, unix.SHUT_RDWR)
-		return 128 + int(sig.(syscall.Signal))
-	}
+	return callBroker(e, r.conn, req, fds, relay, "agent "+a.Name+"'s run host")
 }

@@ -56,6 +56,8 @@ type broker struct {
 	requestIDs map[string]bool
 	// children are the run hosts of the children this run started.
 	children map[string]*exec.Cmd
+	// policyText is what writePolicy last wrote to /mnt/proc/policy.
+	policyText string
 	// initPid is the run's init, once started.
 	initPid atomic.Int64
 	slots   chan struct{}
@@ -414,9 +416,17 @@ func projectedAtStart(r *agentRun, t policy.ProjectedTool) bool {
 func (b *broker) writePolicy(toolLines []string) {
 	lines := append(append([]string(nil), toolLines...), b.static...)
 	sort.Strings(lines)
+	text := strings.Join(lines, "\n") + "\n"
+	// One writer at a time, and only when the decision changed: calls run
+	// concurrently, and most find the policy as the last one left it.
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if text == b.policyText {
+		return
+	}
 	tmp := filepath.Join(b.r.runDir, ".policy.tmp")
-	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err == nil {
-		os.Rename(tmp, filepath.Join(b.r.runDir, "policy"))
+	if err := os.WriteFile(tmp, []byte(text), 0o644); err == nil && os.Rename(tmp, filepath.Join(b.r.runDir, "policy")) == nil {
+		b.policyText = text
 	}
 }
 

@@ -208,34 +208,25 @@ func shortSocketPath(path string) (string, int, error) {
 // ListenBroker binds the broker socket at path (mode 0666: inside the
 // sandbox only the run's processes can reach it, whatever their uid).
 func ListenBroker(path string) (int, error) {
-	name, dir, err := shortSocketPath(path)
-	if err != nil {
-		return -1, err
-	}
-	if dir >= 0 {
-		defer unix.Close(dir)
-	}
-	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return -1, err
-	}
-	if err := unix.Bind(fd, &unix.SockaddrUnix{Name: name}); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	if err := os.Chmod(path, 0o666); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	if err := unix.Listen(fd, 64); err != nil {
-		unix.Close(fd)
-		return -1, err
-	}
-	return fd, nil
+	return brokerSocket(path, func(fd int, sa *unix.SockaddrUnix) error {
+		if err := unix.Bind(fd, sa); err != nil {
+			return err
+		}
+		if err := os.Chmod(path, 0o666); err != nil {
+			return err
+		}
+		return unix.Listen(fd, 64)
+	})
 }
 
 // DialBroker connects to the broker at path.
 func DialBroker(path string) (int, error) {
+	return brokerSocket(path, func(fd int, sa *unix.SockaddrUnix) error { return unix.Connect(fd, sa) })
+}
+
+// brokerSocket makes a SOCK_SEQPACKET socket and hands it, with path's
+// address (shortSocketPath), to use: bind or connect.
+func brokerSocket(path string, use func(fd int, sa *unix.SockaddrUnix) error) (int, error) {
 	name, dir, err := shortSocketPath(path)
 	if err != nil {
 		return -1, err
@@ -247,7 +238,7 @@ func DialBroker(path string) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: name}); err != nil {
+	if err := use(fd, &unix.SockaddrUnix{Name: name}); err != nil {
 		unix.Close(fd)
 		return -1, err
 	}
