@@ -26,6 +26,9 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Vars is the environment as a list when it is not the process's
+	// (a tool tsh runs in its own process); nil means os.Environ.
+	Vars []string
 }
 
 // Applet is one row of the table.

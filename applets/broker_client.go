@@ -50,7 +50,11 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 		return fail(e, exitInternal, "%v", err), true
 	}
 	cwd, _ := os.Getwd()
-	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: os.Environ(), Cwd: cwd}
+	env := e.Vars
+	if env == nil {
+		env = os.Environ()
+	}
+	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd}
 	return callBroker(e, conn, req, fds, relay, "the run host"), true
 }
 

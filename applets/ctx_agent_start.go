@@ -262,6 +262,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	if r.plan, err = policy.BuildPlan(in); err != nil {
 		return fail(e, exitUnavailable, "%v", err), false
 	}
+	r.plan.Worker = r.workerPath(policy.SandboxRoot + "/bin/ctx")
 	return 0, true
 }
 
@@ -342,6 +343,7 @@ func (r *agentRun) prepareLandlock(e *Env, exe, home string, extra []policy.Moun
 	if r.plan, err = policy.BuildLandlockPlan(in); err != nil {
 		return fail(e, exitUnavailable, "%v", err), false
 	}
+	r.plan.Worker = r.workerPath(r.root.Path("bin", "ctx"))
 	return 0, true
 }
 

@@ -62,6 +62,7 @@ type broker struct {
 	initPid atomic.Int64
 	slots   chan struct{}
 	static  []string // /mnt/proc/policy lines that are not about tools
+	watch   *fsops.DirWatch
 }
 
 // startBroker binds the broker socket in the run directory and makes the
@@ -83,6 +84,7 @@ func (r *agentRun) startBroker(static []string) error {
 		waiting: map[uint64]chan fsops.BrokerOrder{}, calls: map[string]*brokerCall{}, slots: make(chan struct{}, maxBrokerCalls), static: static}
 	go r.broker.readInit()
 	go r.broker.serve()
+	r.broker.watchPolicy()
 	return nil
 }
 
@@ -92,6 +94,9 @@ func (r *agentRun) closeBroker() {
 		unix.Shutdown(b.listen, unix.SHUT_RDWR)
 		unix.Close(b.listen)
 		b.host.Close()
+		if b.watch != nil {
+			b.watch.Close()
+		}
 		if b.init != nil {
 			b.init.Close()
 		}
@@ -265,7 +270,7 @@ func (b *broker) handle(conn int) {
 		reply(exitUsage, "a broker request names a valid tool and passes three descriptors")
 		return
 	}
-	path, layer, why := b.decide(req.Tool)
+	path, warm, layer, why := b.decide(req.Tool)
 	if path == "" {
 		ev.Errno, ev.Layer = "EACCES", layer
 		exit := exitDenied
@@ -302,7 +307,7 @@ func (b *broker) handle(conn int) {
 		env = b.r.env
 	}
 	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: path, Argv: append([]string{req.Tool}, req.Args...),
-		Env: env, Cwd: cwd, Token: token}
+		Env: env, Cwd: cwd, Token: token, Warm: warm}
 	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
 	if err := fsops.SendBrokerMessage(int(b.host.Fd()), order, fds); err != nil {
 		b.mu.Lock()
@@ -371,33 +376,123 @@ func (b *broker) takeReport(rep *fsops.BrokerReport) {
 // decide checks tool against the agent's controls, policy and the tool
 // tiers as they are on disk now (a grant revoked during the run refuses
 // the next call), refreshes /mnt/proc/policy, and returns the tool's path
-// inside the sandbox, or "" with the refusing layer ("" for not found)
-// and the reason.
-func (b *broker) decide(tool string) (path, layer, why string) {
+// inside the sandbox and whether a warm worker may run it, or "" with the
+// refusing layer ("" for not found) and the reason.
+func (b *broker) decide(tool string) (path string, warm bool, layer, why string) {
 	r := b.r
 	a, err := authority.LoadAgent(r.root, r.agent.Name)
 	if err != nil {
-		return "", "agent-context", "the agent's controls cannot be read: " + err.Error()
+		return "", false, "agent-context", "the agent's controls cannot be read: " + err.Error()
 	}
+	tp := authority.TrustedToolDirs(r.root, a)
+	if hit, err := tp.Lookup(tool); err == nil && authority.CheckHit(a, authority.View(r.root, a), hit).Allowed {
+		t := policy.ProjectedTool{Name: hit.Name, Tier: tp.TierOf(hit.Dir), HostPath: hit.Path}
+		if projectedAtStart(r, t) {
+			warm := r.plan.Worker != "" && isRunBinary(r, tool, t.HostPath)
+			if r.iso == policy.IsoLandlock {
+				return t.HostPath, warm, "", "" // no mounts: the host's own path
+			}
+			return t.Tier + "/" + t.Name, warm, "", ""
+		}
+	}
+	// Refused: the whole projection says why, and /mnt/proc/policy is
+	// brought up to date before the caller hears of it.
 	tools, lines := projectTools(r.root, a)
 	b.writePolicy(lines)
 	for _, t := range tools {
-		if t.Name == tool {
-			if !projectedAtStart(r, t) {
-				return "", "mount-visibility", "granted since the run started; it reaches the sandbox at the next start"
-			}
-			if r.iso == policy.IsoLandlock {
-				return t.HostPath, "", "" // no mounts: the host's own path
-			}
-			return t.Tier + "/" + t.Name, "", ""
+		if t.Name == tool && !projectedAtStart(r, t) {
+			return "", false, "mount-visibility", "granted since the run started; it reaches the sandbox at the next start"
 		}
 	}
 	for _, l := range lines {
 		if rest, ok := strings.CutPrefix(l, "tool:"+tool+" execute rejected "); ok {
-			return "", rest, "permission denied (" + rest + ")"
+			return "", false, rest, "permission denied (" + rest + ")"
 		}
 	}
-	return "", "", "tool not found"
+	return "", false, "", "tool not found"
+}
+
+// refreshPolicy rewrites /mnt/proc/policy from the tree as it is now.
+// watchPolicy runs it whenever a control changes; a refused call, before
+// its answer.
+func (b *broker) refreshPolicy() {
+	a, err := authority.LoadAgent(b.r.root, b.r.agent.Name)
+	if err != nil {
+		return
+	}
+	_, lines := projectTools(b.r.root, a)
+	b.writePolicy(lines)
+}
+
+// policyIgnored are entries of watched directories that the tree writes
+// as it runs and that decide nothing: their changes do not rewrite
+// /mnt/proc/policy.
+var policyIgnored = map[string]bool{"log": true, "status": true, "pid": true, ".policy.tmp": true}
+
+// watchPolicy keeps /mnt/proc/policy in step with the tree for the life of
+// the run: every change to the controls it is computed from (the agents'
+// control directories, the tool tiers and their tools' control
+// directories, the shared spaces) rewrites it, a short moment later so
+// that a burst of changes is one rewrite. A tool call decides on the tree
+// itself either way; this only keeps what the agent reads current.
+func (b *broker) watchPolicy() {
+	w, err := fsops.NewDirWatch()
+	if err != nil {
+		return
+	}
+	b.watch = w
+	w.Add(b.policyDirs()...)
+	go func() {
+		for w.Wait(policyIgnored) {
+			time.Sleep(20 * time.Millisecond)
+			b.refreshPolicy()
+			w.Add(b.policyDirs()...) // directories made since
+		}
+	}()
+}
+
+// policyDirs are the directories /mnt/proc/policy is computed from.
+func (b *broker) policyDirs() []string {
+	root := b.r.root
+	dirs := []string{root.AgentDir(), root.Path("shared")}
+	withControls := func(dir string) {
+		dirs = append(dirs, dir)
+		entries, _ := os.ReadDir(dir)
+		for _, en := range entries {
+			if en.IsDir() && strings.HasSuffix(en.Name(), ".d") {
+				dirs = append(dirs, filepath.Join(dir, en.Name()))
+			}
+		}
+	}
+	withControls(root.AgentDir())
+	withControls(root.Path("shared"))
+	for _, tier := range authority.ToolDirs(root, b.r.agent) {
+		withControls(tier)
+	}
+	return dirs
+}
+
+// workerPath is the run's ctx binary as the init finds it (inside), which
+// it starts warm tool workers from, or "" for a run without a broker.
+func (r *agentRun) workerPath(inside string) string {
+	if r.broker == nil {
+		return ""
+	}
+	return inside
+}
+
+// isRunBinary reports whether tool is a builtin tool applet and its file
+// is the run's own ctx binary, so a warm worker (that binary, started
+// ahead) runs exactly what an execve of the file would.
+func isRunBinary(r *agentRun, tool, file string) bool {
+	if a, ok := lookup(tool); !ok || !a.Tool {
+		return false
+	}
+	var self, st unix.Stat_t
+	if unix.Stat(r.root.Path("bin", "ctx"), &self) != nil || unix.Stat(file, &st) != nil {
+		return false
+	}
+	return self.Dev == st.Dev && self.Ino == st.Ino
 }
 
 // projectedAtStart reports whether t was mounted into the sandbox when the

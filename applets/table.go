@@ -31,6 +31,7 @@ func init() {
 		{Name: fsops.SandboxInitApplet, Run: runSandboxInit, Hidden: true},
 		{Name: fsops.UsernsHoldApplet, Run: runUsernsHold, Hidden: true},
 		{Name: fsops.ConfineApplet, Run: runConfine, Hidden: true},
+		{Name: fsops.ToolWorkerApplet, Run: runToolWorker, Hidden: true},
 		toolApplet(fsReadTool),
 		toolApplet(fsListTool),
 		toolApplet(fsStatTool),

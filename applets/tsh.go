@@ -23,7 +23,32 @@ const tshSchema = `{
 }
 `
 
-func init() { tsh.InProcess = runToolInProcess }
+func init() {
+	tsh.InProcess = runToolInProcess
+	tsh.Brokered = brokerToolCall
+}
+
+// brokerToolCall asks the run host to run a tool call for tsh (see
+// tsh.Brokered): builtin, third-party or MCP-projected alike.
+func brokerToolCall(name string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool) {
+	if t, ok := builtinTools[name]; ok && t.Passthrough {
+		return 0, false
+	}
+	return brokeredCall(envFromList(name, "", env, stdin, stdout, stderr), name, args)
+}
+
+// envFromList is an applet Env whose environment is the list env, not the
+// process's.
+func envFromList(name, argv0 string, env []string, stdin io.Reader, stdout, stderr io.Writer) *Env {
+	vars := make(map[string]string, len(env))
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	return &Env{Name: name, Argv0: argv0, Stdin: stdin, Stdout: stdout, Stderr: stderr,
+		Getenv: func(k string) string { return vars[k] }, Vars: env}
+}
 
 // runToolInProcess runs a builtin tool for tsh without a new process (see
 // tsh.InProcess). Interactive tools and tools with their own applet runner
@@ -33,15 +58,7 @@ func runToolInProcess(name, object string, args, env []string, stdin io.Reader, 
 	if !ok || t.Run == nil || t.Passthrough {
 		return 0, false
 	}
-	vars := make(map[string]string, len(env))
-	for _, kv := range env {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			vars[k] = v
-		}
-	}
-	e := &Env{Name: name, Argv0: object, Stdin: stdin, Stdout: stdout, Stderr: stderr,
-		Getenv: func(k string) string { return vars[k] }}
-	return runBuiltinTool(e, t, args), true
+	return runBuiltinTool(envFromList(name, object, env, stdin, stdout, stderr), t, args), true
 }
 
 // runTsh is the tsh applet, the tool shell; the work is in package tsh.

@@ -88,15 +88,18 @@ type BrokerReply struct {
 
 // BrokerOrder is a message between the host and the init.
 type BrokerOrder struct {
-	Op     string   `json:"op"` // exec, kill (host to init); exit (init to host)
-	ID     uint64   `json:"id"`
-	Path   string   `json:"path,omitempty"`
-	Argv   []string `json:"argv,omitempty"`
-	Env    []string `json:"env,omitempty"`
-	Cwd    string   `json:"cwd,omitempty"`
-	Token  string   `json:"token,omitempty"`
-	Status int      `json:"status,omitempty"`
-	Error  string   `json:"error,omitempty"`
+	Op    string   `json:"op"` // exec, kill (host to init); exit (init to host)
+	ID    uint64   `json:"id"`
+	Path  string   `json:"path,omitempty"`
+	Argv  []string `json:"argv,omitempty"`
+	Env   []string `json:"env,omitempty"`
+	Cwd   string   `json:"cwd,omitempty"`
+	Token string   `json:"token,omitempty"`
+	// Warm lets the init run the call in a warm worker: the tool is a
+	// builtin whose file is the run's own ctx binary.
+	Warm   bool   `json:"warm,omitempty"`
+	Status int    `json:"status,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // SendBrokerMessage sends v as one datagram on fd with fds attached.

@@ -19,6 +19,10 @@ type initBroker struct {
 	orders chan brokerDelivery
 	byPid  map[int]uint64 // running tool process -> call id
 	pgid   map[uint64]int // call id -> its process group
+	// worker is the idle warm worker (sandbox_worker.go), if any;
+	// retired are workers that died before taking an order.
+	worker  *toolWorker
+	retired map[int]bool
 }
 
 // cancelGrace is how long a cancelled tool has to end its own children
@@ -41,7 +45,7 @@ func newInitBroker(plan *policy.Plan) *initBroker {
 		return nil
 	}
 	b := &initBroker{ch: ch, plan: plan, orders: make(chan brokerDelivery, 16),
-		byPid: map[int]uint64{}, pgid: map[uint64]int{}}
+		byPid: map[int]uint64{}, pgid: map[uint64]int{}, retired: map[int]bool{}}
 	go b.read()
 	return b
 }
@@ -86,6 +90,11 @@ func (b *initBroker) handle(d brokerDelivery) {
 			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: 70, Error: "an exec order without three descriptors"})
 			return
 		}
+		if o.Warm {
+			if b.giveWorker(o, d.files) {
+				return
+			}
+		}
 		cmd := &exec.Cmd{Path: o.Path, Args: o.Argv, Env: append(o.Env, BrokeredEnv+"="+o.Token), Dir: o.Cwd,
 			Stdin: d.files[0], Stdout: d.files[1], Stderr: d.files[2]}
 		// Its own process group, so a cancel ends the whole call.
@@ -109,6 +118,17 @@ func (b *initBroker) exited(pid, status int) bool {
 	if b == nil {
 		return false
 	}
+	if b.worker != nil && b.worker.pid == pid {
+		// The idle worker died (killed by the agent, a limit): the next
+		// call is executed cold and starts a new one.
+		b.worker.conn.Close()
+		b.worker = nil
+		return true
+	}
+	if b.retired[pid] {
+		delete(b.retired, pid)
+		return true
+	}
 	id, ok := b.byPid[pid]
 	if !ok {
 		return false
@@ -116,6 +136,9 @@ func (b *initBroker) exited(pid, status int) bool {
 	delete(b.byPid, pid)
 	delete(b.pgid, id)
 	b.report(BrokerOrder{Op: "exit", ID: id, Status: status})
+	// The next call's worker starts now, between calls: a warm order
+	// finds it waiting (or queues on its socket while it starts).
+	b.startWorker()
 	return true
 }
 

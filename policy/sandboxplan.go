@@ -111,6 +111,9 @@ type Plan struct {
 	// execute with Argv as its arguments (the ctx binary running as tsh).
 	Argv []string `json:"argv"`
 	Exe  string   `json:"exe,omitempty"`
+	// Worker is the run's ctx binary as the init finds it, which it starts
+	// warm tool workers from; empty: every brokered call is executed.
+	Worker string `json:"worker,omitempty"`
 
 	// Access is the second wall applied after pivot_root (Landlock where
 	// the kernel has it): the plan's read/write split and, from perm x,

@@ -184,6 +184,13 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 		defer r.Close()
 		stdin = r
 	}
+	// Inside a run with a broker the run host runs the call: asked from
+	// here, no process of tsh's own is started for it.
+	if Brokered != nil {
+		if code, ok := Brokered(hit.Name, args, toolEnviron(sh.env, sh.root, sh.dirs, hit), stdin, sh.env.Stdout, sh.env.Stderr); ok {
+			return code
+		}
+	}
 	cmd := &exec.Cmd{
 		// The kernel resolves /proc/self/fd/N in the child to the opened
 		// inode. The descriptor stays open in the tool (dup2 clears
@@ -233,6 +240,13 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 // implement name in-process.
 var InProcess func(name, object string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool)
 
+// Brokered, when set (by package applets), asks the run host's broker to
+// run the tool call, as the tool's own process would first thing (ctx man
+// sandbox, BROKER): tsh saves that process. It reports false outside a
+// run with a broker and for terminal tools (bash, tmux, zellij), which
+// keep tsh's terminal and are executed.
+var Brokered func(name string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool)
+
 // runInProcess runs hit through InProcess when it may.
 func (sh *Shell) runInProcess(hit fsops.ToolHit, args []string, st *unix.Stat_t) (int, bool) {
 	if InProcess == nil || sh.interactive {
@@ -262,6 +276,9 @@ func (sh *Shell) runInProcess(hit fsops.ToolHit, args []string, st *unix.Stat_t)
 var toolEnvKeys = []string{
 	"CTX_HOME", "CTX_AGENT", "CTX_AGENT_SUBJECT", "CTX_SESSION", "CTX_RUN_ID",
 	"HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG",
+	// An iso landlock run names its broker and run directory (host
+	// paths: it has no /mnt/proc).
+	"CTX_BROKER", "CTX_RUN_DIR",
 }
 
 // toolEnviron builds a tool's environment: the allowlisted variables that

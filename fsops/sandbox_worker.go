@@ -1,0 +1,135 @@
+package fsops
+
+import (
+	"os"
+	"os/exec"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A warm tool worker is a ctx process the sandbox init starts ahead of a
+// brokered call of a builtin tool: it has paid Go's start-up already and
+// waits for one order on a socket only the init holds. Given the order it
+// becomes the tool process exactly as an execve of the tool's file would
+// have made it (the caller's descriptors as 0-2, the call's arguments,
+// environment and directory) and runs the applet in its own process. It is
+// started from the init's locked thread like every tool process, so it
+// carries the same walls, limits, credentials and process group rules, and
+// the init reaps it and reports its exit like any other. One call per
+// worker: it exits when the tool does, and the init starts the next one.
+// Only a builtin tool whose file is the run's own ctx binary takes this way
+// (the host checks); everything else is executed as before.
+
+// ToolWorkerApplet is the hidden applet a warm worker runs as.
+const ToolWorkerApplet = "ctx-tool-worker"
+
+// workerFD is the worker's end of its order socket.
+const workerFD = 3
+
+// toolWorker is the idle worker an init keeps, if any.
+type toolWorker struct {
+	pid  int
+	conn *os.File // the init's end
+}
+
+// startWorker starts the next warm worker from the calling (locked) thread.
+// A failure only leaves the next call to be executed cold.
+func (b *initBroker) startWorker() {
+	if b.plan.Worker == "" || b.worker != nil {
+		return
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "worker"), os.NewFile(uintptr(fds[1]), "worker-end")
+	defer theirs.Close()
+	cmd := &exec.Cmd{Path: b.plan.Worker, Args: []string{ToolWorkerApplet}, Env: []string{}, Dir: "/",
+		ExtraFiles: []*os.File{theirs}}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(b.plan)}
+	if err := cmd.Start(); err != nil {
+		mine.Close()
+		b.plan.Worker = "" // it will not start next time either
+		return
+	}
+	b.worker = &toolWorker{pid: cmd.Process.Pid, conn: mine}
+}
+
+// giveWorker hands an exec order to the idle worker; false when there is
+// none or it cannot take it (it died: the order is executed cold).
+func (b *initBroker) giveWorker(o BrokerOrder, files []*os.File) bool {
+	w := b.worker
+	if w == nil {
+		return false
+	}
+	b.worker = nil
+	defer w.conn.Close()
+	o.Env = append(o.Env, BrokeredEnv+"="+o.Token)
+	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
+	if err := SendBrokerMessage(int(w.conn.Fd()), o, fds); err != nil {
+		syscall.Kill(-w.pid, syscall.SIGKILL)
+		b.retired[w.pid] = true
+		return false
+	}
+	b.byPid[w.pid] = o.ID
+	b.pgid[o.ID] = w.pid
+	return true
+}
+
+// WorkerOrder waits, in a warm worker, for its one order and makes the
+// process the tool process the order describes: the passed descriptors
+// become 0, 1 and 2, the order's environment and directory the process's.
+// It returns the tool's argv, or an exit status when the order cannot be
+// carried out (126, as an execve that failed; 0 when the init went away
+// before giving one).
+func WorkerOrder() (argv []string, status int) {
+	// Not dumpable while it holds the order socket: no agent process may
+	// trace it or take the socket from /proc/PID/fd.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	var o BrokerOrder
+	files, err := RecvBrokerMessage(workerFD, &o, 3)
+	unix.Close(workerFD)
+	if err != nil || len(files) != 3 || len(o.Argv) == 0 {
+		for _, f := range files {
+			f.Close()
+		}
+		if err == ErrBrokerClosed {
+			return nil, 0
+		}
+		return nil, 126
+	}
+	for i, f := range files {
+		if err := unix.Dup3(int(f.Fd()), i, 0); err != nil {
+			return nil, 126
+		}
+		f.Close()
+	}
+	// The standard files are opened afresh on the new descriptors (a
+	// nonblocking pipe gets the poller, as at a process's start); the old
+	// ones are kept so their finalizers never close the new 0-2.
+	retiredStd = append(retiredStd, os.Stdin, os.Stdout, os.Stderr)
+	os.Stdin = os.NewFile(0, "/dev/stdin")
+	os.Stdout = os.NewFile(1, "/dev/stdout")
+	os.Stderr = os.NewFile(2, "/dev/stderr")
+	if err := os.Chdir(o.Cwd); err != nil {
+		os.Stderr.WriteString("ctx: " + err.Error() + "\n")
+		return nil, 126
+	}
+	os.Clearenv()
+	for _, kv := range o.Env {
+		for i := 0; i < len(kv); i++ {
+			if kv[i] == '=' {
+				os.Setenv(kv[:i], kv[i+1:])
+				break
+			}
+		}
+	}
+	os.Args = o.Argv
+	// From here on it is the tool process, dumpable as after an execve.
+	unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
+	return o.Argv, -1
+}
+
+// retiredStd are the standard files a worker had before its order.
+var retiredStd []*os.File
