@@ -72,6 +72,11 @@ func Main(argv []string) int {
 	// it projects: it runs as that tool, found through CTX_PATH.
 	if n, exe, ok := mntTool(e, argv[0]); ok {
 		name, e.Argv0 = n, exe
+		if _, isApplet := lookup(n); !isApplet {
+			if _, isProjected := projectedToolApplet(e, n); !isProjected {
+				return runThirdPartyTool(e, n, exe, argv[1:])
+			}
+		}
 	}
 	return dispatch(e, name, argv[1:])
 }

@@ -413,7 +413,11 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	add(Op{Kind: OpDir, Target: SandboxMnt + "/tools"})
 	mcpSeen := map[string]bool{}
 	for _, t := range in.Tools {
-		add(ro(t.HostPath, SandboxMnt+"/tools/"+t.Name, "/mnt/tools"))
+		// Every /mnt/tools entry is a link to ctx, which asks the run
+		// host to run the tool of that name (ctx man sandbox, BROKER): a
+		// third-party tool too runs only on the host's decision, from its
+		// tier, and costs no mount here.
+		add(Op{Kind: OpSymlink, Source: SandboxRoot + "/bin/ctx", Target: SandboxMnt + "/tools/" + t.Name, Why: "/mnt/tools"})
 		add(Op{Kind: OpFile, Target: SandboxMnt + "/tools/" + t.Name + ".toolspec.json", Data: t.Schema, Mode: 0o444})
 		// /mnt/mcp/S/T is the same executable; run by that path it finds
 		// its tool through CTX_PATH (applets/agentrc.go). The first tool
