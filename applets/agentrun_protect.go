@@ -3,6 +3,7 @@ package applets
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,10 +20,14 @@ import (
 // The protect control on the host side (DESIGN §16 rule 11): at start the
 // run host finds which protected paths the workspace has, resolves the git
 // directory a .git file points to, and hands the plan plain facts
-// (policy.WorkspaceProtect); BuildPlan turns them into mounts. When the run
-// ends it looks again and reports what the run created, moved or replaced
-// where it could not be stopped: a mount needs an existing file to cover,
-// and ctx leaves no placeholder of its own in the caller's directory.
+// (policy.WorkspaceProtect); BuildPlan turns them into mounts. Without
+// mounts (iso landlock, iso shared) the writable rules are decomposed
+// around them instead (policy.ProtectAccess, over the directories this
+// file reads): Landlock rules in the plan, or write rules ctx-confine
+// applies. When the run ends it looks again and reports what the run
+// created, moved or replaced where it could not be stopped: a mount needs
+// an existing file to cover, and ctx leaves no placeholder of its own in
+// the caller's directory.
 
 // Bounds of the search for **/ entries: breadth first, so the projects
 // nearest the top are found first; past the bound the line in
@@ -37,6 +42,21 @@ type protectState struct {
 	wp      policy.WorkspaceProtect
 	watched []watchedPath
 	found   []string // what the end of the run found changed
+	// Under Landlock (iso landlock, iso shared): the host paths kept
+	// read-only, the directories listed for it (one snapshot for the
+	// policy lines and the plan), and in iso shared the write rules
+	// ctx-confine applies, their file and the lines for agent.start.
+	targets     []string
+	listed      map[string]protectListing
+	sharedRules []string
+	rulesFile   string
+	startNote   string
+}
+
+// protectListing is one directory as the start read it.
+type protectListing struct {
+	entries []policy.ProtectDirEntry
+	err     error
 }
 
 // watchedPath is a protected path (or an absent top-level one) and what
@@ -59,6 +79,12 @@ type protectGather struct {
 	worktrees []string             // sandbox paths of work trees whose git directory is outside
 	notes     []string
 	truncated bool
+	// noMounts: iso landlock or shared, where the agent sees the host's
+	// paths, so a git directory is where the .git file leads on the host;
+	// shared: iso shared, where the agent reaches every path of its uid
+	// anyway, so a .git file's git directory is protected wherever it is.
+	noMounts bool
+	shared   bool
 }
 
 // gatherProtect finds the protected set of this run and returns its lines
@@ -67,7 +93,8 @@ type protectGather struct {
 // following it would protect, or show, whatever it points to.
 func (r *agentRun) gatherProtect() ([]string, error) {
 	a := r.agent
-	g := &protectGather{ws: r.workspace, set: policy.EffectiveProtect(a.Protect)}
+	g := &protectGather{ws: r.workspace, set: policy.EffectiveProtect(a.Protect),
+		noMounts: r.iso == policy.IsoLandlock || r.iso == policy.IsoShared, shared: r.iso == policy.IsoShared}
 	if err := g.walk(); err != nil {
 		return nil, fmt.Errorf("%v; %s", err, protectEscape(a.Name))
 	}
@@ -90,6 +117,12 @@ func (r *agentRun) gatherProtect() ([]string, error) {
 
 	var lines []string
 	switch {
+	case g.noMounts:
+		ll, err := r.protectLandlockLines(g, absent)
+		if err != nil {
+			return nil, err
+		}
+		lines = append(lines, ll...)
 	case !a.Ceiling.Has(policy.CeilingWrite):
 		lines = append(lines, "workspace read-only (perm has no w): every protected path with it")
 	case len(g.paths) > 0:
@@ -97,11 +130,14 @@ func (r *agentRun) gatherProtect() ([]string, error) {
 	default:
 		lines = append(lines, "workspace protect none present")
 	}
-	if len(absent) > 0 && a.Ceiling.Has(policy.CeilingWrite) {
+	if len(absent) > 0 && a.Ceiling.Has(policy.CeilingWrite) && !g.noMounts {
 		lines = append(lines, "workspace protect absent "+strings.Join(absent, " ")+
 			" (not blocked: nothing to mount on; the end of the run reports any it created)")
 	}
 	for _, d := range g.gitDirs {
+		if g.noMounts {
+			break // protectLandlockLines names them
+		}
 		at := " at its own path"
 		if d.Sandbox != d.Host {
 			at = " at " + d.Sandbox + ", where the .git file leads"
@@ -361,8 +397,24 @@ func (g *protectGather) gitFile(rel string) {
 		}
 		return
 	}
+	if g.shared {
+		// iso shared hides nothing: whatever the file leads to, if it is
+		// a git directory, host git would run its hooks.
+		if !isGitDir(common) {
+			g.notes = append(g.notes, rel+": "+strconv.Quote(written)+" is not a git directory: nothing to protect there")
+			return
+		}
+		g.addGitDir(policy.GitDirMount{Host: common, Sandbox: common})
+		return
+	}
 	if !g.pointsBack(host, gitdir) {
 		notShown(notBack)
+		return
+	}
+	if g.noMounts {
+		// iso landlock: the git directory is read where the file leads,
+		// on the host; a rule makes it readable, none writable.
+		g.addGitDir(policy.GitDirMount{Host: common, Sandbox: common})
 		return
 	}
 	m := policy.GitDirMount{Host: gitdir, Sandbox: inSandbox}
@@ -385,6 +437,17 @@ func (g *protectGather) gitFile(rel string) {
 	}
 	g.addGitDir(m)
 	g.worktrees = append(g.worktrees, filepath.Join(policy.SandboxWorkspace, filepath.Dir(rel)))
+}
+
+// isGitDir reports whether dir looks like a git directory: HEAD, objects
+// and refs, as git itself checks.
+func isGitDir(dir string) bool {
+	for _, n := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			return false
+		}
+	}
+	return true
 }
 
 // notBack is why a .git file's git directory outside the workspace is not
@@ -499,6 +562,9 @@ func (r *agentRun) warnProtect(e *Env) {
 	if r.protect == nil {
 		return
 	}
+	if r.protect.rulesFile != "" {
+		os.Remove(r.protect.rulesFile) // ctx-confine's, if it did not get to it
+	}
 	r.protect.found = r.protectReport()
 	if len(r.protect.found) > 0 {
 		fmt.Fprintf(e.Stderr, "ctx agent: %s: protect: this run %s in the workspace %s: host tools may load these by themselves; check them before they do\n",
@@ -511,4 +577,203 @@ func (r *agentRun) protectDetail() string {
 		return ""
 	}
 	return "protect: " + strings.Join(r.protect.found, ", ")
+}
+
+// ---- under Landlock: iso landlock and iso shared ----
+
+// maxProtectShown bounds the directories a policy line names.
+const maxProtectShown = 64
+
+// protectLandlockLines decides what Landlock keeps read-only in a run
+// without mounts, checks that it can be done (the decomposition is
+// computed once here, on the directories as they are now, so a chain
+// directory with too many entries refuses the start before anything is
+// written), and returns the lines for the run's policy. The targets are
+// the protected paths present, the git directories a .git file leads
+// to, and, once anything in the workspace is protected (so its top
+// already grants no new entry), the absent top-level paths of the set:
+// none of them can then be created. With nothing present, Landlock
+// leaves the workspace writable whole, and the end of the run reports a
+// protected path it created, as in the namespace modes.
+func (r *agentRun) protectLandlockLines(g *protectGather, absent []string) ([]string, error) {
+	st := r.protect
+	shared := r.iso == policy.IsoShared
+	if !shared && !r.agent.Ceiling.Has(policy.CeilingWrite) {
+		// The workspace rule is read-only: nothing to decompose; a git
+		// directory outside is still read through its own rule.
+		lines := []string{"workspace read-only (perm has no w): every protected path with it"}
+		for _, d := range g.gitDirs {
+			lines = append(lines, "workspace protect git directory "+d.Host+" (read-only, outside the workspace: a Landlock read rule)")
+		}
+		return lines, nil
+	}
+	for _, rel := range g.paths {
+		st.targets = append(st.targets, filepath.Join(g.ws, rel))
+	}
+	blocked := len(g.paths) > 0
+	if blocked {
+		for _, rel := range absent {
+			st.targets = append(st.targets, filepath.Join(g.ws, rel))
+		}
+	}
+	for _, d := range g.gitDirs {
+		st.targets = append(st.targets, d.Host)
+	}
+	mode := "Landlock"
+	if shared {
+		mode = "Landlock, iso shared"
+		if abi, err := fsops.LandlockABI(); abi == 0 && len(st.targets) > 0 {
+			st.targets = nil
+			return []string{"workspace protect not enforced: iso shared without Landlock (" + err.Error() +
+				"); protected paths the run creates or changes are reported when it ends"}, nil
+		}
+	}
+	var lines []string
+	if len(g.paths) > 0 {
+		lines = append(lines, "workspace protect "+strings.Join(g.paths, " ")+" (read-only: "+mode+")")
+	} else {
+		lines = append(lines, "workspace protect none present")
+	}
+	if len(absent) > 0 {
+		if blocked {
+			lines = append(lines, "workspace protect absent "+strings.Join(absent, " ")+
+				" (cannot be created: Landlock lets no entry be made in a directory on the way to a protected path)")
+		} else {
+			lines = append(lines, "workspace protect absent "+strings.Join(absent, " ")+
+				" (not blocked: nothing in the workspace is protected, so Landlock leaves it writable whole; the end of the run reports any it created)")
+		}
+	}
+	for _, d := range g.gitDirs {
+		how := "a Landlock read rule"
+		if shared {
+			how = "no Landlock write rule"
+		}
+		lines = append(lines, "workspace protect git directory "+d.Host+" (read-only, outside the workspace: "+how+")")
+	}
+	if len(st.targets) == 0 {
+		return lines, nil
+	}
+	// The decomposition the run will have: from the workspace in iso
+	// landlock (its other writable places are decomposed with the plan,
+	// on the same listings), from / in iso shared.
+	root := policy.AccessRule{Path: g.ws, Write: true, Exec: true}
+	if shared {
+		root = policy.AccessRule{Path: "/", Write: true}
+	}
+	d, err := policy.ProtectAccess([]policy.AccessRule{root}, st.targets, st.list)
+	if err != nil {
+		return nil, err
+	}
+	if shared {
+		for _, a := range d.Access {
+			if a.Write {
+				st.sharedRules = append(st.sharedRules, a.Path)
+			}
+		}
+	}
+	where := "from the workspace"
+	if shared {
+		where = "from /"
+	}
+	lines = append(lines, fmt.Sprintf("workspace protect landlock: %d write rules %s beside the protected paths; no entry can be created, removed or renamed directly in %s (the files there stay writable in place, the directories writable whole)",
+		d.WriteRules, where, r.protectShow(d.Chain, shared)))
+	if len(d.Unlisted) > 0 {
+		lines = append(lines, "workspace protect note: could not list "+r.protectShow(d.Unlisted, shared)+": their entries are read-only for the run")
+	}
+	return lines, nil
+}
+
+// protectShow names directories for a policy line: relative to the
+// workspace ("." its top) in iso landlock, absolute in iso shared, at
+// most maxProtectShown of them.
+func (r *agentRun) protectShow(dirs []string, abs bool) string {
+	var out []string
+	for i, d := range dirs {
+		if i == maxProtectShown {
+			out = append(out, fmt.Sprintf("(and %d more)", len(dirs)-i))
+			break
+		}
+		if !abs && within(d, r.workspace) {
+			if d, _ = filepath.Rel(r.workspace, d); d == "" {
+				d = "."
+			}
+		}
+		out = append(out, d)
+	}
+	return strings.Join(out, " ")
+}
+
+// list is the policy.ProtectLister of the run: each directory read once,
+// without following a symlink at its end, and no further than one entry
+// past the bound (which refuses it).
+func (st *protectState) list(dir string) ([]policy.ProtectDirEntry, error) {
+	if l, ok := st.listed[dir]; ok {
+		return l.entries, l.err
+	}
+	if st.listed == nil {
+		st.listed = map[string]protectListing{}
+	}
+	entries, err := readProtectDir(dir)
+	st.listed[dir] = protectListing{entries, err}
+	return entries, err
+}
+
+func readProtectDir(dir string) ([]policy.ProtectDirEntry, error) {
+	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []policy.ProtectDirEntry
+	for len(out) <= policy.MaxProtectDirEntries {
+		batch, err := f.ReadDir(512)
+		for _, e := range batch {
+			out = append(out, policy.ProtectDirEntry{Name: e.Name(), Dir: e.IsDir(), Symlink: e.Type()&fs.ModeSymlink != 0})
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// protectLandlockPlan applies the protection to an iso landlock plan:
+// every writable rule holding a protected path is decomposed, on the
+// listings the start read.
+func (r *agentRun) protectLandlockPlan() error {
+	if r.protect == nil || len(r.protect.targets) == 0 {
+		return nil
+	}
+	_, err := policy.ProtectLandlock(r.plan, r.protect.targets, r.protect.list)
+	return err
+}
+
+// protectShared prepares iso shared's protection: the write rules go to
+// a file of the caller's runtime directory that ctx-confine applies
+// (fsops.ConfineLandlockEnv) and removes; the lines, with no policy file
+// in this mode, go to the agent.start event.
+func (r *agentRun) protectShared(lines []string) error {
+	st := r.protect
+	st.startNote = strings.Join(lines, "; ")
+	if len(st.targets) == 0 || r.planOnly {
+		return nil
+	}
+	st.rulesFile = filepath.Join(r.runtime, "protect-"+r.runID)
+	if err := fsops.WriteConfineRules(st.rulesFile, st.sharedRules); err != nil {
+		return fmt.Errorf("protect: %v", err)
+	}
+	r.env = append(r.env, fsops.ConfineLandlockEnv+"="+st.rulesFile)
+	return nil
+}
+
+// protectEventNote is iso shared's protection for the agent.start event:
+// the run has no policy file to state it.
+func (r *agentRun) protectEventNote() string {
+	if r.protect == nil || r.protect.startNote == "" {
+		return ""
+	}
+	return " " + r.protect.startNote
 }

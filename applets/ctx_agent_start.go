@@ -217,11 +217,6 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	if err != nil {
 		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
 	}
-	if r.iso == policy.IsoLandlock {
-		// No mounts to cover them with: protected paths are only reported
-		// at the end of the run.
-		protectLines = []string{"workspace protect not enforced: iso landlock has no mounts; protected paths the run creates or changes are reported when it ends"}
-	}
 	policyLines = append(policyLines, protectLines...)
 	policyLines = append(policyLines, r.wallLines(idmapWhy)...)
 	if err := r.writeRunDir(policyLines); err != nil {
@@ -273,6 +268,14 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
 	home := r.root.AgentHome(int(r.agent.UID), r.agent.Name)
 	r.env = r.hostPathEnv(home)
+	// Protected paths: Landlock write rules from /, applied by ctx-confine.
+	protectLines, err := r.gatherProtect()
+	if err == nil {
+		err = r.protectShared(protectLines)
+	}
+	if err != nil {
+		return fail(e, exitUnavailable, "agent %s: %v", r.agent.Name, err), false
+	}
 	if exe != "" {
 		self, err := fsops.Executable()
 		if err != nil {
@@ -337,11 +340,14 @@ func (r *agentRun) prepareLandlock(e *Env, exe, home string, extra []policy.Moun
 		RootDir: r.root.Dir, SystemDirs: systemDirs(), Workspace: r.workspace, AgentHome: home, Extra: extra,
 		Tools: tools, Shared: shared, ProcDir: r.runDir, Network: network,
 		Budgets: r.budgets.limits, Cgroup: r.budgets.cgroup != nil, HostTiers: authority.ToolDirs(r.root, a),
-		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
+		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe, Protect: &r.protect.wp,
 	}
 	var err error
 	if r.plan, err = policy.BuildLandlockPlan(in); err != nil {
 		return fail(e, exitUnavailable, "%v", err), false
+	}
+	if err := r.protectLandlockPlan(); err != nil {
+		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
 	}
 	r.plan.Worker = r.workerPath(r.root.Path("bin", "ctx"))
 	return 0, true
@@ -433,7 +439,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 
 	r.setStatus("start", os.Getpid())
 	r.recordEvent(fsops.Event{Type: "agent.start", Object: "agent/" + r.agent.Name, Status: "ok",
-		Detail: fmt.Sprintf("iso=%s%s workspace=%s model=%s life=%s", r.iso, r.isoNote(), r.workspace, r.agent.Model, r.agent.Life)})
+		Detail: fmt.Sprintf("iso=%s%s workspace=%s model=%s life=%s", r.iso, r.isoNote(), r.workspace, r.agent.Model, r.agent.Life) + r.protectEventNote()})
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)

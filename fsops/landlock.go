@@ -41,6 +41,10 @@ type LandlockPolicy struct {
 	Rules   []LandlockRule
 	DenyTCP bool // ABI 4+: no TCP bind or connect at all
 	Scope   bool // ABI 6+: no signal and no abstract unix socket connect outside the domain
+	// WriteOnly handles the write rights alone (iso shared's protected
+	// paths): reading and executing stay as the uid's permissions have
+	// them, and only writing needs a rule.
+	WriteOnly bool
 }
 
 // Filesystem rights by the ABI version that introduced them. A ruleset
@@ -196,6 +200,9 @@ func ApplyLandlock(p LandlockPolicy) (int, string, error) {
 		return 0, "landlock unavailable: " + err.Error(), nil
 	}
 	attr := landlockRulesetAttr{handledAccessFS: landlockHandledFS(abi)}
+	if p.WriteOnly {
+		attr.handledAccessFS &= landlockWriteRights
+	}
 	tcp := "allowed"
 	if p.DenyTCP {
 		tcp = "unsupported"
@@ -236,7 +243,11 @@ func ApplyLandlock(p LandlockPolicy) (int, string, error) {
 	if err != nil {
 		return 0, "", err
 	}
-	return abi, fmt.Sprintf("landlock abi=%d fs=enforced tcp=%s scope=%s threads=%s", abi, tcp, scope, threads), nil
+	fs := "enforced"
+	if p.WriteOnly {
+		fs = "write-only"
+	}
+	return abi, fmt.Sprintf("landlock abi=%d fs=%s tcp=%s scope=%s threads=%s", abi, fs, tcp, scope, threads), nil
 }
 
 func landlockCreateRuleset(attr *landlockRulesetAttr) (int, error) {
@@ -305,6 +316,9 @@ func landlockAddRule(rulesetFD int, r LandlockRule, handled uint64) error {
 		rights &= landlockFileRights
 	}
 	rights &= handled
+	if rights == 0 {
+		return nil // nothing this ruleset handles (a read rule under WriteOnly)
+	}
 
 	attr := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(fd)}
 	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD),

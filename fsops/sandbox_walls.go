@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -123,14 +124,93 @@ func RunConfine(argv []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ctx: sandbox: setting no_new_privs: %v\n", err)
 		return 69
 	}
+	env := os.Environ()
+	if file, ok := os.LookupEnv(ConfineLandlockEnv); ok {
+		env = withoutEnv(env, ConfineLandlockEnv)
+		if err := confineLandlock(file); err != nil {
+			fmt.Fprintf(stderr, "ctx: sandbox: protected paths: %v\n", err)
+			return 69
+		}
+	}
 	if err := InstallSeccompWith(opts); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: installing the seccomp filter: %v\n", err)
 		return 69
 	}
-	err := unix.Exec(argv[0], argv[1:], os.Environ())
+	err := unix.Exec(argv[0], argv[1:], env)
 	fmt.Fprintf(stderr, "ctx: sandbox: starting %s: %v\n", argv[0], err)
 	if errors.Is(err, unix.ENOENT) {
 		return 127
 	}
 	return 126
+}
+
+// ConfineLandlockEnv names, in ConfineApplet's environment, the file of
+// Landlock write rules the run host decided for an iso shared run with
+// protected paths (WriteConfineRules): the applet applies them, write
+// rights alone handled, before the seccomp filter, removes the file and
+// leaves the variable out of the program's environment. Without it the
+// applet applies no Landlock.
+const ConfineLandlockEnv = "CTX_CONFINE_LANDLOCK"
+
+// maxConfineRules bounds the rules file: 65536 rules of a path each.
+const maxConfineRules = 64 << 20
+
+// WriteConfineRules writes the write rules of an iso shared run to file,
+// each an absolute path ended by a NUL byte, readable by the caller alone.
+func WriteConfineRules(file string, paths []string) error {
+	var b []byte
+	for _, p := range paths {
+		if !filepath.IsAbs(p) || strings.IndexByte(p, 0) >= 0 {
+			return fmt.Errorf("landlock rule %q: not an absolute path", p)
+		}
+		b = append(append(b, p...), 0)
+	}
+	return os.WriteFile(file, b, 0o600)
+}
+
+// confineLandlock applies the rules file: every path in it writable (and
+// what lies beneath), nothing else. The host found Landlock when it wrote
+// the file, so a kernel without it now is an error, not a run without
+// the protection.
+func confineLandlock(file string) error {
+	f, err := os.OpenFile(file, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	data, err := ReadLimited(f, file, maxConfineRules)
+	f.Close()
+	if err != nil {
+		return err
+	}
+	os.Remove(file)
+	var rules []LandlockRule
+	for _, p := range strings.Split(strings.TrimSuffix(string(data), "\x00"), "\x00") {
+		if p == "" {
+			continue
+		}
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+			return fmt.Errorf("%s: %q is not an absolute clean path", file, p)
+		}
+		rules = append(rules, LandlockRule{Path: p, Write: true, Optional: true})
+	}
+	abi, _, err := ApplyLandlock(LandlockPolicy{Rules: rules, WriteOnly: true})
+	if err != nil {
+		return err
+	}
+	if abi == 0 {
+		_, why := LandlockABI()
+		return fmt.Errorf("landlock is unavailable now (%v), and the run host counted on it", why)
+	}
+	return nil
+}
+
+// withoutEnv is env without the variable key.
+func withoutEnv(env []string, key string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

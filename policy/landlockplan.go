@@ -22,8 +22,10 @@ var landlockDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/rand
 
 // landlockEtc are host /etc files an agent may read besides HostEtcNames:
 // the host's users and groups (names only: no shadow), hosts and name
-// service configuration, which programs need to resolve anything.
-var landlockEtc = []string{"passwd", "group", "hosts", "hostname", "nsswitch.conf", "ld.so.conf", "ld.so.conf.d"}
+// service configuration, which programs need to resolve anything, and
+// git's system config, which git refuses to run without when it exists
+// but cannot be read.
+var landlockEtc = []string{"passwd", "group", "hosts", "hostname", "nsswitch.conf", "ld.so.conf", "ld.so.conf.d", "gitconfig"}
 
 // BuildLandlockPlan computes an iso landlock run: the rules of its one
 // wall, its limits and its program. in.Workspace, AgentHome, RootDir,
@@ -95,6 +97,14 @@ func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 	if in.Workspace != "" {
 		write(in.Workspace, true)
 	}
+	// A linked worktree's git directory, outside the workspace: readable
+	// where the .git file leads (the host path itself, no mounts here),
+	// so git works; ProtectLandlock keeps it from being written.
+	if in.Protect != nil {
+		for _, g := range in.Protect.GitDirs {
+			read(g.Host, false)
+		}
+	}
 	for _, m := range append(append([]Mount(nil), a.Mounts...), in.Extra...) {
 		src := m.Source
 		if within(src, SandboxRoot) {
@@ -131,6 +141,23 @@ func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 		p.ExecPaths = execPaths
 	}
 	return p, p.Validate()
+}
+
+// ProtectLandlock makes targets (host paths of the protected set:
+// workspace paths, a worktree's git directory) read-only in an iso
+// landlock plan: every writable rule that holds one is decomposed
+// (ProtectAccess, over the directories list reads), and the plan is
+// checked again.
+func ProtectLandlock(p *Plan, targets []string, list ProtectLister) (*ProtectDecomposition, error) {
+	if len(targets) == 0 {
+		return &ProtectDecomposition{Access: p.Access}, nil
+	}
+	d, err := ProtectAccess(p.Access, targets, list)
+	if err != nil {
+		return nil, err
+	}
+	p.Access = d.Access
+	return d, p.Validate()
 }
 
 // validateLandlock checks an iso landlock plan: no namespaces and no
