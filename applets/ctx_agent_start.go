@@ -30,6 +30,16 @@ const stopGrace = 5 * time.Second
 // foreground as the run host until the run ends, and exits with the
 // program's status.
 func runAgentStart(e *Env, args []string) int {
+	return startAgentRun(e, args, nil)
+}
+
+// startAgentRun is ctx agent start; lock, when not nil, is the agent's run
+// lock the caller took already (ctxmcp serve decides between starting and
+// joining a run under it).
+func startAgentRun(e *Env, args []string, lock *os.File) int {
+	if lock != nil {
+		defer lock.Close()
+	}
 	var session, sharedSpace, cwd string
 	var mounts [][]string
 	var forceTerminal, noConsole, showPlan, allowHostRoot bool
@@ -49,6 +59,20 @@ func runAgentStart(e *Env, args []string) int {
 	if !ok {
 		return code
 	}
+	if !showPlan && lock == nil {
+		// One run per agent at a time: the lock is held for the life of
+		// this process, and released by the kernel however it ends. It
+		// is taken first, before anything of the run is made.
+		var err error
+		if lock, err = lockAgent(root, a.Name); err != nil {
+			// Running already: the program joins that run.
+			if why := joinable(mounts, sharedSpace, cwd, forceTerminal); why != nil {
+				return fail(e, exitUnavailable, "%v (%v shapes a new sandbox: it cannot join the running one)", err, why)
+			}
+			return joinRun(e, root, a, session, f.Command)
+		}
+		defer lock.Close()
+	}
 	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan}
 	defer r.closeIDMap()
 	defer r.endBudgets()
@@ -65,13 +89,6 @@ func runAgentStart(e *Env, args []string) int {
 		fmt.Fprintf(e.Stdout, "%s\n", b)
 		return exitOK
 	}
-	// One run per agent at a time: the lock is held for the life of this
-	// process, and released by the kernel however it ends.
-	lock, err := lockAgent(root, a.Name)
-	if err != nil {
-		return fail(e, exitUnavailable, "%v", err)
-	}
-	defer lock.Close()
 	r.noConsole = noConsole
 	return r.run(e, forceTerminal || noConsole)
 }

@@ -82,7 +82,8 @@ func runHostPid(root fsops.Root, name string) int {
 		return 0
 	}
 	// The pid must still be a run host of this agent, not a process that
-	// reused the number: its command line is `... agent start ... NAME`.
+	// reused the number: its command line is `... agent start ... NAME`
+	// (or `... ctxmcp serve ... NAME`, which hosts a run for its client).
 	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 	if err != nil {
 		return 0
@@ -90,7 +91,7 @@ func runHostPid(root fsops.Root, name string) int {
 	args := bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0})
 	hasStart, hasName := false, false
 	for _, a := range args {
-		hasStart = hasStart || string(a) == "start"
+		hasStart = hasStart || string(a) == "start" || string(a) == "serve"
 		hasName = hasName || string(a) == name
 	}
 	if !hasStart || !hasName {

@@ -251,19 +251,23 @@ func errText(err error) string {
 
 func ctxmcpServe(e *Env, args []string) int {
 	var rootFlag, agent, timeout string
+	var unsandboxed bool
 	f := newFlags()
 	f.String("root", &rootFlag)
 	f.String("agent", &agent)
 	f.String("timeout", &timeout)
+	f.Bool("unsandboxed", &unsandboxed)
 	if _, code, ok := parseArgs(e, f, args, 0, 0); !ok {
 		return code
 	}
 	// A context that cannot be established (a partial agent environment,
 	// an unreadable identity) refuses here, once, rather than serving an
 	// empty or a person's tool list.
-	if _, err := authority.Context(e.Getenv); err != nil {
+	ctxt, err := authority.Context(e.Getenv)
+	if err != nil {
 		return fail(e, exitDenied, "permission denied (agent-context): %s", ptyterm.Escape(err.Error()))
 	}
+	onHost := ctxt.Agent == ""
 	if agent == "" {
 		agent = e.Getenv("CTX_AGENT")
 	}
@@ -281,6 +285,14 @@ func ctxmcpServe(e *Env, args []string) int {
 		callTimeout = d
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	// On the host, an agent's tools are served from inside its sandbox:
+	// its run, started for this server or joined (serveSandboxed).
+	if onHost && agent != "" {
+		if !unsandboxed {
+			return serveSandboxed(e, root, agent, timeout)
+		}
+		recordUnsandboxedServe(e, root, agent)
+	}
 	dirs := serveToolPath(e, root, agent)
 	tools := &mcpstdio.PathTools{
 		Dirs:    dirs,
@@ -296,6 +308,17 @@ func ctxmcpServe(e *Env, args []string) int {
 			return string(d.Layer), d.Reason, !d.Allowed && d.Layer != ""
 		},
 		OnRefused: func(name, errno, layer, reason string) { recordServeRefusal(e, name, errno, layer, reason) },
+	}
+	if ctxt.Strong() {
+		// Inside a sandbox every call goes by the tool's name through
+		// /mnt/tools, a link to ctx that asks the run host (a third-party
+		// tool's own file would run unbrokered).
+		tools.Command = func(name, file string, argv, env []string) (string, []string) {
+			if p := policy.SandboxMnt + "/tools/" + name; isFile(p) {
+				return p, argv
+			}
+			return file, argv
+		}
 	}
 	// A client that gives up on us (SIGTERM after closing our input, as
 	// the MCP spec has it) gets its calls cancelled down to their servers,
@@ -438,5 +461,40 @@ func recordServeRefusal(e *Env, name, errno, layer, reason string) {
 	}
 	if err := authority.RecordToolCall(e.Getenv, "", ev); err != nil {
 		fmt.Fprintf(e.Stderr, "%s: warning: refused call of %s not logged: %v\n", e.Name, ptyterm.Escape(name), err)
+	}
+}
+
+// isFile reports whether p names something that exists (a link counts).
+func isFile(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// serveSandboxed serves agent's tools for a client on the host from inside
+// the agent's sandbox: it is `ctx agent start AGENT -- ctx ctxmcp serve`,
+// which starts the agent's run with this server as its program, or, when
+// the agent is running (another client's server, a person's session),
+// joins that run with it. Either way every call has the agent's authority
+// and lands in the agent's audit, and the run lasts until its last server
+// has ended.
+func serveSandboxed(e *Env, root fsops.Root, agent, timeout string) int {
+	args := []string{"--root", root.Dir, agent, "--", "ctx", "ctxmcp", "serve"}
+	if timeout != "" {
+		args = append(args, "--timeout", timeout)
+	}
+	start := *e
+	start.Name = "ctxmcp serve"
+	return runAgentStart(&start, args)
+}
+
+// recordUnsandboxedServe writes, once per server, that agent's tools are
+// served on the host unsandboxed (--unsandboxed): an agent.serve event in
+// the agent's log.
+func recordUnsandboxedServe(e *Env, root fsops.Root, agent string) {
+	fmt.Fprintf(e.Stderr, "%s: serving agent %s's tools on the host, unsandboxed (--unsandboxed)\n", e.Name, agent)
+	ev := fsops.Event{Type: "agent.serve", Agent: agent, Object: "agent/" + agent, Status: "unsandboxed",
+		Detail: "ctxmcp serve --unsandboxed: tools run on the host with the caller's uid"}
+	if err := fsops.AppendEvent(filepath.Join(root.AgentControl(agent), "log"), ev); err != nil {
+		fmt.Fprintf(e.Stderr, "%s: warning: not logged: %v\n", e.Name, err)
 	}
 }

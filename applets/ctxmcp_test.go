@@ -225,7 +225,7 @@ func TestServeWithGoSDKClient(t *testing.T) {
 		t.Fatalf("protocol %q", r.Protocol)
 	}
 	// For an agent, nothing is listed until the authority check is wired.
-	if r := serve([]string{"--agent", "coder"}); len(r.Tools) != 0 {
+	if r := serve([]string{"--agent", "coder", "--unsandboxed"}); len(r.Tools) != 0 {
 		t.Fatalf("agent listing %v", r.Tools)
 	}
 }

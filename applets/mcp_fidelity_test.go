@@ -55,6 +55,12 @@ func fidelityClient(t *testing.T, bin, work string, clientArgs []string, serveAr
 	argv = append(argv, "--", bin+"/ctx", "ctxmcp", "serve")
 	argv = append(argv, serveArgs...)
 	stdout, stderr, code := run(t, work, nil, argv...)
+	return fidelityResult(t, stdout, stderr, code)
+}
+
+// fidelityResult decodes the client's report.
+func fidelityResult(t *testing.T, stdout, stderr string, code int) fidelityReport {
+	t.Helper()
 	if code != 0 {
 		t.Fatalf("client: exit %d: %s", code, stderr)
 	}
@@ -332,10 +338,14 @@ func TestServeListChangedAndRevoked(t *testing.T) {
 	}
 	revoked := filepath.Join(work, "policy.revoked")
 	writeFile(t, revoked, strings.Join(kept, "\n"), 0o644)
-	r := fidelityClient(t, bin, work, []string{
-		"-then", "cp " + revoked + " " + pol, "-wait", "15s",
-		"-after-call", `fs.write={"path":"` + filepath.Join(work, "x") + `","content":"y"}`,
-	}, "--root", root, "--agent", "coder")
+	// Served for coder from the host: from inside coder's sandbox, whose
+	// workspace (ws) must not hold the tree.
+	ws := filepath.Join(work, "ws")
+	os.Mkdir(ws, 0o755)
+	stdout, stderr, code := run(t, ws, nil, bin+"/client", "-then", "cp "+revoked+" "+pol, "-wait", "15s",
+		"-after-call", `fs.write={"path":"/workspace/x","content":"y"}`,
+		"--", bin+"/ctx", "ctxmcp", "serve", "--root", root, "--agent", "coder")
+	r := fidelityResult(t, stdout, stderr, code)
 	r.tool(t, "fs.write")
 	if r.ListChanged != 1 {
 		t.Fatalf("list_changed notifications seen: %d", r.ListChanged)
@@ -352,7 +362,7 @@ func TestServeListChangedAndRevoked(t *testing.T) {
 	if c.Err != "" || !c.IsError || len(c.Text) != 1 || !strings.HasPrefix(c.Text[0], "fs.write: EACCES: permission denied (agent-policy): ") {
 		t.Fatalf("revoked call: %+v", c)
 	}
-	if _, err := os.Stat(filepath.Join(work, "x")); err == nil {
+	if _, err := os.Stat(filepath.Join(ws, "x")); err == nil {
 		t.Fatal("the revoked call wrote its file")
 	}
 }

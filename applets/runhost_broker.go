@@ -231,6 +231,10 @@ func (b *broker) handle(conn int) {
 	// too where no agent can share their uid: a root caller's agents run
 	// as uids of their own.
 	fromRun := b.r.iso != policy.IsoLandlock || descendsFrom(pid, int(b.initPid.Load()))
+	if req.Join != nil {
+		b.join(conn, req.Join, files, pid, peerUID)
+		return
+	}
 	if !fromRun && !(peerUID == b.r.callerUID && uint32(b.r.callerUID) != b.r.agent.UID) {
 		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied, Error: "the broker serves only the processes of its own run"}, nil)
 		return
@@ -321,8 +325,24 @@ func (b *broker) handle(conn int) {
 	}
 	files = nil
 
-	// The caller going away (Ctrl-C, a kill, an MCP cancel closing it)
-	// cancels the call: the init kills the tool's whole process group.
+	o, cancelled := b.await(conn, id, done)
+	switch {
+	case cancelled:
+		ev.Status = "cancelled"
+		reply(o.Status, "")
+	case o.Error != "":
+		reply(o.Status, fmt.Sprintf("%s: %s", req.Tool, o.Error))
+	default:
+		reply(o.Status, "")
+	}
+}
+
+// await waits for the init's report of order id on done. The caller going
+// away first (Ctrl-C, a kill, an MCP cancel closing conn) cancels it: the
+// init kills the order's whole process group, and the report that it has
+// ended (or, after cancelWait, a SIGKILL status) is returned with
+// cancelled true.
+func (b *broker) await(conn int, id uint64, done chan fsops.BrokerOrder) (o fsops.BrokerOrder, cancelled bool) {
 	gone := make(chan struct{})
 	go func() {
 		buf := make([]byte, 1)
@@ -339,22 +359,88 @@ func (b *broker) handle(conn int) {
 	}()
 	select {
 	case o := <-done:
-		if o.Error != "" {
-			reply(o.Status, fmt.Sprintf("%s: %s", req.Tool, o.Error))
-			return
-		}
-		reply(o.Status, "")
+		return o, false
 	case <-gone:
 		fsops.SendBrokerMessage(int(b.host.Fd()), fsops.BrokerOrder{Op: "kill", ID: id}, nil)
-		ev.Status = "cancelled"
-		status := 128 + int(unix.SIGKILL)
 		select {
 		case o := <-done:
-			status = o.Status
+			o.Error = ""
+			return o, true
 		case <-time.After(cancelWait):
+			return fsops.BrokerOrder{Op: "exit", ID: id, Status: 128 + int(unix.SIGKILL)}, true
 		}
-		reply(status, "")
 	}
+}
+
+// maxJoinArgs bounds the argv of a program joining a run.
+const maxJoinArgs = 1024
+
+// join starts a program in this run for a caller outside it: a second ctx
+// agent start (or MCP server) for the running agent. The program runs as
+// the agent's own program does (its environment, working directory, uid
+// and walls), with the caller's descriptors, in a process group of its
+// own; the run lasts until it has ended too. Closing the connection ends
+// it. One agent.join event records it, with its exit.
+func (b *broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, pid, peerUID int) {
+	began := time.Now()
+	ev := fsops.Event{Type: "agent.join", Object: "agent/" + b.r.agent.Name, PID: pid}
+	reply := func(exit int, msg string) {
+		ev.Exit = &exit
+		ev.DurMS = float64(time.Since(began).Microseconds()) / 1000
+		if ev.Status == "" {
+			ev.Status = "ok"
+			if exit != 0 {
+				ev.Status = "error"
+			}
+		}
+		b.r.recordEvent(ev)
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
+	}
+	switch {
+	case descendsFrom(pid, int(b.initPid.Load())):
+		// A process of the run starts programs itself; one joined would
+		// keep the run alive past its program.
+		ev.Status = "denied"
+		reply(exitDenied, "a program joins a run from outside it (ctx agent start on the host)")
+		return
+	case peerUID != b.r.callerUID && peerUID != 0:
+		ev.Status = "denied"
+		reply(exitDenied, "only the user who started the run, or root, may join it")
+		return
+	case len(files) != 3 || len(j.Argv) == 0 || len(j.Argv) > maxJoinArgs:
+		reply(exitUsage, "a join names a program and passes three descriptors")
+		return
+	}
+	ev.Detail = "program " + j.Argv[0] // bounded by the event's line builder
+	var env []string
+	for _, kv := range b.r.env {
+		if !strings.HasPrefix(kv, "CTX_RUN_FD=") {
+			env = append(env, kv)
+		}
+	}
+	b.mu.Lock()
+	b.nextID++
+	id := b.nextID
+	done := make(chan fsops.BrokerOrder, 1)
+	b.waiting[id] = done
+	b.mu.Unlock()
+	order := fsops.BrokerOrder{Op: "run", ID: id, Argv: j.Argv, Env: env, Cwd: b.r.plan.Cwd}
+	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
+	if err := fsops.SendBrokerMessage(int(b.host.Fd()), order, fds); err != nil {
+		b.mu.Lock()
+		delete(b.waiting, id)
+		b.mu.Unlock()
+		reply(exitUnavailable, fmt.Sprintf("the sandbox cannot take the program: %v", err))
+		return
+	}
+	for _, f := range files {
+		f.Close()
+	}
+	o, cancelled := b.await(conn, id, done)
+	if cancelled {
+		ev.Status = "cancelled"
+	}
+	reply(o.Status, o.Error)
 }
 
 // takeReport keeps what a brokered tool reported for its call, bounded,

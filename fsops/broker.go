@@ -52,6 +52,15 @@ type BrokerRequest struct {
 	Cwd    string        `json:"cwd"`
 	Report *BrokerReport `json:"report,omitempty"`
 	HostOp *BrokerHostOp `json:"host_op,omitempty"`
+	Join   *BrokerJoin   `json:"join,omitempty"`
+}
+
+// BrokerJoin asks the run host to start a program in its run, with the
+// request's descriptors: a second ctx agent start for a running agent
+// (from outside the run only). The program runs as the agent's own does;
+// the run lasts until it has ended too.
+type BrokerJoin struct {
+	Argv []string `json:"argv"`
 }
 
 // BrokerHostOp asks the run host to do, for a call it brokered, the one

@@ -3,6 +3,7 @@ package fsops
 import (
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"time"
 
@@ -23,6 +24,9 @@ type initBroker struct {
 	// retired are workers that died before taking an order.
 	worker  *toolWorker
 	retired map[int]bool
+	// joined are the programs started into the run by a later ctx agent
+	// start (the run host's "run" order): the run lasts while any lives.
+	joined map[int]bool
 }
 
 // cancelGrace is how long a cancelled tool has to end its own children
@@ -45,7 +49,7 @@ func newInitBroker(plan *policy.Plan) *initBroker {
 		return nil
 	}
 	b := &initBroker{ch: ch, plan: plan, orders: make(chan brokerDelivery, 16),
-		byPid: map[int]uint64{}, pgid: map[uint64]int{}, retired: map[int]bool{}}
+		byPid: map[int]uint64{}, pgid: map[uint64]int{}, retired: map[int]bool{}, joined: map[int]bool{}}
 	go b.read()
 	return b
 }
@@ -85,6 +89,32 @@ func (b *initBroker) handle(d brokerDelivery) {
 			syscall.Kill(pg, syscall.SIGTERM)
 			time.AfterFunc(cancelGrace, func() { syscall.Kill(-pg, syscall.SIGKILL) })
 		}
+	case "run":
+		// A program joining the run: started like the agent's own
+		// program (its environment, no token), in a process group of its
+		// own so that its caller's going away ends it whole.
+		if len(d.files) != 3 || len(o.Argv) == 0 {
+			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: 70, Error: "a run order without three descriptors"})
+			return
+		}
+		path := o.Argv[0]
+		if !strings.Contains(path, "/") {
+			path = lookPath(path, o.Env)
+		}
+		cmd := &exec.Cmd{Path: path, Args: o.Argv, Env: o.Env, Dir: o.Cwd,
+			Stdin: d.files[0], Stdout: d.files[1], Stderr: d.files[2]}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(b.plan)}
+		if err := cmd.Start(); err != nil {
+			status := 126
+			if os.IsNotExist(err) {
+				status = 127
+			}
+			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: status, Error: err.Error()})
+			return
+		}
+		b.byPid[cmd.Process.Pid] = o.ID
+		b.pgid[o.ID] = cmd.Process.Pid
+		b.joined[cmd.Process.Pid] = true
 	case "exec":
 		if len(d.files) != 3 || len(o.Argv) == 0 {
 			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: 70, Error: "an exec order without three descriptors"})
@@ -135,6 +165,7 @@ func (b *initBroker) exited(pid, status int) bool {
 	}
 	delete(b.byPid, pid)
 	delete(b.pgid, id)
+	delete(b.joined, pid)
 	b.report(BrokerOrder{Op: "exit", ID: id, Status: status})
 	// The next call's worker starts now, between calls: a warm order
 	// finds it waiting (or queues on its socket while it starts).
@@ -144,6 +175,12 @@ func (b *initBroker) exited(pid, status int) bool {
 
 func (b *initBroker) report(o BrokerOrder) {
 	SendBrokerMessage(int(b.ch.Fd()), o, nil)
+}
+
+// holding reports whether a joined program still runs: the run goes on
+// after its own program has ended until the last of them has too.
+func (b *initBroker) holding() bool {
+	return b != nil && len(b.joined) > 0
 }
 
 // deliveries is the order channel, nil (never ready) without a broker.

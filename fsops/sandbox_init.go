@@ -542,7 +542,9 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 	broker := newInitBroker(plan)
 	orders := broker.deliveries()
 	status := -1
-	for status < 0 {
+	// The run ends when its program has, and every program that joined
+	// it since (a second ctx agent start, a second MCP client) too.
+	for status < 0 || broker.holding() {
 		select {
 		case d, ok := <-orders:
 			if !ok {
@@ -554,7 +556,9 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 		case sig := <-sigs:
 			switch sig {
 			case syscall.SIGCHLD:
-				status = reap(child, broker)
+				if st := reap(child, broker); st >= 0 {
+					status = st
+				}
 			case syscall.SIGTERM, syscall.SIGHUP:
 				// Pass termination on to every process of the sandbox.
 				signalRun(plan, sig.(syscall.Signal))

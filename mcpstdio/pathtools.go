@@ -42,6 +42,11 @@ type PathTools struct {
 	// OnRefused, when set, records a call refused before any tool ran,
 	// with its errno name and layer: every call leaves one event.
 	OnRefused func(name, errno, layer, reason string)
+	// Command, when set, says what to execute for a call of tool name
+	// (its file, the argv and environment it would get; argv[0] is the
+	// name): ctxmcp serve runs a call through the run host's broker this
+	// way. Nil: the tool's file itself.
+	Command func(name, file string, argv, env []string) (path string, args []string)
 
 	wmu    sync.Mutex
 	warned map[string]bool
@@ -266,7 +271,11 @@ func (p *PathTools) Call(ctx context.Context, tool ServedTool, args json.RawMess
 			}
 		}
 	}
-	run, err := runBounded(ctx, hit.Path, argv, env, stdin, timeout, MaxNativeOutput, onLine)
+	path := hit.Path
+	if p.Command != nil {
+		path, argv = p.Command(tool.Name, hit.Path, argv, env)
+	}
+	run, err := runBounded(ctx, path, argv, env, stdin, timeout, MaxNativeOutput, onLine)
 	if err != nil {
 		return ToolResult{Content: []json.RawMessage{TextBlock(fmt.Sprintf("%s: %v", tool.Name, err))}, IsError: true}, nil
 	}
