@@ -63,6 +63,12 @@ type broker struct {
 	slots   chan struct{}
 	static  []string // /mnt/proc/policy lines that are not about tools
 	watch   *fsops.DirWatch
+	// cache is decide's reading of the tree, dropped on every change the
+	// watch reports; pending is a change the policy refresher has yet to
+	// act on.
+	cacheMu sync.Mutex
+	cache   *decideCache
+	pending bool
 }
 
 // startBroker binds the broker socket in the run directory and makes the
@@ -466,13 +472,12 @@ func (b *broker) takeReport(rep *fsops.BrokerReport) {
 // refusing layer ("" for not found) and the reason.
 func (b *broker) decide(tool string) (path string, warm bool, layer, why string) {
 	r := b.r
-	a, err := authority.LoadAgent(r.root, r.agent.Name)
+	a, hit, tier, found, err := b.lookupTool(tool)
 	if err != nil {
 		return "", false, "agent-context", "the agent's controls cannot be read: " + err.Error()
 	}
-	tp := authority.TrustedToolDirs(r.root, a)
-	if hit, err := tp.Lookup(tool); err == nil && authority.CheckHit(a, authority.View(r.root, a), hit).Allowed {
-		t := policy.ProjectedTool{Name: hit.Name, Tier: tp.TierOf(hit.Dir), HostPath: hit.Path}
+	if found && authority.CheckHit(a, authority.View(r.root, a), hit).Allowed {
+		t := policy.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path}
 		if projectedAtStart(r, t) {
 			warm := r.plan.Worker != "" && isRunBinary(r, tool, t.HostPath)
 			if r.iso == policy.IsoLandlock {
@@ -518,23 +523,78 @@ var policyIgnored = map[string]bool{"log": true, "status": true, "pid": true, ".
 // watchPolicy keeps /mnt/proc/policy in step with the tree for the life of
 // the run: every change to the controls it is computed from (the agents'
 // control directories, the tool tiers and their tools' control
-// directories, the shared spaces) rewrites it, a short moment later so
-// that a burst of changes is one rewrite. A tool call decides on the tree
-// itself either way; this only keeps what the agent reads current.
+// directories, the shared spaces, and every directory above those) rewrites
+// it, a short moment later so that a burst of changes is one rewrite. The
+// same watch tells decide whether what it read for the last call still
+// stands (b.changed).
 func (b *broker) watchPolicy() {
 	w, err := fsops.NewDirWatch()
 	if err != nil {
 		return
 	}
 	b.watch = w
-	w.Add(b.policyDirs()...)
+	w.AddWithAncestors(b.policyDirs()...)
 	go func() {
-		for w.Wait(policyIgnored) {
+		for w.Wait(1000) {
+			if !b.changed() {
+				continue
+			}
 			time.Sleep(20 * time.Millisecond)
+			b.changed() // the rest of a burst
 			b.refreshPolicy()
-			w.Add(b.policyDirs()...) // directories made since
+			w.AddWithAncestors(b.policyDirs()...) // directories made since
 		}
 	}()
+}
+
+// changed consumes the watch's queued changes and reports whether the tree
+// changed since the last call (or a decide saw a change the refresher has
+// not acted on yet); it drops decide's cached reading either way.
+func (b *broker) changed() bool {
+	b.cacheMu.Lock()
+	defer b.cacheMu.Unlock()
+	if b.watch.Changed(policyIgnored) {
+		b.cache = nil
+		b.pending = true
+	}
+	c := b.pending
+	b.pending = false
+	return c
+}
+
+// lookupTool finds tool for the calling agent: its controls and its
+// trusted tool path as the tree is now, read again after any change the
+// watch reports (or when the watch is incomplete), else the reading of the
+// last call. Changes are queued by the kernel before the write that makes
+// them returns, so a decision never uses a reading older than a completed
+// change. tier is the hit's tier as the agent's path names it; found is
+// false when no trusted tool of that name is on the path.
+func (b *broker) lookupTool(tool string) (a *policy.Agent, hit fsops.ToolHit, tier string, found bool, err error) {
+	b.cacheMu.Lock()
+	defer b.cacheMu.Unlock()
+	if b.watch == nil || !b.watch.Complete() || b.watch.Changed(policyIgnored) {
+		b.cache = nil
+		b.pending = true
+	}
+	if b.cache == nil {
+		a, err := authority.LoadAgent(b.r.root, b.r.agent.Name)
+		if err != nil {
+			return nil, hit, "", false, err
+		}
+		b.cache = &decideCache{agent: a, path: authority.TrustedToolDirs(b.r.root, a)}
+	}
+	// Under the lock: the trust rule's verdicts are kept in the reading.
+	hit, lerr := b.cache.path.Lookup(tool)
+	if lerr != nil {
+		return b.cache.agent, hit, "", false, nil
+	}
+	return b.cache.agent, hit, b.cache.path.TierOf(hit.Dir), true, nil
+}
+
+// decideCache is what decide read from the tree for the last call.
+type decideCache struct {
+	agent *policy.Agent
+	path  authority.ToolPath
 }
 
 // policyDirs are the directories /mnt/proc/policy is computed from.

@@ -2,24 +2,32 @@ package fsops
 
 import (
 	"bytes"
-	"os"
+	"path/filepath"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // DirWatch tells when anything in a set of directories changes: an entry
-// created, removed, renamed, written or its mode changed (inotify). The
-// run host uses it to rewrite /mnt/proc/policy when a control changes,
-// without recomputing it on every tool call. It says only that something
-// changed, never what: the reader recomputes from the tree.
+// created, removed, renamed, written or its mode or owner changed, or the
+// directory itself (inotify). The run host uses it to rewrite
+// /mnt/proc/policy when a control changes, and to know that what it read
+// from the tree for the last decision still stands. It says only that
+// something changed, never what: the reader reads the tree again.
+//
+// The kernel queues an event when the change is made, before the system
+// call that made it returns: a Changed after a change always reports it.
 type DirWatch struct {
-	f       *os.File // nonblocking, in the runtime's poller: Close wakes Wait
+	mu      sync.Mutex
+	fd      int
+	closed  bool
+	failed  bool // a directory could not be watched: changes may be missed
 	watched map[string]bool
 }
 
-// dirWatchMask is every change to a directory's entries that can change a
-// decision read from them.
+// dirWatchMask is every change to a directory's entries, or to the
+// directory itself, that can change a decision read from them.
 const dirWatchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MODIFY | unix.IN_CLOSE_WRITE |
 	unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
 	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW
@@ -30,36 +38,71 @@ func NewDirWatch() (*DirWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DirWatch{f: os.NewFile(uintptr(fd), "inotify"), watched: map[string]bool{}}, nil
+	return &DirWatch{fd: fd, watched: map[string]bool{}}, nil
 }
 
-// Add watches each of dirs not watched yet; a missing one is skipped (its
-// parent, when watched, reports its creation).
+// Add watches each of dirs not watched yet. A missing one is skipped (its
+// parent, when watched, reports its creation); any other failure (the
+// user's inotify watch limit) marks the watch as failed: Complete is
+// false from then on.
 func (w *DirWatch) Add(dirs ...string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, d := range dirs {
-		if w.watched[d] {
+		if w.closed || w.watched[d] {
 			continue
 		}
-		// Through the raw descriptor: Fd would make it blocking.
-		var err error
-		if rc, e := w.f.SyscallConn(); e == nil {
-			rc.Control(func(fd uintptr) { _, err = unix.InotifyAddWatch(int(fd), d, dirWatchMask) })
-		}
-		if err == nil {
+		_, err := unix.InotifyAddWatch(w.fd, d, dirWatchMask)
+		switch {
+		case err == nil:
 			w.watched[d] = true
+		case err != unix.ENOENT && err != unix.ENOTDIR:
+			w.failed = true
 		}
 	}
 }
 
-// Wait blocks until something changed in a watched directory (true), or
-// the watch is closed (false). Changes to entries named in ignore (logs
-// the tree writes on every call) do not count.
-func (w *DirWatch) Wait(ignore map[string]bool) bool {
-	buf := make([]byte, 64<<10)
+// AddWithAncestors watches dirs and every directory above them up to /:
+// a change of mode, owner or name of an ancestor changes which tiers the
+// trust rule accepts.
+func (w *DirWatch) AddWithAncestors(dirs ...string) {
+	var all []string
+	for _, d := range dirs {
+		for p := filepath.Clean(d); ; p = filepath.Dir(p) {
+			all = append(all, p)
+			if p == "/" || p == "." {
+				break
+			}
+		}
+	}
+	w.Add(all...)
+}
+
+// Complete reports whether every directory asked for is watched.
+func (w *DirWatch) Complete() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.failed && !w.closed
+}
+
+// Changed consumes the changes queued so far and reports whether any is
+// to an entry not named in ignore (logs the tree writes on every call).
+// It never blocks. An overflowed queue counts as a change.
+func (w *DirWatch) Changed(ignore map[string]bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return true
+	}
+	changed := false
+	buf := make([]byte, 16<<10)
 	for {
-		n, err := w.f.Read(buf)
+		n, err := unix.Read(w.fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
 		if err != nil || n <= 0 {
-			return false
+			return changed
 		}
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&buf[off]))
@@ -69,14 +112,36 @@ func (w *DirWatch) Wait(ignore map[string]bool) bool {
 			}
 			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))
 			if !ignore[name] {
-				return true
+				changed = true
 			}
 			off = end
 		}
 	}
 }
 
-// Close ends the watch; a Wait in progress returns false.
+// Wait blocks until a change may be queued or timeout (milliseconds)
+// passes, without consuming it. It returns false once the watch is closed.
+func (w *DirWatch) Wait(timeout int) bool {
+	w.mu.Lock()
+	fd, closed := w.fd, w.closed
+	w.mu.Unlock()
+	if closed {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	unix.Poll(fds, timeout)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.closed
+}
+
+// Close ends the watch; a Wait in progress returns false at its timeout.
 func (w *DirWatch) Close() error {
-	return w.f.Close()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil
+	}
+	w.closed = true
+	return unix.Close(w.fd)
 }
