@@ -304,6 +304,12 @@ func (r *agentRun) handleRunMessage(pid int, data []byte) error {
 	if !ok || policy.ValidName(name) != nil {
 		return fmt.Errorf("event for an invalid object %q", msg.Event.Object)
 	}
+	if r.broker != nil {
+		// A run with a broker records every call from what its host
+		// decided and observed (runhost_broker.go): an event an agent
+		// process sends is never taken.
+		return errors.New("tool calls are recorded by the run host's broker, not reported")
+	}
 	ev := *msg.Event
 	ev.PID = pid
 	if !verified {
@@ -311,4 +317,15 @@ func (r *agentRun) handleRunMessage(pid int, data []byte) error {
 	}
 	r.recordEvent(ev)
 	return nil
+}
+
+// withoutVar is env without the variable key.
+func withoutVar(env []string, key string) []string {
+	var out []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, key+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
 }

@@ -28,20 +28,9 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 	if e.Getenv(fsops.BrokeredEnv) != "" {
 		return 0, false
 	}
-	socket := fsops.BrokerSocket
-	if _, err := os.Stat(policy.IdentityPath); err != nil {
-		// No sandbox identity: an iso landlock run names its broker (a
-		// host path) instead; anything else has none.
-		if socket = e.Getenv("CTX_BROKER"); socket == "" {
-			return 0, false
-		}
-	}
-	conn, err := fsops.DialBroker(socket)
-	if err != nil {
-		if os.IsNotExist(err) || err == unix.ENOENT {
-			return 0, false // a run without a broker
-		}
-		return fail(e, exitUnavailable, "the run host cannot be reached at %s: %v", fsops.BrokerSocket, err), true
+	conn, code, ok := dialRunBroker(e)
+	if conn < 0 {
+		return code, ok
 	}
 	defer unix.Close(conn)
 
@@ -56,6 +45,44 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 	}
 	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd}
 	return callBroker(e, conn, req, fds, relay, "the run host"), true
+}
+
+// dialRunBroker connects to the run's broker: /mnt/proc/broker.sock inside
+// a sandbox, CTX_BROKER in iso landlock. Without one (outside a run, a run
+// whose broker could not be bound) conn is -1 and ok false; when it cannot
+// be reached conn is -1, ok true and code the failure, already printed.
+func dialRunBroker(e *Env) (conn, code int, ok bool) {
+	socket := fsops.BrokerSocket
+	if _, err := os.Stat(policy.IdentityPath); err != nil {
+		// No sandbox identity: an iso landlock run names its broker (a
+		// host path) instead; anything else has none.
+		if socket = e.Getenv("CTX_BROKER"); socket == "" {
+			return -1, 0, false
+		}
+	}
+	conn, err := fsops.DialBroker(socket)
+	if err != nil {
+		if os.IsNotExist(err) || err == unix.ENOENT {
+			return -1, 0, false // a run without a broker
+		}
+		return -1, fail(e, exitUnavailable, "the run host cannot be reached at %s: %v", socket, err), true
+	}
+	return conn, 0, true
+}
+
+// askDecision has the run host decide and record a call of tool that this
+// process runs itself (terminal, a terminal tool on the caller's terminal)
+// or has refused itself (tsh, ctxmcp serve): fsops.BrokerDecide. It
+// returns the host's answer, already printed when it refuses; ok is false
+// when there is no broker to ask.
+func askDecision(e *Env, tool string, terminal bool) (code int, ok bool) {
+	conn, code, ok := dialRunBroker(e)
+	if conn < 0 {
+		return code, ok
+	}
+	defer unix.Close(conn)
+	req := fsops.BrokerRequest{Tool: tool, Decide: &fsops.BrokerDecide{Terminal: terminal}}
+	return callBroker(e, conn, req, nil, &descriptorRelay{}, "the run host"), true
 }
 
 // callBroker sends req with the tool's descriptors fds on conn and waits

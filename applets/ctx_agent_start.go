@@ -249,6 +249,9 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		if err := r.startBroker(static); err != nil {
 			// Tools then run in the calling process, as before the broker.
 			fsops.AppendLine(filepath.Join(r.runDir, "policy"), []byte("sandbox broker unavailable: "+err.Error()+"\n"))
+		} else {
+			// Every call is the broker's to record: no run capability.
+			r.env = withoutVar(r.env, "CTX_RUN_FD")
 		}
 	}
 	home := r.root.AgentHome(int(a.UID), a.Name)
@@ -421,7 +424,11 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		if sandbox, err = fsops.NewSandbox(r.plan); err != nil {
 			return fail(e, exitUnavailable, "%v", err)
 		}
-		sandbox.SetRunFile(runcap.Child)
+		if r.broker == nil {
+			// Without a broker tools report their calls over the run
+			// capability; with one, no agent process holds it.
+			sandbox.SetRunFile(runcap.Child)
+		}
 		if r.idmapTree != nil {
 			sandbox.SetIDMappedWorkspace(r.idmapTree)
 		}

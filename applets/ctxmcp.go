@@ -459,6 +459,14 @@ func recordServeRefusal(e *Env, name, errno, layer, reason string) {
 		ev.Object = "tool/invalid-name"
 		ev.Detail += ": " + strconv.Quote(name)
 	}
+	if policy.ValidName(name) == nil {
+		// Inside a run the host decides and records the refusal itself.
+		quiet := *e
+		quiet.Stderr = io.Discard
+		if _, ok := askDecision(&quiet, name, false); ok {
+			return
+		}
+	}
 	if err := authority.RecordToolCall(e.Getenv, "", ev); err != nil {
 		fmt.Fprintf(e.Stderr, "%s: warning: refused call of %s not logged: %v\n", e.Name, ptyterm.Escape(name), err)
 	}

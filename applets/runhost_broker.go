@@ -275,7 +275,7 @@ func (b *broker) handle(conn int) {
 		b.r.recordEvent(ev)
 		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
 	}
-	if policy.ValidName(req.Tool) != nil || len(files) != 3 {
+	if policy.ValidName(req.Tool) != nil || (len(files) != 3 && req.Decide == nil) {
 		ev.Object = "tool/-"
 		reply(exitUsage, "a broker request names a valid tool and passes three descriptors")
 		return
@@ -288,6 +288,18 @@ func (b *broker) handle(conn int) {
 			ev.Errno, exit = "ENOENT", exitNotFound
 		}
 		reply(exit, fmt.Sprintf("%s: %s", req.Tool, why))
+		return
+	}
+	if d := req.Decide; d != nil {
+		// Allowed, but the caller runs it (a terminal tool) or has
+		// refused it itself: recorded from this decision, not run here.
+		if t, ok := builtinTools[req.Tool]; ok && t.Passthrough && d.Terminal {
+			ev.Status, ev.Detail = "started", "a terminal tool: it runs in the caller's process, its exit is not observed"
+			reply(exitOK, "")
+			return
+		}
+		ev.Status, ev.Errno, ev.Layer, ev.Detail = "denied", "EACCES", "caller", "refused by the caller before it ran"
+		reply(exitDenied, fmt.Sprintf("%s: refused by the caller", req.Tool))
 		return
 	}
 

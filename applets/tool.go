@@ -112,6 +112,17 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 			return code
 		}
 	}
+	// A terminal tool runs here, on the caller's terminal; inside a run
+	// the host decides it and records it first.
+	hostRecorded := false
+	if t.Passthrough {
+		if code, ok := askDecision(e, t.Name, true); ok {
+			if code != 0 {
+				return code
+			}
+			hostRecorded = true
+		}
+	}
 	start := time.Now()
 	// The control directory (schema, hooks, log) is found once per call.
 	dir := toolControlDir(e, t.Name)
@@ -126,7 +137,7 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 	}
 
 	err := func() error {
-		if !decidedByHost {
+		if !decidedByHost && !hostRecorded {
 			if te := authorizeTool(e, t.Name); te != nil {
 				return te
 			}
@@ -181,7 +192,9 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 	}
 	ev.Exit = &code
 	ev.DurMS = float64(time.Since(start).Microseconds()) / 1000
-	recordToolEvent(e, dir, ev)
+	if !hostRecorded {
+		recordToolEvent(e, dir, ev)
+	}
 	return code
 }
 

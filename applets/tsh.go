@@ -26,6 +26,10 @@ const tshSchema = `{
 func init() {
 	tsh.InProcess = runToolInProcess
 	tsh.Brokered = brokerToolCall
+	tsh.HostRecords = func(getenv func(string) string, tool string) bool {
+		_, ok := askDecision(&Env{Name: "tsh", Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: getenv}, tool, false)
+		return ok
+	}
 }
 
 // brokerToolCall asks the run host to run a tool call for tsh (see

@@ -53,6 +53,20 @@ type BrokerRequest struct {
 	Report *BrokerReport `json:"report,omitempty"`
 	HostOp *BrokerHostOp `json:"host_op,omitempty"`
 	Join   *BrokerJoin   `json:"join,omitempty"`
+	// Decide asks the host to decide a call of Tool that the caller runs
+	// or refuses itself, and to record it (see BrokerDecide).
+	Decide *BrokerDecide `json:"decide,omitempty"`
+}
+
+// BrokerDecide is a call the host decides and records but does not run:
+// Terminal, a terminal tool (bash, tmux, zellij) that runs in the
+// caller's process on the caller's terminal (allowed: recorded as
+// "started", its exit unobserved); else a call the caller refused before
+// running it (tsh, ctxmcp serve), recorded as the host's own refusal, or,
+// when the host would have allowed it, as refused by the caller. Nothing
+// but the tool's name comes from the caller.
+type BrokerDecide struct {
+	Terminal bool `json:"terminal,omitempty"`
 }
 
 // BrokerJoin asks the run host to start a program in its run, with the

@@ -510,9 +510,14 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 	}
 	cmd := &exec.Cmd{Path: exe, Args: plan.Argv, Env: plan.Env, Dir: plan.Cwd,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-	if run := os.NewFile(RunFD, "run"); run != nil {
-		if _, err := run.Stat(); err == nil {
-			cmd.ExtraFiles = []*os.File{run}
+	// The run capability, only in a run that hands it on (one without a
+	// broker: CTX_RUN_FD in the plan's environment); in any other run
+	// descriptor 3 is not passed, whatever the init has there.
+	if hasEnv(plan.Env, "CTX_RUN_FD="+strconv.Itoa(RunFD)) {
+		if run := os.NewFile(RunFD, "run"); run != nil {
+			if _, err := run.Stat(); err == nil {
+				cmd.ExtraFiles = []*os.File{run}
+			}
 		}
 	}
 	// In a user namespace init already runs as the agent's uid and gid (the
@@ -688,4 +693,14 @@ func lookPath(name string, env []string) string {
 		}
 	}
 	return name
+}
+
+// hasEnv reports whether env holds the entry kv exactly.
+func hasEnv(env []string, kv string) bool {
+	for _, e := range env {
+		if e == kv {
+			return true
+		}
+	}
+	return false
 }

@@ -58,12 +58,21 @@ func caller(e *Env, root fsops.Root) (authority.Caller, error) {
 	return authority.Caller{Context: ctx, Agent: a, Root: root}, nil
 }
 
+// HostRecords, when set (by package applets), has the run host decide and
+// record a call tsh refused (fsops.BrokerDecide); false without a broker.
+var HostRecords func(getenv func(string) string, tool string) bool
+
 // refused records a call tsh ended before the tool ran, as the one
 // tool.call event every call leaves (the tool never runs to record it):
 // status denied for a refusal (exit 13, or 69 without an agent context),
 // error for a tool that could not be started (126). It goes where a tool's
 // own event would: to the run host, else to the tool's log.
 func (sh *Shell) refused(hit fsops.ToolHit, status, errno, layer string, exit int, detail string) {
+	// Inside a run with a broker the run host decides the call itself and
+	// records its own refusal: nothing tsh says becomes an event there.
+	if HostRecords != nil && HostRecords(sh.env.Getenv, hit.Name) {
+		return
+	}
 	ev := fsops.Event{Object: "tool/" + hit.Name, Status: status, Errno: errno, Layer: layer, Exit: &exit, Detail: detail}
 	// A tool without its control directory has no log to append to, the
 	// same as when it records its own call.
