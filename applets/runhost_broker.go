@@ -330,6 +330,12 @@ func (b *broker) handle(conn int) {
 	}
 	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: path, Argv: append([]string{req.Tool}, req.Args...),
 		Env: env, Cwd: cwd, Token: token, Warm: warm}
+	if !warm && b.r.plan.Worker != "" && b.hooked(req.Tool) {
+		// A program that is not ctx has its pre and post hooks run around
+		// it by ctx (hooked_tool.go), as a builtin runs its own.
+		order.Path = b.r.plan.Worker
+		order.Argv = append([]string{hookedToolApplet, req.Tool, path}, req.Args...)
+	}
 	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
 	if err := fsops.SendBrokerMessage(int(b.host.Fd()), order, fds); err != nil {
 		b.mu.Lock()
@@ -628,6 +634,21 @@ func (b *broker) policyDirs() []string {
 		withControls(tier)
 	}
 	return dirs
+}
+
+// hooked reports whether tool is a program other than ctx whose control
+// directory has hooks (as the last decision found it).
+func (b *broker) hooked(tool string) bool {
+	_, hit, _, found, err := b.lookupTool(tool)
+	if err != nil || !found {
+		return false
+	}
+	var self, st unix.Stat_t
+	if unix.Stat(b.r.root.Path("bin", "ctx"), &self) == nil && unix.Stat(hit.Path, &st) == nil &&
+		self.Dev == st.Dev && self.Ino == st.Ino {
+		return false // ctx itself: it runs its hooks
+	}
+	return hasHooks(hit.ControlDir)
 }
 
 // workerPath is the run's ctx binary as the init finds it (inside), which
