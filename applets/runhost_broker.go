@@ -331,8 +331,8 @@ func (b *broker) handle(conn int) {
 	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: path, Argv: append([]string{req.Tool}, req.Args...),
 		Env: env, Cwd: cwd, Token: token, Warm: warm}
 	if !warm && b.r.plan.Worker != "" && b.hooked(req.Tool) {
-		// A program that is not ctx has its pre and post hooks run around
-		// it by ctx (hooked_tool.go), as a builtin runs its own.
+		// A tool that is not a builtin has its pre and post hooks run
+		// around it by ctx (hooked_tool.go), as a builtin runs its own.
 		order.Path = b.r.plan.Worker
 		order.Argv = append([]string{hookedToolApplet, req.Tool, path}, req.Args...)
 	}
@@ -636,17 +636,16 @@ func (b *broker) policyDirs() []string {
 	return dirs
 }
 
-// hooked reports whether tool is a program other than ctx whose control
-// directory has hooks (as the last decision found it).
+// hooked reports whether tool, as the last decision found it, has hooks
+// that it does not run itself: every tool but a builtin (a third-party
+// program, an MCP-projected tool).
 func (b *broker) hooked(tool string) bool {
 	_, hit, _, found, err := b.lookupTool(tool)
 	if err != nil || !found {
 		return false
 	}
-	var self, st unix.Stat_t
-	if unix.Stat(b.r.root.Path("bin", "ctx"), &self) == nil && unix.Stat(hit.Path, &st) == nil &&
-		self.Dev == st.Dev && self.Ino == st.Ino {
-		return false // ctx itself: it runs its hooks
+	if isRunBinary(b.r, tool, hit.Path) {
+		return false // a builtin tool runs its own hooks (tool.go)
 	}
 	return hasHooks(hit.ControlDir)
 }
