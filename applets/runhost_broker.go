@@ -431,6 +431,13 @@ func (b *broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, pid, peer
 		ev.Status = "denied"
 		reply(exitDenied, "only the user who started the run, or root, may join it")
 		return
+	case b.r.iso == policy.IsoLandlock && peerUID != 0 && uint32(peerUID) == b.r.agent.UID:
+		// The socket is a host path: a process of another run of the
+		// same uid (another agent of this user) could ask too, and
+		// nothing tells it from the person.
+		ev.Status = "denied"
+		reply(exitDenied, "an iso landlock run of an agent with its user's uid cannot be joined: nothing tells that user from another agent of the same uid")
+		return
 	case len(files) != 3 || len(j.Argv) == 0 || len(j.Argv) > maxJoinArgs:
 		reply(exitUsage, "a join names a program and passes three descriptors")
 		return
