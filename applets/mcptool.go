@@ -217,10 +217,6 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code i
 		case <-ctx.Done():
 		}
 	}()
-	c, err := mcpstdio.Start(loc.Server, srv, mcpstdio.Options{})
-	if err != nil {
-		return o.fail(exitUnavailable, "EIO", "%v", err)
-	}
 	var onProgress func(mcpstdio.Progress)
 	if o.native && e.Getenv(mcpstdio.ProgressEnv) == "1" {
 		onProgress = func(p mcpstdio.Progress) {
@@ -228,8 +224,22 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code i
 			o.frame(toolFrame{Type: "progress", Progress: &v, Total: p.Total, Message: p.Message})
 		}
 	}
-	res, err := c.CallToolContext(ctx, loc.Tool, input, onProgress)
-	c.Close()
+	var res *mcpstdio.CallResult
+	if kc := warmKeeper(ctx, e, loc, srv); kc != nil {
+		// Inside a run: the run's live session of the server (WARM
+		// SERVERS in ctx man ctxmcp).
+		res, err = kc.Call(ctx, loc.Tool, input, onProgress)
+		kc.Close()
+	} else if ctx.Err() != nil {
+		err = mcpstdio.ErrCancelled // while it waited for the keeper
+	} else {
+		c, serr := mcpstdio.Start(loc.Server, srv, mcpstdio.Options{})
+		if serr != nil {
+			return o.fail(exitUnavailable, "EIO", "%v", serr)
+		}
+		res, err = c.CallToolContext(ctx, loc.Tool, input, onProgress)
+		c.Close()
+	}
 	if errors.Is(err, mcpstdio.ErrCancelled) {
 		code := exitFailure
 		if sig, ok := caught.(syscall.Signal); ok {

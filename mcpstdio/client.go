@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // AdvertisedVersion is the protocol version the client asks for.
@@ -61,6 +63,8 @@ type Options struct {
 	RequestTimeout time.Duration
 	KillGrace      time.Duration
 	ClientVersion  string // clientInfo.version
+	// Dir is the directory the server starts in; "" is ours.
+	Dir string
 }
 
 // Client is a running MCP server process and its session. Its methods may
@@ -221,6 +225,7 @@ func Start(name string, s ServerConfig, opts Options) (*Client, error) {
 		Path:   path,
 		Args:   append([]string{s.Command}, s.Args...),
 		Env:    Environ(s),
+		Dir:    opts.Dir,
 		Stdin:  inR,
 		Stdout: outW,
 		Stderr: errW,
@@ -249,6 +254,31 @@ func Start(name string, s ServerConfig, opts Options) (*Client, error) {
 	}
 	return c, nil
 }
+
+// alive reports whether the session can still take a request: its
+// reader runs, the server has not exited and Close was not called.
+func (c *Client) alive() bool {
+	select {
+	case <-c.done:
+	case <-c.tree.Exited():
+	case <-c.closed:
+	default:
+		// The watcher may not have run yet: ask the kernel whether the
+		// server has exited (without reaping it).
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, c.tree.Pid(), &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		// An exited child fills in SIGCHLD; ECHILD: reaped already.
+		return err == nil && info.Signo == 0
+	}
+	return false
+}
+
+// notSent marks a request that never reached the server (writing it
+// failed): it may be sent again, to a new server, without doing anything
+// twice. Its text is the error's own.
+type notSent struct{ error }
+
+func (n notSent) Unwrap() error { return n.error }
 
 // Pgid is the server's process group id (its pid).
 func (c *Client) Pgid() int { return c.tree.Pid() }
@@ -319,9 +349,17 @@ func (c *Client) write(frame []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_ = c.stdin.SetWriteDeadline(time.Now().Add(c.opts.RequestTimeout))
-	_, err := c.stdin.Write(frame)
+	n, err := c.stdin.Write(frame)
+	if err != nil && n > 0 {
+		return partWritten{err}
+	}
 	return err
 }
+
+// partWritten is a write that failed after part of the frame went out.
+type partWritten struct{ error }
+
+func (p partWritten) Unwrap() error { return p.error }
 
 // serverGone explains a dead session: how the server exited, or why the
 // reader stopped. A dying server's last stderr line often arrives just
@@ -427,12 +465,20 @@ func (c *Client) requestCtx(ctx context.Context, method string, params map[strin
 		req["params"] = params
 	}
 	if err := c.write(encodeFrame(req)); err != nil {
+		// Unless part of it went out, the request may go to another
+		// server (notSent).
+		mark := func(e error) error {
+			if errors.As(err, new(partWritten)) {
+				return e
+			}
+			return notSent{e}
+		}
 		select {
 		case <-c.done:
-			return fail(c.serverGone())
+			return fail(mark(c.serverGone()))
 		case <-time.After(50 * time.Millisecond):
 		}
-		return fail(fmt.Errorf("writing request: %v", err))
+		return fail(mark(fmt.Errorf("writing request: %v", err)))
 	}
 	cancelled := func(reason string) {
 		_ = c.notify("notifications/cancelled", map[string]any{"requestId": id, "reason": reason})

@@ -28,7 +28,7 @@ func goTool() string {
 	return filepath.Join(runtime.GOROOT(), "bin", "go")
 }
 
-func fixture(t *testing.T) string {
+func fixture(t testing.TB) string {
 	t.Helper()
 	fixtureOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "ctx-mcpfixture-")
@@ -61,7 +61,7 @@ func TestMain(m *testing.M) {
 
 // fixtureServer returns a server config running the fixture in mode, whose
 // pids are recorded in the returned file.
-func fixtureServer(t *testing.T, mode ...string) (ServerConfig, string) {
+func fixtureServer(t testing.TB, mode ...string) (ServerConfig, string) {
 	pids := filepath.Join(t.TempDir(), "pids")
 	return ServerConfig{
 		Command: filepath.Join(fixture(t), "server"),
