@@ -330,6 +330,14 @@ func (b *broker) handle(conn int) {
 	}
 	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: path, Argv: append([]string{req.Tool}, req.Args...),
 		Env: env, Cwd: cwd, Token: token, Warm: warm}
+	if warm {
+		if a, ok := lookup(req.Tool); !ok || !a.Tool {
+			// An MCP-projected tool finds its control directory beside
+			// the path it runs as (applets/mcptool.go), not beside the
+			// worker's binary.
+			order.Argv[0] = path
+		}
+	}
 	if !warm && b.r.plan.Worker != "" && b.hooked(req.Tool) {
 		// A tool that is not a builtin has its pre and post hooks run
 		// around it by ctx (hooked_tool.go), as a builtin runs its own.
@@ -504,7 +512,10 @@ func (b *broker) decide(tool string) (path string, warm bool, layer, why string)
 	if found && authority.CheckHit(a, authority.View(r.root, a), hit).Allowed {
 		t := policy.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path}
 		if projectedAtStart(r, t) {
-			warm := r.plan.Worker != "" && isRunBinary(r, tool, t.HostPath)
+			// A warm worker runs a builtin, or an MCP-projected tool (a
+			// link of ctx) that has no hooks for ctx-hooked-tool to run.
+			warm := r.plan.Worker != "" && (isRunBinary(r, tool, t.HostPath) ||
+				(isCtxFile(r, t.HostPath) && !hasHooks(hit.ControlDir)))
 			if r.iso == policy.IsoLandlock {
 				return t.HostPath, warm, "", "" // no mounts: the host's own path
 			}
@@ -673,6 +684,12 @@ func isRunBinary(r *agentRun, tool, file string) bool {
 	if a, ok := lookup(tool); !ok || !a.Tool {
 		return false
 	}
+	return isCtxFile(r, file)
+}
+
+// isCtxFile reports whether file is the run's own ctx binary (a builtin
+// tool's file, or an MCP-projected tool's hard link of it).
+func isCtxFile(r *agentRun, file string) bool {
 	var self, st unix.Stat_t
 	if unix.Stat(r.root.Path("bin", "ctx"), &self) != nil || unix.Stat(file, &st) != nil {
 		return false
