@@ -85,6 +85,7 @@ func scriptParams(dir string) testscript.Params {
 			env.Setenv("PATH", binDir+string(os.PathListSeparator)+"/usr/bin:/bin:/usr/sbin:/sbin")
 			env.Setenv("CTXBIN", binDir)
 			env.Setenv("CTX_ROOT", "")
+			env.Setenv("NPMMCP", os.Getenv("CTX_MCP_NPM_DIR"))
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
@@ -113,6 +114,17 @@ func scriptParams(dir string) testscript.Params {
 					return false, fmt.Errorf("git is required here (CTX_REQUIRE_SANDBOX) but not found: %v", err)
 				}
 				return err == nil, nil
+			case "npmmcp":
+				// A real npm MCP server (.ci/run installs it where npm
+				// is available and names it in CTX_MCP_NPM_DIR).
+				dir := os.Getenv("CTX_MCP_NPM_DIR")
+				if dir == "" {
+					return false, nil
+				}
+				if _, err := os.Stat(dir + "/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"); err != nil {
+					return false, fmt.Errorf("CTX_MCP_NPM_DIR=%s holds no server-filesystem: %v", dir, err)
+				}
+				return true, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
