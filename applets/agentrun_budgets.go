@@ -107,8 +107,20 @@ func (r *agentRun) allowEvent(ev fsops.Event, size int) bool {
 	if !over || ev.Type != "tool.call" {
 		return true
 	}
-	r.budgetExceeded("log_bytes", "further tool.call events of this run are not written")
+	r.budgetExceeded("log_bytes", "further tool calls of this run are refused, not run unrecorded")
 	return false
+}
+
+// logSpent reports whether the run's log_bytes budget is used up: the run
+// host then refuses tool calls rather than run them unrecorded.
+func (r *agentRun) logSpent() bool {
+	b := r.budgets
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.logBytes > b.limits.Get("log_bytes")
 }
 
 // watchBudgets runs until stop is closed: it enforces wall_s, watches the

@@ -290,6 +290,14 @@ func (b *broker) handle(conn int) {
 		reply(exit, fmt.Sprintf("%s: %s", req.Tool, why))
 		return
 	}
+	// Fail closed: a call the host cannot record is not run. Its refusal
+	// is not written either once the log budget is spent (the budget's
+	// own event says so, once).
+	if err := b.canRecord(); err != nil {
+		ev.Errno = "ENOSPC"
+		reply(exitUnavailable, fmt.Sprintf("%s: refused: %v", req.Tool, err))
+		return
+	}
 	if d := req.Decide; d != nil {
 		// Allowed, but the caller runs it (a terminal tool) or has
 		// refused it itself: recorded from this decision, not run here.
@@ -652,6 +660,23 @@ func (b *broker) policyDirs() []string {
 		withControls(tier)
 	}
 	return dirs
+}
+
+// canRecord says why the host could not record a call now: the run's
+// log_bytes budget is spent, or the session's events file cannot be
+// appended to.
+func (b *broker) canRecord() error {
+	if b.r.logSpent() {
+		return fmt.Errorf("the run's log budget (log_bytes) is spent: tool calls are not run unrecorded")
+	}
+	if b.r.sess.Events != "" {
+		fd, err := unix.Open(b.r.sess.Events, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return fmt.Errorf("the session's events cannot be written (%v): tool calls are not run unrecorded", err)
+		}
+		unix.Close(fd)
+	}
+	return nil
 }
 
 // hooked reports whether tool, as the last decision found it, has hooks
