@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -15,16 +16,18 @@ import (
 // the kernel reports as something other than a regular file are dropped
 // here; each survivor is checked again with lstat before it is claimed.
 func (q *Queue) listJobs() ([]string, error) {
-	ents, err := readDir(q.fd[dPending], q.path("pending"))
+	var names []string
+	err := eachEntry(q.fd[dPending], q.dirPath(dPending), q.buf(), true, func(name []byte, typ uint8) {
+		if (typ == unix.DT_REG || typ == unix.DT_UNKNOWN) && len(name) > 0 && name[0] != '.' {
+			if s := string(name); ValidJobName(s) == nil {
+				names = append(names, s)
+			}
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(ents))
-	for _, e := range ents {
-		if (e.Type == unix.DT_REG || e.Type == unix.DT_UNKNOWN) && ValidJobName(e.Name) == nil {
-			names = append(names, e.Name)
-		}
-	}
+	slices.Sort(names)
 	return names, nil
 }
 
@@ -128,14 +131,14 @@ func (q *Queue) tryClaim(job string, lease Lease, stale bool) (bool, error) {
 		if err := moveNoReplace(cj, job, pfd, job); err != nil {
 			return false, pathErr("rename", q.ClaimedPath(job)+" -> "+q.PendingPath(job), err)
 		}
-		if err := q.syncAll(cj, cjPath, pfd, q.path("pending")); err != nil {
+		if err := q.syncAll(openDir{cj, cjPath}, openDir{pfd, q.dirPath(dPending)}); err != nil {
 			return false, err
 		}
 		return false, q.dropClaimDir(job)
 	}
 	// Sync the claim move: the request's new and old directories, and
 	// claimed/ which gained claimed/J.
-	if err := q.syncAll(cj, cjPath, pfd, q.path("pending"), cfd, q.path("claimed")); err != nil {
+	if err := q.syncAll(openDir{cj, cjPath}, openDir{pfd, q.dirPath(dPending)}, openDir{cfd, q.dirPath(dClaimed)}); err != nil {
 		return false, err
 	}
 	step("claim.synced")
@@ -185,19 +188,26 @@ func (q *Queue) release(job string) {
 
 type heldClaim struct{ cj, lj int }
 
-func (q *Queue) syncAll(pairs ...any) error {
-	for i := 0; i < len(pairs); i += 2 {
-		if err := fsyncFd(pairs[i].(int), pairs[i+1].(string)); err != nil {
+// syncAll fsyncs each directory in turn, stopping at the first failure.
+func (q *Queue) syncAll(dirs ...openDir) error {
+	for _, d := range dirs {
+		if err := fsyncFd(d.fd, d.path); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
+// openDir is an open directory and its path for messages.
+type openDir struct {
+	fd   int
+	path string
+}
+
 // dropClaimDir removes claimed/J if it is empty (rmdir never removes a
 // directory holding a request) and fsyncs claimed/.
 func (q *Queue) dropClaimDir(job string) error {
-	_, err := removeEntry(q.fd[dClaimed], q.path("claimed"), job, true)
+	_, err := removeEntry(q.fd[dClaimed], q.dirPath(dClaimed), job, true)
 	if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
 		return nil
 	}
@@ -239,7 +249,7 @@ func (q *Queue) writeLease(job string, lease Lease) (lj int, err error) {
 		return -1, pathErr("rename", q.path("lease", job, "worker"), err)
 	}
 	step("lease.renamed")
-	if err := q.syncAll(lj, ljPath, lfd, q.path("lease")); err != nil {
+	if err := q.syncAll(openDir{lj, ljPath}, openDir{lfd, q.dirPath(dLease)}); err != nil {
 		return -1, err
 	}
 	step("lease.synced")
@@ -258,13 +268,13 @@ func (q *Queue) undoClaim(job string, cj int, cause error) error {
 			removeTemps(lj, "worker")
 			removeEntry(lj, q.path("lease", job), "worker", false)
 			unix.Close(lj)
-			removeEntry(q.fd[dLease], q.path("lease"), job, true)
+			removeEntry(q.fd[dLease], q.dirPath(dLease), job, true)
 		}
 	}
 	if err := moveNoReplace(cj, job, q.fd[dPending], job); err != nil {
 		return fmt.Errorf("%w; and returning the claim failed: %v (run ctx queue check)", cause, pathErr("rename", q.ClaimedPath(job)+" -> "+q.PendingPath(job), err))
 	}
-	if err := q.syncAll(cj, q.path("claimed", job), q.fd[dPending], q.path("pending")); err != nil {
+	if err := q.syncAll(openDir{cj, q.path("claimed", job)}, openDir{q.fd[dPending], q.dirPath(dPending)}); err != nil {
 		return fmt.Errorf("%w; and %v", cause, err)
 	}
 	if err := q.dropClaimDir(job); err != nil {

@@ -48,7 +48,7 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 		}
 		q.logEvent(ev)
 	}()
-	cj, lj, err := q.openClaim(job)
+	cj, lj, ev, blocked, err := q.openClaim(job, st)
 	if err != nil {
 		return "", err
 	}
@@ -65,28 +65,16 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 	// Every conflict is checked before anything is written: a finish that
 	// wrote its result and then met a foreign request (or a result from an
 	// earlier, interrupted finish) would itself leave the job incomplete.
-	// Only the complete claimed state may be finished.
-	ev, err := q.Inspect(job)
-	if err != nil {
-		return "", err
-	}
-	if state, why := Classify(ev); state != StateClaimed {
-		return "", conflictf("job %s is %s (%s: %s); nothing written; %s",
-			job, state, why, strings.Join(ev.Paths(), " "), q.nextStep(ev, state))
+	// Only the complete claimed state may be finished. openClaim
+	// gathered the evidence (claimEvidence).
+	if state, _ := Classify(ev); state != StateClaimed {
+		return "", q.refuseFinish(job, ev)
 	}
 	// A symlink, FIFO or directory at a name finish must create is no
 	// evidence (Classify passes over it) but still blocks the rename.
-	tfd, tdir := q.fd[st.dir()], q.path(string(st))
-	for _, name := range []string{resultName(job), job} {
-		sta, err := lstatAt(tfd, name)
-		if err == unix.ENOENT {
-			continue
-		}
-		if err != nil {
-			return "", pathErr("stat", filepath.Join(tdir, name), err)
-		}
-		return "", conflictf("job %s: %s already exists and is a %s, not queue evidence; nothing written; remove it by hand (%s lists it)",
-			job, filepath.Join(tdir, name), kindOf(&sta), q.command("check"))
+	tfd, tdir := q.fd[st.dir()], q.dirPath(st.dir())
+	if blocked.name != "" {
+		return "", q.blockedFinish(job, tdir, blocked)
 	}
 	// What remains is a race with another process between that check and
 	// these no-replace renames; the renames refuse it, and the message
@@ -116,7 +104,7 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 		return "", fmt.Errorf("job %s: result written but request not moved; %s: %w", job, q.nextStepNow(job), err)
 	}
 	step("finish.request-renamed")
-	if err := q.syncAll(cj, q.path("claimed", job), tfd, tdir); err != nil {
+	if err := q.syncAll(openDir{cj, q.path("claimed", job)}, openDir{tfd, tdir}); err != nil {
 		return "", err
 	}
 	step("finish.request-synced")
@@ -126,11 +114,121 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 	return q.TerminalPath(st, job), nil
 }
 
+// refuseFinish is Finish's refusal of a job whose evidence (ev) is not
+// the claimed state. It describes the job as Inspect sees it, the lease's
+// content included (recover's advice depends on it).
+func (q *Queue) refuseFinish(job string, ev *Evidence) error {
+	state, why := Classify(ev)
+	if full, err := q.Inspect(job); err == nil {
+		if s, w := Classify(full); s != StateClaimed {
+			ev, state, why = full, s, w
+		}
+	}
+	return conflictf("job %s is %s (%s: %s); nothing written; %s",
+		job, state, why, strings.Join(ev.Paths(), " "), q.nextStep(ev, state))
+}
+
+// blockedFinish is Finish's refusal of a name it must create that is
+// taken by something that is not evidence.
+func (q *Queue) blockedFinish(job, tdir string, b blocker) error {
+	return conflictf("job %s: %s already exists and is a %s, not queue evidence; nothing written; remove it by hand (%s lists it)",
+		job, filepath.Join(tdir, b.name), b.kind, q.command("check"))
+}
+
+// blocker is an entry at a name Finish must create that is not evidence.
+type blocker struct{ name, kind string }
+
+// claimEvidence is Inspect for Finish: the evidence Classify needs about
+// job, whose claim is open as cj (claimed/J) and lj (lease/J), which are
+// listed from their current offset: the descriptors of a claim are
+// listed once, by its Finish, and never read before (a second listing
+// would find nothing, and the finish would be refused). It looks at the
+// entries Inspect looks at, through the descriptors this finish acts on:
+// one lstat each for pending/J, done/J, done/J.result, failed/J and
+// failed/J.result, and one listing each of claimed/J and lease/J (the
+// kernel's entry types, lstat only where the filesystem reports none). It
+// leaves out the lease's content, which Classify does not look at.
+// blocked is the first of J.result and J in st's directory that exists
+// but is not a regular file: no evidence, yet it would block the rename.
+func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, blocked blocker, err error) {
+	ev = &Evidence{Job: job, ClaimDir: true, LeaseDir: true}
+	res := resultName(job)
+	// In each terminal directory the result comes first, as finish
+	// creates them.
+	checks := [5]struct {
+		dst  *bool
+		d    int
+		name string
+	}{{&ev.Pending, dPending, job},
+		{&ev.DoneResult, dDone, res}, {&ev.Done, dDone, job},
+		{&ev.FailedResult, dFailed, res}, {&ev.Failed, dFailed, job}}
+	for _, c := range checks {
+		sta, err := lstatAt(q.fd[c.d], c.name)
+		if err == unix.ENOENT {
+			continue
+		}
+		if err != nil {
+			return nil, blocker{}, pathErr("stat", q.path(StateDirs[c.d], c.name), err)
+		}
+		*c.dst = isReg(&sta)
+		if !*c.dst && c.d == st.dir() && blocked.name == "" {
+			blocked = blocker{c.name, kindOf(&sta)}
+		}
+	}
+	entryType := func(dirfd int, name []byte, typ uint8) (uint32, bool) {
+		switch typ {
+		case unix.DT_REG:
+			return unix.S_IFREG, true
+		case unix.DT_UNKNOWN:
+			sta, err := lstatAt(dirfd, string(name))
+			if err != nil {
+				return 0, false // gone meanwhile: as Inspect, not counted
+			}
+			return sta.Mode & unix.S_IFMT, true
+		}
+		return unix.S_IFDIR, true // any type but a regular file
+	}
+	// A directory removed meanwhile lists as ENOENT: it holds nothing.
+	gone := func(err error) bool { return errors.Is(err, unix.ENOENT) }
+	err = eachEntry(cj, q.path("claimed", job), q.buf(), false, func(name []byte, typ uint8) {
+		if t, ok := entryType(cj, name, typ); ok {
+			if t == unix.S_IFREG && string(name) == job {
+				ev.Claimed = true
+			} else {
+				ev.Extra++
+			}
+		}
+	})
+	if err != nil && !gone(err) {
+		return nil, blocker{}, err
+	}
+	err = eachEntry(lj, q.path("lease", job), q.buf(), false, func(name []byte, typ uint8) {
+		if len(name) > 0 && name[0] == '.' {
+			if target, _, ok := parseTempName(string(name)); ok && target == "worker" {
+				return // a lease temporary: not evidence, not in the way
+			}
+		}
+		if t, ok := entryType(lj, name, typ); ok {
+			if t == unix.S_IFREG && string(name) == "worker" {
+				ev.Lease = true
+			} else {
+				ev.Extra++
+			}
+		}
+	})
+	if err != nil && !gone(err) {
+		return nil, blocker{}, err
+	}
+	return ev, blocked, nil
+}
+
 // openClaim returns claimed/J and lease/J of a claimed job, open and held
-// until release: the ones this Queue's own Claim kept, else opened now. It
-// checks that claimed/J/J and lease/J/worker are regular files; when they
-// are not, the error names the job's actual state.
-func (q *Queue) openClaim(job string) (cj, lj int, err error) {
+// until release: the ones this Queue's own Claim kept, else opened now,
+// with the evidence about the job that Finish decides on (claimEvidence,
+// for terminal status st). It checks that claimed/J/J and lease/J/worker
+// are regular files; when they are not, the error names the job's actual
+// state.
+func (q *Queue) openClaim(job string, st Status) (cj, lj int, ev *Evidence, blocked blocker, err error) {
 	h, ok := q.held[job]
 	wasHeld := ok
 	if !ok {
@@ -144,32 +242,35 @@ func (q *Queue) openClaim(job string) (cj, lj int, err error) {
 		}
 	}
 	if ok {
-		a, aerr := lstatAt(h.cj, job)
-		b, berr := lstatAt(h.lj, "worker")
-		if aerr == nil && berr == nil && isReg(&a) && isReg(&b) {
-			return h.cj, h.lj, nil
+		ev, blocked, err = q.claimEvidence(job, h.cj, h.lj, st)
+		if err != nil {
+			q.release(job)
+			return -1, -1, nil, blocker{}, err
+		}
+		if ev.Claimed && ev.Lease {
+			return h.cj, h.lj, ev, blocked, nil
 		}
 		q.release(job)
 	}
 	ev, ierr := q.Inspect(job)
 	if ierr != nil {
-		return -1, -1, ierr
+		return -1, -1, nil, blocker{}, ierr
 	}
-	st, why := Classify(ev)
+	state, why := Classify(ev)
 	if wasHeld {
-		return -1, -1, conflictf("job %s: the claim this process made no longer exists (recovered meanwhile); the job is now %s", job, st)
+		return -1, -1, nil, blocker{}, conflictf("job %s: the claim this process made no longer exists (recovered meanwhile); the job is now %s", job, state)
 	}
-	switch st {
+	switch state {
 	case StateAbsent:
-		return -1, -1, fmt.Errorf("%w: %s", ErrNotFound, job)
+		return -1, -1, nil, blocker{}, fmt.Errorf("%w: %s", ErrNotFound, job)
 	case StateInterruptedFinish:
-		return -1, -1, conflictf("job %s: an earlier finish was interrupted (%s); %s", job, why, q.nextStep(ev, st))
+		return -1, -1, nil, blocker{}, conflictf("job %s: an earlier finish was interrupted (%s); %s", job, why, q.nextStep(ev, state))
 	}
-	msg := fmt.Sprintf("job %s is not claimed with a lease: it is %s", job, st)
+	msg := fmt.Sprintf("job %s is not claimed with a lease: it is %s", job, state)
 	if why != "" {
 		msg += " (" + why + ")"
 	}
-	return -1, -1, conflictf("%s", msg)
+	return -1, -1, nil, blocker{}, conflictf("%s", msg)
 }
 
 // cleanup removes what a claim leaves once its request has moved on:
@@ -196,19 +297,19 @@ func (q *Queue) cleanupAt(job string, lj int, prefix string) error {
 		}
 	}
 	step(prefix + ".lease-removed")
-	_, err := removeEntry(q.fd[dLease], q.path("lease"), job, true)
+	_, err := removeEntry(q.fd[dLease], q.dirPath(dLease), job, true)
 	if errors.Is(err, unix.ENOTEMPTY) && lj >= 0 {
 		// A lease temporary left by a claim that stopped between its
 		// link and unlink (filesystems without RENAME_NOREPLACE), or
 		// by a crashed claim: never evidence.
 		removeTemps(lj, "worker")
-		_, err = removeEntry(q.fd[dLease], q.path("lease"), job, true)
+		_, err = removeEntry(q.fd[dLease], q.dirPath(dLease), job, true)
 	}
 	if err != nil {
 		return err
 	}
 	step(prefix + ".lease-dir-removed")
-	if _, err := removeEntry(q.fd[dClaimed], q.path("claimed"), job, true); err != nil {
+	if _, err := removeEntry(q.fd[dClaimed], q.dirPath(dClaimed), job, true); err != nil {
 		return err
 	}
 	step(prefix + ".claim-dir-removed")

@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -25,6 +26,24 @@ func FuzzParseLease(f *testing.F) {
 		again, err := ParseLease(l.Marshal())
 		if err != nil || again != l {
 			t.Fatalf("round trip of %+v: %+v, %v", l, again, err)
+		}
+	})
+}
+
+// FuzzLeaseMarshal: Marshal, which encodes plain leases by hand, writes
+// exactly what encoding/json writes, whatever the strings hold.
+func FuzzLeaseMarshal(f *testing.F) {
+	f.Add("w1", "box/pid:[4026531836]", 4242, uint64(918273), "2026-06-22T12:00:00.123456789Z")
+	f.Add("a<b&c>", "h\"x\\y", -1, uint64(0), "\x01\u2028\xff")
+	f.Add("", "", 0, uint64(1<<63), "é")
+	f.Fuzz(func(t *testing.T, worker, host string, pid int, start uint64, at string) {
+		l := Lease{Worker: worker, Host: host, PID: pid, PIDStart: start, ClaimedAt: at}
+		want, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := l.Marshal(); string(got) != string(want)+"\n" {
+			t.Fatalf("Marshal(%+v) = %q, want %q", l, got, string(want)+"\n")
 		}
 	})
 }

@@ -29,7 +29,7 @@ type Skip struct {
 // a check are left in inbox/ and reported as skipped.
 func (q *Queue) Ingest() (published []string, skipped []Skip, err error) {
 	ifd := q.fd[dInbox]
-	ents, err := readDir(ifd, q.path("inbox"))
+	ents, err := readDir(ifd, q.dirPath(dInbox))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -114,9 +114,9 @@ func (q *Queue) ingestOne(name string) (reason string, err error) {
 		if err := moveNoReplace(pfd, name, ifd, name); err != nil {
 			return "", pathErr("rename", q.PendingPath(name)+" -> "+path, err)
 		}
-		return "replaced while being ingested; returned to inbox/", q.syncAll(pfd, q.path("pending"), ifd, q.path("inbox"))
+		return "replaced while being ingested; returned to inbox/", q.syncAll(openDir{pfd, q.dirPath(dPending)}, openDir{ifd, q.dirPath(dInbox)})
 	}
-	if err := q.syncAll(pfd, q.path("pending"), ifd, q.path("inbox")); err != nil {
+	if err := q.syncAll(openDir{pfd, q.dirPath(dPending)}, openDir{ifd, q.dirPath(dInbox)}); err != nil {
 		return "", err
 	}
 	step("ingest.dirs-synced")

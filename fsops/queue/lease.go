@@ -41,10 +41,38 @@ const MaxLease = 4096
 // maxPID is the largest pid Linux can hand out (PID_MAX_LIMIT on 64-bit).
 const maxPID = 1 << 22
 
-// Marshal encodes the lease as one JSON line.
+// Marshal encodes the lease as one JSON line, exactly as encoding/json
+// does: by hand where every string is plain (the usual case, and the
+// claim's hot path), else through encoding/json.
 func (l Lease) Marshal() []byte {
-	b, _ := json.Marshal(l)
-	return append(b, '\n')
+	if !plainJSON(l.Worker) || !plainJSON(l.Host) || !plainJSON(l.ClaimedAt) {
+		b, _ := json.Marshal(l)
+		return append(b, '\n')
+	}
+	b := make([]byte, 0, 80+len(l.Worker)+len(l.Host)+len(l.ClaimedAt))
+	b = append(b, `{"worker":"`...)
+	b = append(b, l.Worker...)
+	b = append(b, `","host":"`...)
+	b = append(b, l.Host...)
+	b = append(b, `","pid":`...)
+	b = strconv.AppendInt(b, int64(l.PID), 10)
+	b = append(b, `,"pid_start":`...)
+	b = strconv.AppendUint(b, l.PIDStart, 10)
+	b = append(b, `,"claimed_at":"`...)
+	b = append(b, l.ClaimedAt...)
+	return append(b, "\"}\n"...)
+}
+
+// plainJSON reports whether encoding/json writes s as itself between
+// quotes: printable ASCII other than the characters it escapes.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < 0x20 || c >= 0x7f, c == '"', c == '\\', c == '<', c == '>', c == '&':
+			return false
+		}
+	}
+	return true
 }
 
 // ParseLease parses and validates a lease file. It accepts exactly one JSON

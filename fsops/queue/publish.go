@@ -67,7 +67,7 @@ func (q *Queue) Publish(name string, data []byte) (string, error) {
 			return "", err
 		}
 	}
-	pfd, pdir := q.fd[dPending], q.path("pending")
+	pfd, pdir := q.fd[dPending], q.dirPath(dPending)
 	tmp, err := writeTemp(pfd, pdir, name, data, FileMode, "publish")
 	if err != nil {
 		return "", err

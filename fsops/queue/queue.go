@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -81,9 +82,12 @@ type Queue struct {
 	// transition itself has already happened and stands.
 	OnLogError func(error)
 
-	qfd   int
-	fd    [numDirs]int
-	logFd int
+	qfd      int
+	fd       [numDirs]int
+	dirPaths [numDirs]string
+	logFd    int
+	// dirBuf is the getdents buffer of this Queue's listings.
+	dirBuf []byte
 
 	// candidates is the rest of the last listing of pending/, in claim
 	// order. Claim works through it before listing again, so a worker
@@ -123,6 +127,7 @@ func Open(root, space string) (*Queue, error) {
 		q.fd[i] = -1
 	}
 	for i, name := range StateDirs {
+		q.dirPaths[i] = filepath.Join(path, name)
 		if q.fd[i], err = openDirAt(fd, name); err != nil {
 			q.Close()
 			return nil, pathErr("open", filepath.Join(path, name), err)
@@ -153,10 +158,29 @@ func (q *Queue) Close() error {
 	return nil
 }
 
-// path joins elements under queue/ for messages and output.
+// path joins elements under queue/ for messages and output. Names the
+// queue itself made (state directories, validated job names, temporaries)
+// need no cleaning and are joined with a single allocation.
 func (q *Queue) path(elem ...string) string {
-	return filepath.Join(append([]string{q.Dir}, elem...)...)
+	n := len(q.Dir)
+	for _, e := range elem {
+		if e == "" || e == "." || e == ".." || strings.IndexByte(e, '/') >= 0 {
+			return filepath.Join(append([]string{q.Dir}, elem...)...)
+		}
+		n += 1 + len(e)
+	}
+	var b strings.Builder
+	b.Grow(n)
+	b.WriteString(q.Dir)
+	for _, e := range elem {
+		b.WriteByte('/')
+		b.WriteString(e)
+	}
+	return b.String()
 }
+
+// dirPath is the path of state directory d, for messages; computed once.
+func (q *Queue) dirPath(d int) string { return q.dirPaths[d] }
 
 // PendingPath, ClaimedPath and TerminalPath are where J's request lives in
 // each state.

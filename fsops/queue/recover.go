@@ -153,7 +153,7 @@ func (q *Queue) moveBack(job string, to State, tfd int) error {
 		return pathErr("rename", q.ClaimedPath(job)+" -> "+dst, err)
 	}
 	step("recover.renamed")
-	if err := q.syncAll(cj, q.path("claimed", job), tfd, q.path(string(to))); err != nil {
+	if err := q.syncAll(openDir{cj, q.path("claimed", job)}, openDir{tfd, q.path(string(to))}); err != nil {
 		return err
 	}
 	step("recover.synced")

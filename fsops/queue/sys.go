@@ -6,7 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,16 +74,20 @@ func openDirAt(dirfd int, name string) (int, error) {
 
 // fsyncFd fsyncs fd; path names it in errors.
 func fsyncFd(fd int, path string) error {
+	if err := fsync(fd); err != nil {
+		return pathErr("fsync", path, err)
+	}
+	return nil
+}
+
+// fsync fsyncs fd, counting it, and returns the bare errno.
+func fsync(fd int) error {
 	syncCount.Add(1)
 	for {
 		err := unix.Fsync(fd)
-		if err == unix.EINTR {
-			continue
+		if err != unix.EINTR {
+			return err
 		}
-		if err != nil {
-			return pathErr("fsync", path, err)
-		}
-		return nil
 	}
 }
 
@@ -261,8 +265,10 @@ func writeTemp(dirfd int, dirPath, target string, data []byte, mode uint32, pref
 		unix.Unlinkat(dirfd, tmp, 0)
 		return "", pathErr(op, filepath.Join(dirPath, tmp), err)
 	}
-	if err := fixMode(fd, mode, filepath.Join(dirPath, tmp)); err != nil {
-		return fail("chmod", errors.Unwrap(err))
+	if processUmask()&mode&0o777 != 0 {
+		if err := unix.Fchmod(fd, mode); err != nil {
+			return fail("chmod", err)
+		}
 	}
 	for off := 0; off < len(data); {
 		n, err := unix.Write(fd, data[off:])
@@ -275,8 +281,8 @@ func writeTemp(dirfd int, dirPath, target string, data []byte, mode uint32, pref
 		off += n
 	}
 	step(prefix + ".temp-written")
-	if err := fsyncFd(fd, filepath.Join(dirPath, tmp)); err != nil {
-		return fail("fsync", errors.Unwrap(err))
+	if err := fsync(fd); err != nil {
+		return fail("fsync", err)
 	}
 	if err := unix.Close(fd); err != nil {
 		unix.Unlinkat(dirfd, tmp, 0)
@@ -297,42 +303,76 @@ type dirEntry struct {
 // and "..". It rewinds and reads dirfd itself: every descriptor of a Queue
 // belongs to one goroutine, and a listing always starts from the top.
 func readDir(fd int, path string) ([]dirEntry, error) {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return nil, pathErr("seek", path, err)
-	}
+	return readDirBuf(fd, path, nil)
+}
+
+// readDirBuf is readDir with buf (nil: a new one) as the getdents buffer.
+func readDirBuf(fd int, path string, buf []byte) ([]dirEntry, error) {
 	var out []dirEntry
-	buf := make([]byte, 32<<10)
+	err := eachEntry(fd, path, buf, true, func(name []byte, typ uint8) {
+		out = append(out, dirEntry{Name: string(name), Type: typ})
+	})
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b dirEntry) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// eachEntry calls fn for every entry of the directory open at fd except
+// "." and "..", in the order the kernel lists them, starting from the top.
+// name is valid only during the call. buf (nil: a new one) is the getdents
+// buffer. rewind false reads from the descriptor's current offset, for a
+// directory descriptor that was never read.
+func eachEntry(fd int, path string, buf []byte, rewind bool, fn func(name []byte, typ uint8)) error {
+	if rewind {
+		if _, err := unix.Seek(fd, 0, 0); err != nil {
+			return pathErr("seek", path, err)
+		}
+	}
+	if len(buf) == 0 {
+		buf = make([]byte, dirBufSize)
+	}
 	for {
 		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
 		if err != nil {
-			return nil, pathErr("readdir", path, err)
+			return pathErr("readdir", path, err)
 		}
 		if n <= 0 {
-			break
+			return nil
 		}
 		// struct linux_dirent64 { u64 d_ino; s64 d_off; u16 d_reclen;
 		// u8 d_type; char d_name[]; }
 		for b := buf[:n]; len(b) >= 19; {
 			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
 			if reclen < 19 || reclen > len(b) {
-				return nil, pathErr("readdir", path, unix.EIO)
+				return pathErr("readdir", path, unix.EIO)
 			}
 			typ := b[18]
 			name := b[19:reclen]
 			if i := indexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
-			if s := string(name); s != "." && s != ".." {
-				out = append(out, dirEntry{Name: s, Type: typ})
+			if !(len(name) == 1 && name[0] == '.') && !(len(name) == 2 && name[0] == '.' && name[1] == '.') {
+				fn(name, typ)
 			}
 			b = b[reclen:]
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+}
+
+// dirBufSize is the size of a getdents buffer.
+const dirBufSize = 32 << 10
+
+// buf returns this Queue's getdents buffer.
+func (q *Queue) buf() []byte {
+	if q.dirBuf == nil {
+		q.dirBuf = make([]byte, dirBufSize)
+	}
+	return q.dirBuf
 }
 
 func indexByte(b []byte, c byte) int {
