@@ -3,11 +3,11 @@ package ptyterm
 import (
 	"bytes"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,15 +19,22 @@ import (
 //
 //   - script: util-linux script(1), `script -q -c 'cat FILE' /dev/null`
 //     with its output to /dev/null, the baseline;
-//   - ctxterm: ptyterm.Serve with one watcher reading the socket and the
-//     session recorded to an events file;
+//   - ctxterm: ptyterm.Serve with one watcher process reading the socket
+//     and the session recorded to an events file;
 //   - raw: a bare Go loop reading the PTY master and discarding it, to tell
 //     the cost of Go's scheduler from the cost of ctxterm's work.
 //
+// script and ctxterm are timed the same way: the command starts as
+// `stty -echo; <signal ready>; read go; exec cat FILE`, and the clock runs
+// from the line "go" written to its terminal, once it is ready (and, for
+// ctxterm, once the watcher is joined), to the return of Serve or the exit
+// of script. Process start-up is left out of both.
+//
 // A shared machine makes single runs vary by a factor of two, so the
 // figures are medians: MB/s of each arm, and "ratio", the median over
-// iterations of script's time / ctxterm's time (1.0 = as fast as script).
-// Run with -benchtime 10x or more.
+// iterations of script's time / ctxterm's time (1.0 = as fast as script;
+// ./build.sh bench holds it to 1.0 or more). Run with -benchtime 10x or
+// more.
 func BenchmarkPTYThroughput(b *testing.B) {
 	if _, err := exec.LookPath("script"); err != nil {
 		b.Skip("script(1) not installed")
@@ -90,20 +97,45 @@ func median(ds []time.Duration) time.Duration {
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
+// runScript times script(1) running cat of file, from the moment its
+// shell is ready (it creates a marker file, then waits for a line of
+// input) to script's exit.
 func runScript(b *testing.B, file string) time.Duration {
-	cmd := exec.Command("script", "-q", "-c", "cat "+file, "/dev/null")
+	ready := filepath.Join(filepath.Dir(file), "script.ready")
+	os.Remove(ready)
+	cmd := exec.Command("script", "-q", "-c",
+		"stty -echo; : >"+shellQuote(ready)+"; read go; exec cat "+shellQuote(file), "/dev/null")
 	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer devnull.Close()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, devnull, devnull
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer gateW.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = gateR, devnull, devnull
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	gateR.Close()
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
+	gateW.Write([]byte("go\n"))
+	if err := cmd.Wait(); err != nil {
 		b.Fatal(err)
 	}
 	return time.Since(start)
 }
+
+// shellQuote quotes s as one word for sh.
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // runServe times Serve from the moment the watcher is in place (the
 // command waits for a line of console input before it starts cat) to its
@@ -115,13 +147,15 @@ func runServe(b *testing.B, dir, file string, record bool) time.Duration {
 		events = filepath.Join(dir, "events.jsonl")
 		os.Remove(events)
 	}
+	ready := filepath.Join(dir, "serve.ready")
+	os.Remove(ready)
 	gateR, gateW := io.Pipe()
 	defer gateW.Close()
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		_, err := Serve(Config{
-			Cmd:    exec.Command("sh", "-c", `stty -echo; read go; exec cat "$0"`, file),
+			Cmd:    exec.Command("sh", "-c", `stty -echo; : >"$0"; read go; exec cat "$1"`, ready, file),
 			Socket: socket, Events: events, Owner: os.Getuid(),
 			Console: ConsolePipe, ConsoleIn: gateR,
 			Started: func(int) { close(started) },
@@ -129,34 +163,31 @@ func runServe(b *testing.B, dir, file string, record bool) time.Duration {
 		done <- err
 	}()
 	<-started
-	conn, err := net.Dial("unix", socket)
-	if err != nil {
+	// The watcher is a process of its own, as `ctx agent watch` is (in
+	// this one it would take the Go scheduler's processors from Serve):
+	// the test binary as a client that counts what it receives.
+	watcher := exec.Command(os.Args[0])
+	watcher.Env = append(os.Environ(), "PTYTERM_TEST_CLIENT="+socket, "PTYTERM_TEST_SEND=watch\n", "PTYTERM_TEST_DISCARD=1")
+	var count bytes.Buffer
+	watcher.Stdout, watcher.Stderr = &count, os.Stderr
+	if err := watcher.Start(); err != nil {
 		b.Fatal(err)
 	}
-	defer conn.Close()
-	conn.Write([]byte("watch\n"))
-	received := make(chan int64, 1)
-	go func() {
-		// Like a watcher process: big reads, bytes thrown away.
-		buf := make([]byte, 64<<10)
-		var total int64
-		for {
-			n, err := conn.Read(buf)
-			total += int64(n)
-			if err != nil {
-				received <- total
-				return
-			}
-		}
-	}()
-	// Wait until the watcher is joined: its terminal.watch event (or, with
-	// no record, a short pause).
+	defer watcher.Process.Kill()
+	// Wait until the watcher is joined (its terminal.watch event or, with
+	// no record, a short pause) and the command is ready.
 	if record {
 		for !bytes.Contains(mustRead(b, events), []byte(EventWatch)) {
 			time.Sleep(time.Millisecond)
 		}
 	} else {
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(50 * time.Millisecond)
+	}
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		time.Sleep(time.Millisecond)
 	}
 	start := time.Now()
 	gateW.Write([]byte("go\n"))
@@ -164,9 +195,12 @@ func runServe(b *testing.B, dir, file string, record bool) time.Duration {
 		b.Fatal(err)
 	}
 	elapsed := time.Since(start)
+	if err := watcher.Wait(); err != nil {
+		b.Fatal(err)
+	}
 	st, _ := os.Stat(file)
-	if n := <-received; n < st.Size() {
-		b.Fatalf("watcher received %d bytes of %d", n, st.Size())
+	if n, _ := strconv.ParseInt(strings.TrimSpace(count.String()), 10, 64); n < st.Size() {
+		b.Fatalf("watcher received %s bytes of %d", strings.TrimSpace(count.String()), st.Size())
 	}
 	return elapsed
 }

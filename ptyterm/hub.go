@@ -77,7 +77,7 @@ type client struct {
 	pid  int
 
 	mu      sync.Mutex
-	queue   [][]byte
+	queue   []chunk // each holds its slab
 	queued  int
 	closing bool // the command exited: send what is queued, then close
 	gone    bool
@@ -85,15 +85,16 @@ type client struct {
 	leave1  sync.Once
 }
 
-// Broadcast hands PTY output to the scrollback and every client. p must
-// not be modified afterwards: the clients' queues share it.
-func (h *hub) Broadcast(p []byte) {
+// Broadcast hands PTY output to the scrollback and every client. out must
+// not be modified afterwards: the clients' queues share it, each holding
+// its slab until the output is sent.
+func (h *hub) Broadcast(out chunk) {
 	var drop []*client
 	h.mu.Lock()
-	h.scroll.Write(p)
+	h.scroll.add(out)
 	if len(h.clients) > 0 {
 		for c := range h.clients {
-			if !c.enqueue(p) {
+			if !c.enqueue(out) {
 				drop = append(drop, c)
 			}
 		}
@@ -121,7 +122,7 @@ func (h *hub) join(c *client, rest []byte) *refusal {
 	}
 	c.h, c.wake = h, make(chan struct{}, 1)
 	if snap := h.scroll.Snapshot(); len(snap) > 0 {
-		c.queue, c.queued = [][]byte{snap}, len(snap)
+		c.queue, c.queued = []chunk{{p: snap}}, len(snap)
 	}
 	h.clients[c] = struct{}{}
 	if c.mode == Attach {
@@ -176,6 +177,7 @@ func (h *hub) Resize(ws Winsize) {
 func (h *hub) shutdown() {
 	h.mu.Lock()
 	h.closed = true
+	h.scroll.release() // no output and no join follow
 	var cs []*client
 	for c := range h.clients {
 		cs = append(cs, c)
@@ -199,32 +201,38 @@ func (c *client) poke() {
 	}
 }
 
-// enqueue adds p to c's queue, or reports false when c has fallen
-// maxClientQueue bytes behind.
-func (c *client) enqueue(p []byte) bool {
+// enqueue adds out to c's queue, holding its slab, or reports false when
+// c has fallen maxClientQueue bytes behind.
+func (c *client) enqueue(out chunk) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gone {
 		return true
 	}
-	if c.queued+len(p) > maxClientQueue {
+	if c.queued+len(out.p) > maxClientQueue {
 		return false
 	}
-	c.queue = append(c.queue, p)
-	c.queued += len(p)
+	out.ref()
+	c.queue = append(c.queue, out)
+	c.queued += len(out.p)
 	c.poke()
 	return true
 }
 
 func (c *client) writeLoop() {
 	defer c.h.wg.Done()
+	var (
+		q    []chunk     // taken from c.queue; its backing array is reused
+		bufs net.Buffers // q's bytes for one writev
+	)
 	for {
 		c.mu.Lock()
-		q := c.queue
-		c.queue, c.queued = nil, 0
+		q, c.queue = c.queue, q[:0]
+		c.queued = 0
 		closing, gone := c.closing, c.gone
 		c.mu.Unlock()
 		if gone {
+			release(q)
 			return
 		}
 		if len(q) == 0 {
@@ -235,8 +243,16 @@ func (c *client) writeLoop() {
 			<-c.wake
 			continue
 		}
-		bufs := net.Buffers(q)
-		if _, err := bufs.WriteTo(c.conn); err != nil {
+		bufs = bufs[:0]
+		for _, out := range q {
+			bufs = append(bufs, out.p)
+		}
+		// WriteTo consumes the slice it is given, not the array.
+		send := bufs
+		_, err := send.WriteTo(c.conn)
+		clear(bufs)
+		release(q)
+		if err != nil {
 			c.leave("error")
 			return
 		}
@@ -308,6 +324,7 @@ func (c *client) leave(reason string) {
 		if c.closing {
 			reason = "exit"
 		}
+		release(c.queue)
 		c.gone, c.queue, c.queued = true, nil, 0
 		c.mu.Unlock()
 		_ = c.conn.Close() // unblocks both loops

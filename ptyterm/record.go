@@ -112,7 +112,7 @@ type recorder struct {
 	seq     uint64
 	written int64 // bytes this run appended
 	failed  bool
-	output  chan []byte   // nil without a record; set once at open
+	outq    chan chunk    // nil without a record; set once at open
 	flushed chan struct{} // closed when cutOutput has written everything
 }
 
@@ -150,7 +150,7 @@ func openRecorder(path string, limit int64, onLimit func(), log func(error)) (*r
 		r.f = f
 	}
 	if r.f != nil {
-		r.output, r.flushed = make(chan []byte, 256), make(chan struct{})
+		r.outq, r.flushed = make(chan chunk, 256), make(chan struct{})
 		go r.cutOutput()
 	}
 	return r, nil
@@ -185,60 +185,71 @@ func lastSeq(f *os.File, size int64) (uint64, error) {
 
 // Output queues PTY output for the record. p must not be modified
 // afterwards.
-func (r *recorder) Output(p []byte) {
-	if r.output == nil || r.stopped.Load() {
+func (r *recorder) Output(p []byte) { r.output(chunk{p: p}) }
+
+// output queues out for the record, which holds its slab until the
+// output is written.
+func (r *recorder) output(out chunk) {
+	if r.outq == nil || r.stopped.Load() {
 		return
 	}
-	r.output <- p
+	out.ref()
+	r.outq <- out
 }
 
 // cutOutput turns queued output into pty.output lines of at most
 // maxOutputData bytes, each stamped with the time its first byte arrived.
+// Output is not copied on its way to the record: the queued slices are
+// kept as they are (the PTY reader's slabs are never written again) and
+// encoded from where they lie.
 func (r *recorder) cutOutput() {
 	defer close(r.flushed)
 	var (
-		pending = make([]byte, 0, 32*maxOutputData)
-		batch   []byte // the lines of one flush, reused
-		first   time.Time
+		held  pendingOutput
+		batch []byte // the lines of one flush, reused
+		first time.Time
 	)
+	if b, ok := recordBatches.Get().(*[]byte); ok {
+		batch = *b
+	}
+	defer func() { recordBatches.Put(&batch) }()
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
-	// flush records whole chunks (all of pending when partial is set) in
-	// one write and keeps the remainder, moving it once.
+	// flush records whole chunks (all that is held when partial is set)
+	// in one write and keeps the remainder.
 	flush := func(partial bool) bool {
-		n := len(pending)
+		n := held.n
 		if !partial {
 			n -= n % maxOutputData
 		}
 		if n == 0 {
 			return false
 		}
-		batch = r.writeOutput(batch[:0], first, pending[:n])
-		pending = append(pending[:0], pending[n:]...)
+		batch = r.writeOutput(batch[:0], first, &held, n)
 		first = time.Now()
 		return true
 	}
 	for {
 		select {
-		case p, ok := <-r.output:
+		case p, ok := <-r.outq:
 			if !ok {
 				flush(true)
 				return
 			}
-			if len(pending) == 0 {
+			if held.n == 0 {
 				first = time.Now()
 				linger.Reset(outputLinger)
 			}
-			pending = append(pending, p...)
+			held.add(p)
 			// Take what else is queued into the same write.
-			for more := true; more && len(pending) < maxRecordBatch; {
+			for more := true; more && held.n < maxRecordBatch; {
 				select {
-				case p, ok := <-r.output:
+				case p, ok := <-r.outq:
 					if !ok {
 						flush(true)
 						return
 					}
-					pending = append(pending, p...)
+					held.add(p)
 				default:
 					more = false
 				}
@@ -255,23 +266,104 @@ func (r *recorder) cutOutput() {
 	}
 }
 
-// writeOutput records data as pty.output lines of at most maxOutputData
-// bytes each, built in buf, with one write(2), and returns buf for reuse.
-// A write holds whole lines only, so the record never has a line cut by
-// another writer. The lines are encoded by hand: this is the hot path, and
-// base64 never needs JSON escaping. A line that would pass the limit is
-// not written: the record stops there.
-func (r *recorder) writeOutput(buf []byte, t time.Time, data []byte) []byte {
+// recordBatches keeps the write buffers of finished records (*[]byte) for
+// the next: a stream's buffer grows to a few MiB.
+var recordBatches sync.Pool
+
+// pendingOutput is output queued for the record and not yet written: the
+// chunks as they were handed over, in order (from parts[head]), n bytes
+// in all, each holding its slab.
+type pendingOutput struct {
+	parts []chunk
+	head  int
+	n     int
+	done  []chunk             // used up by next, released by release
+	line  [maxOutputData]byte // a line that spans parts is gathered here
+}
+
+func (o *pendingOutput) add(c chunk) {
+	if len(c.p) == 0 {
+		c.unref()
+		return
+	}
+	if o.head > 0 && o.head >= len(o.parts)/2 {
+		// Move what is left to the front, so that a stream that always
+		// leaves a remainder does not grow the array forever.
+		k := copy(o.parts, o.parts[o.head:])
+		clear(o.parts[k:])
+		o.parts, o.head = o.parts[:k], 0
+	}
+	o.parts = append(o.parts, c)
+	o.n += len(c.p)
+}
+
+// next removes the next k bytes (0 < k <= o.n) and returns them: in place
+// when they lie in one part, else gathered into o.line. They stay valid
+// until release.
+func (o *pendingOutput) next(k int) []byte {
+	o.n -= k
+	if p := o.parts[o.head].p; len(p) >= k {
+		o.parts[o.head].p = p[k:]
+		if len(p) == k {
+			o.usedUp()
+		}
+		return p[:k:k]
+	}
+	buf := o.line[:0]
+	for len(buf) < k {
+		p := o.parts[o.head].p
+		m := min(len(p), k-len(buf))
+		buf = append(buf, p[:m]...)
+		if m == len(p) {
+			o.usedUp()
+		} else {
+			o.parts[o.head].p = p[m:]
+		}
+	}
+	return buf
+}
+
+// usedUp moves the first part, all of it taken, to done.
+func (o *pendingOutput) usedUp() {
+	o.done = append(o.done, o.parts[o.head])
+	o.parts[o.head] = chunk{}
+	if o.head++; o.head == len(o.parts) {
+		o.parts, o.head = o.parts[:0], 0
+	}
+}
+
+// release lets go of the parts that next has used up.
+func (o *pendingOutput) release() {
+	release(o.done)
+	o.done = o.done[:0]
+}
+
+// drop lets go of everything held.
+func (o *pendingOutput) drop() {
+	o.release()
+	release(o.parts[o.head:])
+	o.parts, o.head, o.n = o.parts[:0], 0, 0
+}
+
+// writeOutput records the next n bytes of held as pty.output lines of at
+// most maxOutputData bytes each, built in buf, with one write(2), and
+// returns buf for reuse. A write holds whole lines only, so the record
+// never has a line cut by another writer. The lines are encoded by hand:
+// this is the hot path, and base64 never needs JSON escaping. A line that
+// would pass the limit is not written: the record stops there, and what
+// is held is dropped.
+func (r *recorder) writeOutput(buf []byte, t time.Time, held *pendingOutput, n int) []byte {
 	r.mu.Lock()
 	if r.f == nil || r.stopped.Load() {
 		r.mu.Unlock()
+		held.drop()
 		return buf
 	}
 	ts := fsops.Timestamp(t)
 	over := false
-	for len(data) > 0 {
-		chunk := data[:min(len(data), maxOutputData)]
-		data = data[len(chunk):]
+	for n > 0 {
+		chunk := held.next(min(n, maxOutputData))
+		n -= len(chunk)
 		start := len(buf)
 		r.seq++
 		buf = append(buf, `{"seq":`...)
@@ -279,14 +371,16 @@ func (r *recorder) writeOutput(buf []byte, t time.Time, data []byte) []byte {
 		buf = append(buf, `,"ts":"`...)
 		buf = append(buf, ts...)
 		buf = append(buf, `","type":"pty.output","data_b64":"`...)
-		buf = base64.StdEncoding.AppendEncode(buf, chunk)
+		buf = appendBase64(buf, chunk)
 		buf = append(buf, "\"}\n"...)
 		if r.limit > 0 && r.written+int64(len(buf)) > r.limit {
 			buf, over = buf[:start], true
 			r.seq--
+			held.drop()
 			break
 		}
 	}
+	held.release()
 	if len(buf) > 0 {
 		r.appendLocked(buf)
 	}
@@ -367,10 +461,10 @@ func (r *recorder) fail(err error) {
 
 // FlushOutput writes all queued output; no Output may follow.
 func (r *recorder) FlushOutput() {
-	if r.output == nil {
+	if r.outq == nil {
 		return
 	}
-	close(r.output)
+	close(r.outq)
 	<-r.flushed
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"math/rand"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -155,4 +156,58 @@ func TestRecordUnlimited(t *testing.T) {
 	if evs := readEvents(t, path); evs[len(evs)-1].Type != EventExit {
 		t.Fatal("no process.exit")
 	}
+}
+
+// TestRecordCompleteUnderFlood: a program that writes 16 MiB as fast as
+// the terminal takes it, with a watcher joined, is recorded byte for byte
+// (the record batches its writes and keeps the output where it was read,
+// see slab, and must lose nothing), and the watcher receives the same
+// bytes. Slabs are recycled within and between the runs and poisoned
+// when let go of, so this also checks that nothing reads a slab after
+// letting go of it.
+func TestRecordCompleteUnderFlood(t *testing.T) {
+	poisonSlabs = true // a part used after its slab was let go of reads garbage
+	defer func() { poisonSlabs = false }()
+	dir := t.TempDir()
+	data := make([]byte, 16<<20)
+	rand.New(rand.NewSource(2)).Read(data)
+	file := filepath.Join(dir, "data")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for run := 0; run < 2; run++ {
+		// -opost: the terminal passes output through untranslated.
+		// The program says R once its terminal is raw, then waits for go.
+		s := serve(t, Config{}, "sh", "-c", `stty raw -echo -opost && printf R && read go && cat "$0"`, file)
+		w := dial(t, s.socket, "watch\n")
+		a := dial(t, s.socket, "attach\n")
+		w.out.waitFor(t, "R", 1)
+		a.send(t, "go\n")
+		if code := s.wait(); code != 0 {
+			t.Fatalf("exit %d", code)
+		}
+		want := append([]byte("R"), data...)
+		got := replayed(t, s.events)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("run %d: replay has %d bytes, want %d identical bytes (first difference at %d)", run, len(got), len(want), firstDiff(got, want))
+		}
+		checkRecord(t, s.events, 1)
+		w.closed(t)
+		dropped := false
+		for _, ev := range eventsOfType(readEvents(t, s.events), EventDetach) {
+			dropped = dropped || ev.Reason == "overflow"
+		}
+		if out := w.out.Bytes(); !dropped && !bytes.Equal(out, want) {
+			t.Fatalf("run %d: watcher got %d bytes, want %d identical bytes (first difference at %d)", run, len(out), len(want), firstDiff(out, want))
+		}
+	}
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

@@ -262,29 +262,32 @@ func exitStatus(state *os.ProcessState) (int, syscall.Signal) {
 // A PTY master yields at most 4 KiB per read, and the program writing to
 // the terminal waits while that small buffer is full, so throughput is set
 // by how soon the reader reads again. The reader therefore does nothing but
-// read: each read lands in a fresh part of a larger slab, never written
-// again, and is passed to deliverOutput, which fans it out.
+// read: each read lands in a fresh part of a slab (see slab), never written
+// again while anyone holds it, and is passed to deliverOutput, which fans
+// it out.
 func copyOutput(master *os.File, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
-	const slabSize, minRead = 1 << 20, 64 << 10
-	chunks := make(chan []byte, 256)
+	const minRead = 64 << 10
+	chunks := make(chan chunk, 256)
 	delivered := make(chan struct{})
 	go func() {
 		defer close(delivered)
 		deliverOutput(chunks, h, rec, con, logf)
 	}()
-	var slab []byte
+	s := getSlab()
 	for {
-		if cap(slab)-len(slab) < minRead {
-			slab = make([]byte, 0, slabSize)
+		if len(s.mem)-s.used < minRead {
+			s.unref() // the reader's hold; the chunks in flight keep theirs
+			s = getSlab()
 		}
-		n, err := master.Read(slab[len(slab):cap(slab)])
+		n, err := master.Read(s.mem[s.used:])
 		if n > 0 {
-			// The chunk keeps the slab's capacity so deliverOutput can
-			// tell that consecutive chunks are adjacent and join them.
-			chunks <- slab[len(slab) : len(slab)+n]
-			slab = slab[:len(slab)+n]
+			c := chunk{s.mem[s.used : s.used+n : s.used+n], s, s.used}
+			c.ref()
+			chunks <- c
+			s.used += n
 		}
 		if err != nil {
+			s.unref()
 			close(chunks)
 			<-delivered
 			return
@@ -296,8 +299,9 @@ func copyOutput(master *os.File, h *hub, rec *recorder, con *console, logf func(
 // and the console. While output streams it delivers at most once per
 // streamBatch, joining the chunks read meanwhile, so the reader's hand-over
 // is a buffered channel send instead of a goroutine wake-up per read; the
-// first output after a pause (a keystroke's echo) goes out at once.
-func deliverOutput(chunks <-chan []byte, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
+// first output after a pause (a keystroke's echo) goes out at once. Each
+// chunk received holds its slab until it is delivered.
+func deliverOutput(chunks <-chan chunk, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
 	var last time.Time
 	for {
 		if since := time.Since(last); since < streamBatch {
@@ -307,15 +311,16 @@ func deliverOutput(chunks <-chan []byte, h *hub, rec *recorder, con *console, lo
 		if !ok {
 			return
 		}
-		for more := true; more && len(batch) < maxDelivery; {
+		for more := true; more && len(batch.p) < maxDelivery; {
 			select {
 			case c, ok := <-chunks:
 				if !ok {
 					deliverBatch(batch, h, rec, con, logf)
 					return
 				}
-				if adjacent(batch, c) {
-					batch = batch[:len(batch)+len(c)]
+				if joined, ok := join(batch, c); ok {
+					batch = joined
+					c.unref() // the batch holds the slab once
 				} else {
 					deliverBatch(batch, h, rec, con, logf)
 					batch = c
@@ -332,16 +337,15 @@ func deliverOutput(chunks <-chan []byte, h *hub, rec *recorder, con *console, lo
 // maxDelivery bounds the output one delivery gathers.
 const maxDelivery = 1 << 20
 
-// adjacent reports whether b starts right where a ends in the same slab.
-func adjacent(a, b []byte) bool {
-	return len(a) > 0 && len(b) > 0 && cap(a) > len(a) && &a[:len(a)+1][len(a)] == &b[0]
-}
-
-func deliverBatch(p []byte, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
-	p = p[:len(p):len(p)] // read-only from here on: no append may reach the slab
-	h.Broadcast(p)
-	rec.Output(p)
-	con.write(p, logf)
+// deliverBatch hands c to the hub, the record and the console, and drops
+// the delivery's hold on its slab: the clients and the record take their
+// own. c.p has no capacity beyond its length: no append can reach the
+// rest of the slab.
+func deliverBatch(c chunk, h *hub, rec *recorder, con *console, logf func(string, ...any)) {
+	h.Broadcast(c)
+	rec.output(c)
+	con.write(c.p, logf)
+	c.unref()
 }
 
 // descriptor returns f's descriptor without File.Fd, which would switch a

@@ -3,6 +3,7 @@ package ptyterm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -16,15 +17,16 @@ import (
 
 // The uid refusal test runs a client as another user: the test binary
 // re-executed with PTYTERM_TEST_CLIENT set connects, sends the given bytes,
-// and prints everything it receives.
+// and prints everything it receives (with PTYTERM_TEST_DISCARD set, only
+// how many bytes: the throughput benchmark's watcher).
 func TestMain(m *testing.M) {
 	if socket := os.Getenv("PTYTERM_TEST_CLIENT"); socket != "" {
-		os.Exit(testClientMain(socket, os.Getenv("PTYTERM_TEST_SEND")))
+		os.Exit(testClientMain(socket, os.Getenv("PTYTERM_TEST_SEND"), os.Getenv("PTYTERM_TEST_DISCARD") != ""))
 	}
 	os.Exit(m.Run())
 }
 
-func testClientMain(socket, send string) int {
+func testClientMain(socket, send string, discard bool) int {
 	c, err := net.Dial("unix", socket)
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
@@ -32,6 +34,12 @@ func testClientMain(socket, send string) int {
 	}
 	c.Write([]byte(send))
 	c.SetReadDeadline(time.Now().Add(testTimeout))
+	if discard {
+		// Like a watcher process: big reads, bytes thrown away.
+		n, _ := io.CopyBuffer(struct{ io.Writer }{io.Discard}, c, make([]byte, 64<<10))
+		fmt.Println(n)
+		return 0
+	}
 	io.Copy(os.Stdout, c)
 	return 0
 }
