@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/policy"
@@ -41,7 +43,8 @@ type agentRun struct {
 	plan      *policy.Plan
 	protect   *protectState // what the start found for the protect control (agentrun_protect.go)
 	env       []string
-	sop       []byte // the rendered system prompt: /mnt/SOP, its digest in the identity
+	stderr    io.Writer // where the run's own warnings go (the caller's standard error)
+	sop       []byte    // the rendered system prompt: /mnt/SOP, its digest in the identity
 	argv      []string
 	noConsole bool // --no-console: the terminal is reachable only through its socket
 	// allowHostRoot is --allow-host-root: the caller accepts a run as host
@@ -328,4 +331,13 @@ func withoutVar(env []string, key string) []string {
 		}
 	}
 	return out
+}
+
+// warnf prints one line of the run's own ("ctx agent: ...") on the
+// caller's standard error, escaped (cli.Errorf); nowhere when the run has
+// no caller's stream (a test's agentRun).
+func (r *agentRun) warnf(format string, args ...any) {
+	if r.stderr != nil {
+		cli.Errorf(r.stderr, "ctx agent", format, args...)
+	}
 }

@@ -88,7 +88,7 @@ func (r *agentRun) budgetExceeded(key, detail string) {
 	v := policy.FormatBudgetValue(b.limits.Get(key))
 	r.recordEvent(fsops.Event{Type: "budget.exceeded", Object: "agent/" + r.agent.Name, Status: "error",
 		Detail: key + "=" + v + ": " + detail})
-	fmt.Fprintf(os.Stderr, "ctx agent: %s: budget %s=%s exceeded: %s\n", r.agent.Name, key, v, detail)
+	r.warnf("%s: budget %s=%s exceeded: %s", r.agent.Name, key, v, detail)
 }
 
 // allowEvent applies log_bytes to the events an agent's activity causes

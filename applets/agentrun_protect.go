@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -567,7 +568,7 @@ func (r *agentRun) warnProtect(e *Env) {
 	}
 	r.protect.found = r.protectReport()
 	if len(r.protect.found) > 0 {
-		fmt.Fprintf(e.Stderr, "ctx agent: %s: protect: this run %s in the workspace %s: host tools may load these by themselves; check them before they do\n",
+		cli.Errorf(e.Stderr, "ctx agent", "%s: protect: this run %s in the workspace %s: host tools may load these by themselves; check them before they do",
 			r.agent.Name, strings.Join(r.protect.found, ", "), r.workspace)
 	}
 }

@@ -5,15 +5,14 @@
 package applets
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/manual"
-	"ctx/ptyterm"
 )
 
 // Env is the I/O and environment an applet runs with. Applets never touch
@@ -87,7 +86,7 @@ func dispatch(e *Env, name string, args []string) int {
 		if projected, ok := projectedToolApplet(e, name); ok {
 			a = projected
 		} else {
-			fmt.Fprintf(e.Stderr, "ctx: applet not found: %s (try: ctx --list)\n", ptyterm.Escape(name))
+			cli.Errorf(e.Stderr, "ctx", "applet not found: %s (try: ctx --list)", name)
 			return exitNotFound
 		}
 	}
@@ -117,7 +116,7 @@ func isHelpFlag(s string) bool { return s == "--help" || s == "-h" }
 func printHelp(e *Env, page string) int {
 	text, ok := manual.Synopsis(page)
 	if !ok {
-		fmt.Fprintf(e.Stderr, "%s: no manual page\n", page)
+		cli.Errorf(e.Stderr, page, "no manual page")
 		return exitInternal
 	}
 	io.WriteString(e.Stdout, text)
@@ -144,16 +143,4 @@ func ToolNames() []string {
 		}
 	}
 	return names
-}
-
-// usageError prints a one-line usage error with the help hint and returns 2.
-func usageError(e *Env, format string, args ...any) int {
-	fmt.Fprintf(e.Stderr, "%s: %s (see %q)\n", e.Name, fmt.Sprintf(format, args...), e.Name+" --help")
-	return exitUsage
-}
-
-// fail prints "applet: message" and returns code.
-func fail(e *Env, code int, format string, args ...any) int {
-	fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, fmt.Sprintf(format, args...))
-	return code
 }

@@ -9,9 +9,9 @@ import (
 	"sort"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/manual"
-	"ctx/ptyterm"
 )
 
 // subcommand is one `ctx CMD` command. Each lives in its own file
@@ -80,7 +80,7 @@ func runCtx(e *Env, args []string) int {
 	}
 	c, ok := lookupCommand(args[0])
 	if !ok {
-		fmt.Fprintf(e.Stderr, "ctx: unknown command or applet: %s (try: ctx --list, ctx man ctx)\n", ptyterm.Escape(args[0]))
+		cli.Errorf(e.Stderr, "ctx", "unknown command or applet: %s (try: ctx --list, ctx man ctx)", args[0])
 		return exitNotFound
 	}
 	e.Name = "ctx " + c.Name
@@ -125,7 +125,7 @@ func installLinks(e *Env, args []string) int {
 			dir = a
 		default:
 			if ap, ok := lookup(a); !ok || ap.Hidden {
-				return usageError(e, "%s is not an applet (ctx --list prints them)", ptyterm.Escape(a))
+				return usageError(e, "%s is not an applet (ctx --list prints them)", a)
 			}
 			names = append(names, a)
 		}
@@ -142,7 +142,7 @@ func installLinks(e *Env, args []string) int {
 			}
 			names = append(names, n)
 		}
-		fmt.Fprintf(e.Stderr, "%s: not linked: %s (they would shadow the host's programs of those names; name them to link them)\n", e.Name, strings.Join(skipped, " "))
+		cli.Errorf(e.Stderr, e.Name, "not linked: %s (they would shadow the host's programs of those names; name them to link them)", strings.Join(skipped, " "))
 	}
 	self, err := fsops.Executable()
 	if err != nil {
@@ -170,12 +170,10 @@ func installLinks(e *Env, args []string) int {
 					continue
 				}
 			}
-			fmt.Fprintf(e.Stderr, "%s: %s exists and is not a link to %s; left unchanged\n", e.Name, link, self)
-			code = exitFailure
+			code = fail(e, exitFailure, "%s exists and is not a link to %s; left unchanged", link, self)
 			continue
 		} else if !errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(e.Stderr, "%s: %v\n", e.Name, err)
-			code = exitFailure
+			code = failErr(e, exitFailure, err)
 			continue
 		}
 		if hard {
@@ -184,8 +182,7 @@ func installLinks(e *Env, args []string) int {
 			err = os.Symlink(self, link)
 		}
 		if err != nil {
-			fmt.Fprintf(e.Stderr, "%s: %v\n", e.Name, err)
-			code = exitFailure
+			code = failErr(e, exitFailure, err)
 		}
 	}
 	return code

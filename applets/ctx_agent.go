@@ -6,7 +6,6 @@ import (
 	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // agentVerbs are the verbs of `ctx agent VERB`, one file each
@@ -45,7 +44,7 @@ func runVerb(e *Env, page string, verbs []subcommand, args []string) int {
 		}
 		return v.Run(e, args[1:])
 	}
-	return usageError(e, "unknown verb %s (%s)", ptyterm.Escape(args[0]), verbNames(verbs))
+	return usageError(e, "unknown verb %s (%s)", args[0], verbNames(verbs))
 }
 
 func verbNames(verbs []subcommand) string {
@@ -76,18 +75,19 @@ func agentArgs(e *Env, args []string, f *flagSet) (fsops.Root, *policy.Agent, in
 
 // loadAgent reads and parses agent/NAME.d/ under root. On failure it has
 // printed the error and returns the exit code: 2 for an invalid name, 127
-// when the agent does not exist, 69 when its control directory cannot be
-// read safely or holds invalid controls.
+// when the agent does not exist, 13 when the kernel refused reading it
+// (EACCES, EPERM: the one errno mapping, cli.ErrExit), 69 when its control
+// directory cannot be read safely or holds invalid controls.
 func loadAgent(e *Env, root fsops.Root, name string) (*policy.Agent, int, bool) {
 	if err := policy.ValidName(name); err != nil {
-		return nil, usageError(e, "agent %s", ptyterm.Escape(err.Error())), false
+		return nil, usageError(e, "agent %s", err), false
 	}
 	a, err := authority.LoadAgent(root, name)
 	switch {
 	case errors.Is(err, authority.ErrNoAgent):
-		return nil, fail(e, exitNotFound, "%s", ptyterm.Escape(err.Error())), false
+		return nil, fail(e, exitNotFound, "%v", err), false
 	case err != nil:
-		return nil, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
+		return nil, failErr(e, exitUnavailable, err), false
 	}
 	return a, exitOK, true
 }

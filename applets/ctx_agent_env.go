@@ -5,7 +5,6 @@ import (
 
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // runAgentEnv is `ctx agent env [--root DIR] [--session S] [--run R] AGENT`:
@@ -29,7 +28,7 @@ func runAgentEnv(e *Env, args []string) int {
 	}
 	for _, v := range [][2]string{{"session", session}, {"run", run}} {
 		if err := policy.ValidName(v[1]); err != nil {
-			return usageError(e, "--%s: %s", v[0], ptyterm.Escape(err.Error()))
+			return usageError(e, "--%s: %s", v[0], err)
 		}
 	}
 	a, code, ok := loadAgent(e, fsops.SelectRoot(rootFlag, e.Getenv), pos[0])

@@ -13,9 +13,9 @@ import (
 	"syscall"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // runAgentNew is `ctx agent new NAME [--parent P] [--label L] [--perm rwx]
@@ -54,15 +54,15 @@ func runAgentNew(e *Env, args []string) int {
 	child, te := createAgent(root, spec)
 	if te != nil {
 		if te.Exit == exitUsage {
-			return usageError(e, "%s", ptyterm.Escape(te.Msg))
+			return usageError(e, "%s", te.Msg)
 		}
-		return fail(e, te.Exit, "%s", ptyterm.Escape(te.Msg))
+		return fail(e, te.Exit, "%s", te.Msg)
 	}
 	fmt.Fprintf(e.Stdout, "created agent/%s (subject %s, perm %s)\n", child.Name, child.Subject, child.Ceiling)
 	for _, t := range spec.Tools {
 		if !toolPolicyGrants(root, child, t) {
-			fmt.Fprintf(e.Stderr, "%s: note: tool %s does not allow %s in its own policy; to grant it, add to its policy: allow %s tool:%s execute\n",
-				e.Name, t, child.Subject, child.Subject, t)
+			cli.Errorf(e.Stderr, e.Name, "note: tool %s does not allow %s in its own policy; to grant it, add to its policy: allow %s tool:%s execute",
+				t, child.Subject, child.Subject, t)
 		}
 	}
 	return exitOK

@@ -10,7 +10,6 @@ import (
 	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // startSessionPlace is where ctx agent start records the run's session:
@@ -32,7 +31,7 @@ func startSessionPlace(e *Env, root fsops.Root, a *policy.Agent, space string) (
 		return place, code, false
 	}
 	if d := authority.SharedDecision(root, a, space, policy.PermWrite); !d.Allowed {
-		return place, fail(e, exitDenied, "agent %s: shared:%s write: permission denied (%s): %s", a.Name, space, d.Layer, ptyterm.Escape(d.Reason)), false
+		return place, fail(e, exitDenied, "agent %s: shared:%s write: permission denied (%s): %s", a.Name, space, d.Layer, d.Reason), false
 	}
 	if err := unix.Access(root.SharedDir(space), unix.W_OK|unix.X_OK); err != nil {
 		return place, fail(e, exitDenied, "agent %s: shared:%s write: permission denied (linux-permission): the caller, uid %d, who writes the session, cannot write %s",
@@ -45,7 +44,7 @@ func startSessionPlace(e *Env, root fsops.Root, a *policy.Agent, space string) (
 // space, not the docs bundle) and returns the agent's sessions there.
 func sharedSessionPlace(e *Env, root fsops.Root, a *policy.Agent, space string) (fsops.SessionPlace, int, bool) {
 	if err := policy.ValidName(space); err != nil {
-		return fsops.SessionPlace{}, usageError(e, "--shared: %s", ptyterm.Escape(err.Error())), false
+		return fsops.SessionPlace{}, usageError(e, "--shared: %s", err), false
 	}
 	if space == "cortexfs-docs" {
 		return fsops.SessionPlace{}, usageError(e, "--shared: cortexfs-docs is the manual bundle, not a shared space"), false

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/term"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
@@ -73,7 +74,7 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 		}
 		defer lock.Close()
 	}
-	r := &agentRun{root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan}
+	r := &agentRun{stderr: e.Stderr, root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan}
 	defer r.closeIDMap()
 	defer r.endBudgets()
 	defer r.closeBroker()
@@ -413,7 +414,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 			err := r.handleRunMessage(pid, msg)
 			fsops.Acknowledge(ack, err == nil)
 			if err != nil {
-				fmt.Fprintf(e.Stderr, "ctx agent: run capability: %v\n", err)
+				cli.Errorf(e.Stderr, "ctx agent", "run capability: %v", err)
 			}
 		})
 	}()
@@ -475,7 +476,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		// the plan, so every process of the run is born inside.
 		if cg := r.budgets.cgroup; cg != nil {
 			if err := cg.Add(pid); err != nil {
-				fmt.Fprintf(e.Stderr, "ctx agent: %s: run cgroup: %v; ending the run\n", r.agent.Name, err)
+				cli.Errorf(e.Stderr, "ctx agent", "%s: run cgroup: %v; ending the run", r.agent.Name, err)
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
@@ -599,7 +600,7 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(i
 		if errors.As(err, &se) {
 			return fail(e, exitUnavailable, "terminal: %v", err)
 		}
-		fmt.Fprintf(e.Stderr, "ctx agent: terminal: %v\n", err)
+		cli.Errorf(e.Stderr, "ctx agent", "terminal: %v", err)
 	}
 	return status
 }

@@ -26,13 +26,13 @@ func runCat(e *Env, args []string) int {
 		}
 		fh, err := fsops.OpenRegular(p)
 		if err != nil {
-			code = fail(e, exitFailure, "%v", err)
+			code = failErr(e, exitFailure, err)
 			continue
 		}
 		_, err = io.Copy(e.Stdout, fh)
 		fh.Close()
 		if err != nil {
-			code = fail(e, exitFailure, "%v", err)
+			code = failErr(e, exitFailure, err)
 		}
 	}
 	return code

@@ -32,7 +32,7 @@ func runLs(e *Env, args []string) int {
 	}
 	st, err := os.Lstat(p)
 	if err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return failErr(e, exitFailure, err)
 	}
 	if !st.IsDir() {
 		fmt.Fprintln(e.Stdout, ptyterm.Escape(st.Name())+typeMark(st.Mode()))
@@ -40,7 +40,7 @@ func runLs(e *Env, args []string) int {
 	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return failErr(e, exitFailure, err)
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, en := range entries {

@@ -6,7 +6,6 @@ import (
 
 	"ctx/fsops"
 	"ctx/fsops/object"
-	"ctx/ptyterm"
 )
 
 // runObject is `ctx object check|install|inspect|uninstall`.
@@ -51,7 +50,7 @@ func runObject(e *Env, args []string) int {
 		tier = "user"
 	}
 	if tier != "user" && tier != "system" {
-		return usageError(e, "--tier %q is not user or system", ptyterm.Escape(tier))
+		return usageError(e, "--tier %q is not user or system", tier)
 	}
 	if source == "" {
 		// On disk the /ctx tree is the store (DESIGN §4): --source
@@ -84,11 +83,12 @@ func runObject(e *Env, args []string) int {
 }
 
 // objectFail reports a lifecycle error: 2 for invalid input, 69 for
-// conflicts and unavailable objects.
+// conflicts and unavailable objects, by the one errno mapping first (13
+// when the kernel refused with EACCES or EPERM, cli.ErrExit).
 func objectFail(e *Env, err error) int {
 	code := exitUnavailable
 	if object.KindOf(err) == object.Invalid {
 		code = exitUsage
 	}
-	return fail(e, code, "%s", ptyterm.Escape(err.Error()))
+	return failErr(e, code, err)
 }

@@ -52,9 +52,9 @@ func runPolicyCheck(e *Env, args []string) int {
 		var ce *policy.ControlError
 		if errors.As(err, &ce) {
 			// The file name replaces the control name "policy".
-			return fail(e, exitUsage, "%s", ptyterm.Escape(file+strings.TrimPrefix(ce.Error(), ce.Control)))
+			return fail(e, exitUsage, "%s", file+strings.TrimPrefix(ce.Error(), ce.Control))
 		}
-		return fail(e, exitUsage, "%s: %s", ptyterm.Escape(file), ptyterm.Escape(err.Error()))
+		return fail(e, exitUsage, "%s: %s", file, err)
 	}
 	fmt.Fprintf(e.Stdout, "valid %d rules\n", p.Len())
 	return exitOK
@@ -84,11 +84,11 @@ func runPolicyExplain(e *Env, args []string) int {
 	}
 	obj, err := policy.ParseObject(pos[1])
 	if err != nil {
-		return usageError(e, "%s (EINVAL)", ptyterm.Escape(err.Error()))
+		return usageError(e, "%s (EINVAL)", err)
 	}
 	perm, err := policy.ParsePermission(obj.Class, pos[2])
 	if err != nil {
-		return usageError(e, "%s (EINVAL)", ptyterm.Escape(err.Error()))
+		return usageError(e, "%s (EINVAL)", err)
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	a, code, ok := loadAgent(e, root, pos[0])

@@ -15,14 +15,11 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/queue"
 	"ctx/ptyterm"
 )
-
-// exitQueueEmpty is what claim and exec return when no pending job could
-// be claimed: EX_TEMPFAIL, "try again later", distinct from a failure.
-const exitQueueEmpty = 75
 
 // queueVerbs are the verbs of `ctx queue`, with the permission each needs
 // on the shared space in an agent context.
@@ -47,7 +44,7 @@ func runQueue(e *Env, args []string) int {
 	}
 	v, ok := queueVerbs[args[0]]
 	if !ok {
-		return usageError(e, "unknown verb %q", ptyterm.Escape(args[0]))
+		return usageError(e, "unknown verb %q", args[0])
 	}
 	e.Name = "ctx queue " + args[0]
 	if len(args) == 2 && (args[1] == "--help" || args[1] == "-h") {
@@ -60,7 +57,7 @@ func runQueue(e *Env, args []string) int {
 // the queue. code is non-zero when the verb must stop.
 func queueOpen(e *Env, rootFlag, space, perm string) (q *queue.Queue, code int) {
 	if err := queue.ValidSpaceName(space); err != nil {
-		return nil, fail(e, exitUsage, "space: %s", ptyterm.Escape(err.Error()))
+		return nil, fail(e, exitUsage, "space: %s", err)
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	if code := authorizeShared(e, root, space, perm); code != exitOK {
@@ -69,32 +66,32 @@ func queueOpen(e *Env, rootFlag, space, perm string) (q *queue.Queue, code int) 
 	q, err := queue.Open(root.Dir, space)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fail(e, exitFailure, "%s (create the space with: ctx shared new%s %s)", ptyterm.Escape(err.Error()), root.Option(), space)
+			return nil, fail(e, exitFailure, "%s (create the space with: ctx shared new%s %s)", err, root.Option(), space)
 		}
-		return nil, fail(e, queueExit(err), "%s", ptyterm.Escape(err.Error()))
+		return nil, fail(e, queueExit(err), "%v", err)
 	}
 	q.Actor = queue.Actor{Agent: e.Getenv("CTX_AGENT"), Session: e.Getenv("CTX_SESSION"), Run: e.Getenv("CTX_RUN_ID")}
 	q.OnLogError = func(err error) {
-		fmt.Fprintf(e.Stderr, "%s: warning: event not logged: %s\n", e.Name, ptyterm.Escape(err.Error()))
+		warnf(e, "event not logged: %v", err)
 	}
 	return q, exitOK
 }
 
-// queueExit maps a queue error to an exit status.
+// queueExit maps a queue error to an exit status: the queue's own
+// outcomes, then the one errno mapping (cli.ErrExit: 13 for EACCES or
+// EPERM, else 1).
 func queueExit(err error) int {
 	switch {
 	case errors.Is(err, queue.ErrEmpty):
-		return exitQueueEmpty
+		return exitTempFail
 	case errors.Is(err, queue.ErrInvalid):
 		return exitUsage
-	case errors.Is(err, os.ErrPermission):
-		return exitDenied
 	}
-	return exitFailure
+	return cli.ErrExit(err, exitFailure)
 }
 
 func queueFail(e *Env, err error) int {
-	return fail(e, queueExit(err), "%s", ptyterm.Escape(err.Error()))
+	return fail(e, queueExit(err), "%v", err)
 }
 
 // queueInput reads FILE, or standard input for "-" or no argument, at most
@@ -105,7 +102,7 @@ func queueInput(e *Env, pos []string, i int, limit int64, what string) ([]byte, 
 	if len(pos) > i && pos[i] != "-" {
 		f, err := os.Open(pos[i])
 		if err != nil {
-			return nil, fail(e, exitFailure, "%s", ptyterm.Escape(err.Error()))
+			return nil, failErr(e, exitFailure, err)
 		}
 		defer f.Close()
 		r, name = f, pos[i]
@@ -113,9 +110,9 @@ func queueInput(e *Env, pos []string, i int, limit int64, what string) ([]byte, 
 	b, err := fsops.ReadLimited(r, name, limit)
 	switch {
 	case errors.Is(err, syscall.EFBIG):
-		return nil, fail(e, exitUsage, "%s from %s is larger than %d bytes", what, ptyterm.Escape(name), limit)
+		return nil, fail(e, exitUsage, "%s from %s is larger than %d bytes", what, name, limit)
 	case err != nil:
-		return nil, fail(e, exitFailure, "reading %s: %s", ptyterm.Escape(name), ptyterm.Escape(err.Error()))
+		return nil, fail(e, cli.ErrExit(err, exitFailure), "reading %s: %s", name, err)
 	}
 	return b, exitOK
 }
@@ -125,14 +122,14 @@ func queueInput(e *Env, pos []string, i int, limit int64, what string) ([]byte, 
 func queueJobArg(e *Env, q *queue.Queue, arg string) (string, int) {
 	if !strings.Contains(arg, "/") {
 		if err := queue.ValidJobName(arg); err != nil {
-			return "", fail(e, exitUsage, "job: %s", ptyterm.Escape(err.Error()))
+			return "", fail(e, exitUsage, "job: %s", err)
 		}
 		return arg, exitOK
 	}
 	job := filepath.Base(arg)
 	abs, _ := filepath.Abs(arg)
 	if queue.ValidJobName(job) != nil || abs != q.ClaimedPath(job) {
-		return "", fail(e, exitUsage, "job: %q is neither a job name nor its path in %s", ptyterm.Escape(arg), filepath.Join(q.Dir, "claimed"))
+		return "", fail(e, exitUsage, "job: %q is neither a job name nor its path in %s", arg, filepath.Join(q.Dir, "claimed"))
 	}
 	return job, exitOK
 }
@@ -149,7 +146,7 @@ func queuePublish(e *Env, args []string) int {
 	}
 	if name != "" {
 		if err := queue.ValidJobName(name); err != nil {
-			return fail(e, exitUsage, "--name: %s", ptyterm.Escape(err.Error()))
+			return fail(e, exitUsage, "--name: %s", err)
 		}
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
@@ -184,7 +181,7 @@ func queueClaim(e *Env, args []string) int {
 		return usageError(e, "missing --worker W")
 	}
 	if err := queue.ValidWorkerName(worker); err != nil {
-		return fail(e, exitUsage, "--worker: %s", ptyterm.Escape(err.Error()))
+		return fail(e, exitUsage, "--worker: %s", err)
 	}
 	// The claim command exits at once; the lease belongs to the process
 	// that runs the job, by default the one that called us.
@@ -192,7 +189,7 @@ func queueClaim(e *Env, args []string) int {
 	if pidFlag != "" {
 		n, err := strconv.Atoi(pidFlag)
 		if err != nil || n < 1 {
-			return fail(e, exitUsage, "--pid: %q is not a process id", ptyterm.Escape(pidFlag))
+			return fail(e, exitUsage, "--pid: %q is not a process id", pidFlag)
 		}
 		pid = n
 	}
@@ -228,10 +225,10 @@ func queueFinish(e *Env, args []string) int {
 		return usageError(e, "missing --status done|failed")
 	}
 	if err != nil {
-		return fail(e, exitUsage, "--status: %q: must be done or failed", ptyterm.Escape(status))
+		return fail(e, exitUsage, "--status: %q: must be done or failed", status)
 	}
 	if worker != "" && queue.ValidWorkerName(worker) != nil {
-		return fail(e, exitUsage, "--worker: invalid name %q", ptyterm.Escape(worker))
+		return fail(e, exitUsage, "--worker: invalid name %q", worker)
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
 	if code != exitOK {
@@ -396,7 +393,7 @@ func queueIngest(e *Env, args []string) int {
 		fmt.Fprintln(e.Stdout, q.PendingPath(j))
 	}
 	for _, s := range skipped {
-		fmt.Fprintf(e.Stderr, "%s: skipped inbox/%s: %s\n", e.Name, ptyterm.Escape(s.Name), ptyterm.Escape(s.Reason))
+		cli.Errorf(e.Stderr, e.Name, "skipped inbox/%s: %s", s.Name, s.Reason)
 	}
 	switch {
 	case err != nil:
@@ -422,7 +419,7 @@ func queueExec(e *Env, args []string) int {
 	case worker == "":
 		return usageError(e, "missing --worker W")
 	case queue.ValidWorkerName(worker) != nil:
-		return fail(e, exitUsage, "--worker: invalid name %q", ptyterm.Escape(worker))
+		return fail(e, exitUsage, "--worker: invalid name %q", worker)
 	case len(f.Command) == 0:
 		return usageError(e, "missing -- CMD")
 	}
@@ -430,7 +427,7 @@ func queueExec(e *Env, args []string) int {
 	if timeoutFlag != "" {
 		d, err := time.ParseDuration(timeoutFlag)
 		if err != nil || d <= 0 {
-			return fail(e, exitUsage, "--timeout: %q is not a positive duration (e.g. 30s, 5m)", ptyterm.Escape(timeoutFlag))
+			return fail(e, exitUsage, "--timeout: %q is not a positive duration (e.g. 30s, 5m)", timeoutFlag)
 		}
 		timeout = d
 	}
@@ -471,7 +468,7 @@ func queueExec(e *Env, args []string) int {
 		if why == "" {
 			why = "exit status " + strconv.Itoa(exit)
 		}
-		fmt.Fprintf(e.Stderr, "%s: %s failed: %s\n", e.Name, job, ptyterm.Escape(why))
+		cli.Errorf(e.Stderr, e.Name, "%s failed: %s", job, why)
 		return exitFailure
 	}
 	return exitOK
@@ -484,9 +481,9 @@ func queueLookCommand(e *Env, name string) (string, int) {
 		st, err := os.Stat(name)
 		switch {
 		case err != nil:
-			return "", fail(e, exitNotFound, "%s: %s", ptyterm.Escape(name), ptyterm.Escape(err.Error()))
+			return "", fail(e, exitNotFound, "%s: %s", name, err)
 		case !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0:
-			return "", fail(e, exitNotExec, "%s: not an executable file", ptyterm.Escape(name))
+			return "", fail(e, exitNotExec, "%s: not an executable file", name)
 		}
 		return name, exitOK
 	}
@@ -499,7 +496,7 @@ func queueLookCommand(e *Env, name string) (string, int) {
 			return p, exitOK
 		}
 	}
-	return "", fail(e, exitNotFound, "%s: command not found in PATH", ptyterm.Escape(name))
+	return "", fail(e, exitNotFound, "%s: command not found in PATH", name)
 }
 
 // jobOutput keeps at most max bytes; a write beyond that fails, which
@@ -567,7 +564,7 @@ func queueRunJob(e *Env, path string, argv []string, req []byte, timeout time.Du
 	switch {
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			exit = 128 + int(ws.Signal())
+			exit = cli.Signaled(ws.Signal())
 		} else {
 			exit = ee.ExitCode()
 		}

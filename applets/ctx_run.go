@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
@@ -267,7 +268,7 @@ func (op runOp) tail(e *Env, path string, ended func() bool) int {
 	for {
 		select {
 		case sig := <-sigs:
-			return 128 + int(sig.(syscall.Signal))
+			return cli.Signaled(sig.(syscall.Signal))
 		case <-tick.C:
 		}
 		over := ended != nil && ended()

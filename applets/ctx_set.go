@@ -46,7 +46,7 @@ func runSet(e *Env, args []string) int {
 			return fail(e, exitUsage, "%s: no such control file, and its directory is not an existing NAME.d control directory", pos[0])
 		}
 	case err != nil:
-		return fail(e, exitFailure, "%v", err)
+		return failErr(e, exitFailure, err)
 	case !st.Mode().IsRegular():
 		return fail(e, exitUsage, "%s: not a regular file", pos[0])
 	case st.Mode().Perm()&0o111 != 0:
@@ -58,7 +58,7 @@ func runSet(e *Env, args []string) int {
 		return fail(e, exitUsage, "%s: %v", pos[0], err)
 	}
 	if err := fsops.WriteAtomic(p, []byte(value), mode); err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return failErr(e, exitFailure, err)
 	}
 	return exitOK
 }

@@ -7,7 +7,6 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/queue"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // runShared is `ctx shared new [--root DIR] SPACE`: create a shared space
@@ -32,7 +31,7 @@ func runShared(e *Env, args []string) int {
 	}
 	space := pos[0]
 	if err := queue.ValidSpaceName(space); err != nil {
-		return fail(e, exitUsage, "space: %s", ptyterm.Escape(err.Error()))
+		return fail(e, exitUsage, "space: %s", err)
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	if code := authorizeShared(e, root, space, "write"); code != exitOK {
@@ -40,7 +39,7 @@ func runShared(e *Env, args []string) int {
 	}
 	dir, _, err := queue.CreateSpace(root.Dir, space)
 	if err != nil {
-		return fail(e, queueExit(err), "%s", ptyterm.Escape(err.Error()))
+		return fail(e, queueExit(err), "%v", err)
 	}
 	fmt.Fprintln(e.Stdout, dir)
 	return exitOK
@@ -62,7 +61,7 @@ func runShared(e *Env, args []string) int {
 // runs unchecked.
 func authorizeShared(e *Env, root fsops.Root, space, perm string) int {
 	deny := func(layer, reason string) int {
-		return fail(e, exitDenied, "shared:%s %s: permission denied (%s): %s", space, perm, layer, ptyterm.Escape(reason))
+		return fail(e, exitDenied, "shared:%s %s: permission denied (%s): %s", space, perm, layer, reason)
 	}
 	c, err := authority.CurrentCaller(e.Getenv)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"ctx/applets/tsh"
 	"ctx/fsops"
-	"ctx/ptyterm"
 )
 
 // safeCoreTools are the only tools `ctx tool` runs directly: implemented
@@ -37,7 +36,7 @@ func runCtxTool(e *Env, args []string) int {
 		} else if v, ok := strings.CutPrefix(a, "--root="); ok {
 			rootFlag, args = v, args[1:]
 		} else {
-			return usageError(e, "unknown option %s", ptyterm.Escape(a))
+			return usageError(e, "unknown option %s", a)
 		}
 	}
 	if len(args) == 0 {
@@ -46,18 +45,18 @@ func runCtxTool(e *Env, args []string) int {
 	name := args[0]
 	run, ok := safeCoreTools[name]
 	if !ok {
-		return fail(e, exitUnavailable, "refusing %s: only safe core tools implemented inside ctx (tsh.config) run directly; run other tools through tsh inside an agent context (ctx agent start)", ptyterm.Escape(name))
+		return fail(e, exitUnavailable, "refusing %s: only safe core tools implemented inside ctx (tsh.config) run directly; run other tools through tsh inside an agent context (ctx agent start)", name)
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	dirs, err := tsh.ToolPath(tshEnv(e), root)
 	if err != nil {
-		return fail(e, exitUsage, "%s", ptyterm.Escape(err.Error()))
+		return fail(e, exitUsage, "%v", err)
 	}
 	if _, err := fsops.LookupTool(dirs, name); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
 			return fail(e, exitNotFound, "tool not found in CTX_PATH: %s", name)
 		}
-		return fail(e, exitFailure, "%s", ptyterm.Escape(err.Error()))
+		return fail(e, exitFailure, "%v", err)
 	}
 	te := *e
 	te.Name = name

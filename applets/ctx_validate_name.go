@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // runValidateName is `ctx validate-name [--model] NAME...`: exit 0 when every
@@ -25,8 +24,7 @@ func runValidateName(e *Env, args []string) int {
 			check = policy.ValidModelRef
 		}
 		if err := check(name); err != nil {
-			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, ptyterm.Escape(err.Error()))
-			code = exitUsage
+			code = fail(e, exitUsage, "%v", err)
 			continue
 		}
 		fmt.Fprintf(e.Stdout, "valid %s\n", name)

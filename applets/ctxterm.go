@@ -44,13 +44,13 @@ func runCtxterm(e *Env, args []string) int {
 		return usageError(e, "--socket and --events are required")
 	}
 	if strings.ContainsAny(id, "/\n") || len(id) > 255 {
-		return usageError(e, "--id %q: must be at most 255 bytes without '/' or newline", ptyterm.Escape(id))
+		return usageError(e, "--id %q: must be at most 255 bytes without '/' or newline", id)
 	}
 	cfg := ptyterm.Config{Socket: socket, Events: events, ID: id, Owner: os.Getuid(), Log: e.Stderr}
 	var err error
 	if owner != "" {
 		if cfg.Owner, err = strconv.Atoi(owner); err != nil || cfg.Owner < 0 {
-			return usageError(e, "--owner %q: not a uid", ptyterm.Escape(owner))
+			return usageError(e, "--owner %q: not a uid", owner)
 		}
 	}
 	if cfg.Size.Rows, err = parseWindowDim(rows); err != nil {
@@ -91,7 +91,7 @@ func runCtxterm(e *Env, args []string) int {
 		if errors.As(err, &se) {
 			code = se.Code
 		}
-		return fail(e, code, "%s", ptyterm.Escape(err.Error()))
+		return fail(e, code, "%v", err)
 	}
 	return code
 }

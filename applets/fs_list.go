@@ -9,6 +9,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"ctx/applets/cli"
 )
 
 // maxListEntries bounds fs.list.
@@ -98,7 +100,7 @@ func fsList(c *toolCall) error {
 	b, _ := json.Marshal(entries)
 	c.out.Write(append(b, '\n'))
 	if truncated && !c.native {
-		fmt.Fprintf(c.env.Stderr, "fs.list: %s: listing truncated at %d entries\n", path, limit)
+		cli.Errorf(c.env.Stderr, "fs.list", "%s: listing truncated at %d entries", path, limit)
 	}
 	return nil
 }

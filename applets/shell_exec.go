@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -165,9 +166,9 @@ func shellExec(c *toolCall) error {
 	switch {
 	case cancelledBy.Load() != 0:
 		sig := syscall.Signal(cancelledBy.Load())
-		return toolErr(syscall.ECANCELED, 128+int(sig), "command cancelled by %s", unix.SignalName(sig))
+		return toolErr(syscall.ECANCELED, cli.Signaled(sig), "command cancelled by %s", unix.SignalName(sig))
 	case timedOut.Load():
-		return toolErr(syscall.ETIMEDOUT, 128+int(syscall.SIGKILL), "command timed out after %s", timeout)
+		return toolErr(syscall.ETIMEDOUT, cli.Signaled(syscall.SIGKILL), "command timed out after %s", timeout)
 	case code != 0 && c.native:
 		return toolErr(syscall.EIO, code, "command failed (exit %d)", code)
 	}
@@ -195,7 +196,7 @@ func exitStatus(state *os.ProcessState) int {
 		return exitInternal
 	}
 	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return cli.Signaled(ws.Signal())
 	}
 	return state.ExitCode()
 }

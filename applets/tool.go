@@ -14,9 +14,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
-	"ctx/ptyterm"
 )
 
 // maxToolInput bounds the JSON input a tool reads from argv or stdin.
@@ -86,11 +85,7 @@ func fsErr(err error) *toolError {
 	}
 	errno := syscall.EIO
 	errors.As(err, &errno)
-	exit := exitFailure
-	if errno == syscall.EACCES || errno == syscall.EPERM {
-		exit = exitDenied
-	}
-	return &toolError{Errno: errno, Exit: exit, Msg: err.Error()}
+	return &toolError{Errno: errno, Exit: cli.ErrnoExit(errno, exitFailure), Msg: err.Error()}
 }
 
 // errnoName returns the errno's symbolic name ("EACCES").
@@ -176,9 +171,9 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 		} else if code == exitDenied {
 			// Marked, so that it cannot be mistaken for a command of
 			// shell.exec or bash exiting 13 on its own.
-			fmt.Fprint(e.Stderr, authority.DeniedLine(t.Name, ptyterm.Escape(te.Msg)))
+			cli.Deniedf(e.Stderr, t.Name, "%s", te.Msg)
 		} else {
-			fmt.Fprintf(e.Stderr, "%s: %s\n", t.Name, ptyterm.Escape(te.Msg))
+			cli.Errorf(e.Stderr, t.Name, "%s", te.Msg)
 		}
 	} else if call.native {
 		frames.message(message.String())
@@ -186,7 +181,7 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 	frames.done(err == nil && code == 0)
 	if ev.Layer != "hook" {
 		for _, herr := range runHooks(e, dir, t.Name, "post", ev.Status, &code) {
-			fmt.Fprintf(e.Stderr, "%s: warning: %v\n", t.Name, herr)
+			cli.Errorf(e.Stderr, t.Name, "warning: %v", herr)
 			ev.Detail = herr.Error()
 		}
 	}

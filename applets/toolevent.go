@@ -1,8 +1,6 @@
 package applets
 
 import (
-	"fmt"
-
 	"ctx/applets/authority"
 	"ctx/fsops"
 )
@@ -22,6 +20,6 @@ func recordToolEvent(e *Env, dir string, ev fsops.Event) {
 		return
 	}
 	if err := authority.RecordToolCall(e.Getenv, dir, ev); err != nil {
-		fmt.Fprintf(e.Stderr, "%s: warning: event not logged: %v\n", e.Name, err)
+		warnf(e, "event not logged: %v", err)
 	}
 }

@@ -68,7 +68,7 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 	if raw, ok := in["path"]; ok {
 		var p string
 		if json.Unmarshal(raw, &p) != nil || p != path {
-			return fail(e, exitDenied, "EACCES: tsh.config path is restricted to %s", ptyterm.Escape(path))
+			return fail(e, exitDenied, "EACCES: tsh.config path is restricted to %s", path)
 		}
 	}
 	keys := make([]string, 0, len(in))
@@ -83,14 +83,14 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 		}
 		s, ok := policy.LookupTshSetting(k)
 		if !ok {
-			return fail(e, exitUsage, "EINVAL: unknown key %q (known: max_loaded_tools, cache_capacity, window_percent, path)", ptyterm.Escape(k))
+			return fail(e, exitUsage, "EINVAL: unknown key %q (known: max_loaded_tools, cache_capacity, window_percent, path)", k)
 		}
 		v := string(in[k])
 		if len(v) > 0 && v[0] == '"' {
 			return fail(e, exitUsage, "EINVAL: %s must be a JSON number, not a string", k)
 		}
 		if _, err := s.Parse(v); err != nil {
-			return fail(e, exitUsage, "EINVAL: %s", ptyterm.Escape(err.Error()))
+			return fail(e, exitUsage, "EINVAL: %s", err)
 		}
 		updates[k] = v
 	}
@@ -100,10 +100,10 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fail(e, exitFailure, "%s", ptyterm.Escape(err.Error()))
+		return fail(e, exitFailure, "%v", err)
 	default:
 		if cfg, err = policy.ParseTshConfig(old); err != nil {
-			return fail(e, exitUsage, "EINVAL: %s: %s (fix or remove the file)", ptyterm.Escape(path), err)
+			return fail(e, exitUsage, "EINVAL: %s: %s (fix or remove the file)", path, err)
 		}
 	}
 	if len(updates) > 0 {
@@ -112,10 +112,10 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 			_ = s.Set(&cfg, v) // checked above
 		}
 		if err := ensureConfigDir(filepath.Dir(path)); err != nil {
-			return fail(e, exitFailure, "%s", ptyterm.Escape(err.Error()))
+			return fail(e, exitFailure, "%v", err)
 		}
 		if err := fsops.WriteAtomic(path, cfg.Format(), 0o644); err != nil {
-			return fail(e, exitFailure, "%s", ptyterm.Escape(err.Error()))
+			return fail(e, exitFailure, "%v", err)
 		}
 	}
 	fmt.Fprintf(e.Stdout, "%s\n%s", ptyterm.Escape(path), cfg.Format())

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/ptyterm"
 )
@@ -70,7 +71,7 @@ func (sh *Shell) notFound(name string, err error, code int) int {
 
 func (sh *Shell) usage(name string) int {
 	sh.errorf("usage: %s", builtins[name].usage)
-	return exitUsage
+	return cli.Usage
 }
 
 func (sh *Shell) builtinHelp(args []string) int {
@@ -88,15 +89,15 @@ func (sh *Shell) builtinHelp(args []string) int {
 		}
 		sh.out("  %-26s %s\n", "TOOL [ARG...]", "run a tool (inside an agent context only)")
 		sh.out("  %-26s %s\n", "TOOL --help", "a tool's metadata, like help TOOL")
-		return exitOK
+		return cli.OK
 	case 1:
 		if b, ok := builtins[args[0]]; ok {
 			sh.out("%s\n  %s\n", b.usage, b.summary)
-			return exitOK
+			return cli.OK
 		}
 		hit, err := sh.resolve(args[0])
 		if err != nil {
-			return sh.notFound(args[0], err, exitFailure)
+			return sh.notFound(args[0], err, cli.Failure)
 		}
 		return sh.printToolHelp(hit)
 	}
@@ -118,7 +119,7 @@ func (sh *Shell) printToolHelp(hit fsops.ToolHit) int {
 	sh.out("%s\t%s\n", hit.Name, ptyterm.Escape(hit.Path))
 	if err != nil {
 		sh.errorf("%v", err)
-		return exitFailure
+		return cli.Failure
 	}
 	field := func(label, text string) {
 		if text == "" {
@@ -140,7 +141,7 @@ func (sh *Shell) printToolHelp(hit fsops.ToolHit) int {
 		}
 		sh.out("required: %s\n", strings.Join(req, ", "))
 	}
-	return exitOK
+	return cli.OK
 }
 
 func (sh *Shell) builtinTools(args []string) int {
@@ -196,7 +197,7 @@ func (sh *Shell) builtinTools(args []string) int {
 			why = "none of them exists; make a tree with ctx bootstrap --root " + fsops.ShellQuote(sh.root.Dir) + " or choose one with --root DIR or CTX_ROOT"
 		}
 		sh.errorf("tools: no tool in CTX_PATH %s: %s", ptyterm.Escape(strings.Join(sh.dirs, ":")), why)
-		return exitFailure
+		return cli.Failure
 	}
 	// An empty answer to a question about a group must not look like a
 	// group with no output: say so, and fail as which does.
@@ -206,20 +207,20 @@ func (sh *Shell) builtinTools(args []string) int {
 			hint = fmt.Sprintf(" (a group is the name before the first dot: try tools %s)", g)
 		}
 		sh.errorf("tools: no tool in group %s in CTX_PATH%s", group, hint)
-		return exitFailure
+		return cli.Failure
 	}
-	return exitOK
+	return cli.OK
 }
 
 func (sh *Shell) builtinWhich(args []string) int {
 	if len(args) == 0 {
 		return sh.usage("which")
 	}
-	code := exitOK
+	code := cli.OK
 	for _, name := range args {
 		hit, err := sh.resolve(name)
 		if err != nil {
-			code = sh.notFound(name, err, exitFailure)
+			code = sh.notFound(name, err, cli.Failure)
 			continue
 		}
 		sh.out("%s\n", ptyterm.Escape(hit.Path))
@@ -231,7 +232,7 @@ func (sh *Shell) builtinType(args []string) int {
 	if len(args) == 0 {
 		return sh.usage("type")
 	}
-	code := exitOK
+	code := cli.OK
 	for _, name := range args {
 		if _, ok := builtins[name]; ok {
 			sh.out("%s is a tsh builtin\n", name)
@@ -239,7 +240,7 @@ func (sh *Shell) builtinType(args []string) int {
 		}
 		hit, err := sh.resolve(name)
 		if err != nil {
-			code = sh.notFound(name, err, exitFailure)
+			code = sh.notFound(name, err, cli.Failure)
 			continue
 		}
 		sh.out("%s is %s\n", name, ptyterm.Escape(hit.Path))
@@ -266,7 +267,7 @@ func (sh *Shell) builtinCommand(args []string) int {
 	if len(args) == 1 {
 		return sh.usage("command")
 	}
-	code := exitOK
+	code := cli.OK
 	for _, name := range args[1:] {
 		if _, ok := builtins[name]; ok {
 			sh.out("%s\n", name)
@@ -274,7 +275,7 @@ func (sh *Shell) builtinCommand(args []string) int {
 		}
 		hit, err := sh.resolve(name)
 		if err != nil {
-			code = exitFailure
+			code = cli.Failure
 			continue
 		}
 		sh.out("%s\n", ptyterm.Escape(hit.Path))
@@ -286,7 +287,7 @@ func (sh *Shell) builtinCommand(args []string) int {
 func (sh *Shell) resolveMeta(name string) (fsops.ToolHit, Metadata, bool) {
 	hit, err := sh.resolve(name)
 	if err != nil {
-		sh.notFound(name, err, exitFailure)
+		sh.notFound(name, err, cli.Failure)
 		return hit, Metadata{}, false
 	}
 	m, err := readMetadata(hit)
@@ -307,11 +308,11 @@ func (sh *Shell) builtinLoad(args []string) int {
 	if len(args) == 0 {
 		return sh.usage("load")
 	}
-	code := exitOK
+	code := cli.OK
 	for _, name := range args {
 		hit, m, ok := sh.resolveMeta(name)
 		if !ok {
-			code = exitFailure
+			code = cli.Failure
 			continue
 		}
 		gone := sh.loaded.Load(name, hit.Path, m)
@@ -325,16 +326,16 @@ func (sh *Shell) builtinUnload(args []string) int {
 	if len(args) == 0 {
 		return sh.usage("unload")
 	}
-	code := exitOK
+	code := cli.OK
 	for _, name := range args {
 		l, ok := sh.loaded.Unload(name)
 		switch {
 		case !ok:
 			sh.errorf("%s is not loaded", name)
-			code = exitFailure
+			code = cli.Failure
 		case l.Pinned:
 			sh.errorf("%s is pinned; run `unpin %s` before unload", name, name)
-			code = exitFailure
+			code = cli.Failure
 		default:
 			sh.out("unloaded %s\t%s\n", name, ptyterm.Escape(l.Path))
 		}
@@ -360,7 +361,7 @@ func (sh *Shell) listLoaded(args []string, pinnedOnly bool, name string) int {
 		}
 		sh.out("\n")
 	}
-	return exitOK
+	return cli.OK
 }
 
 func (sh *Shell) builtinLoads(args []string) int { return sh.listLoaded(args, false, "loads") }
@@ -370,11 +371,11 @@ func (sh *Shell) builtinPin(args []string) int {
 	if len(args) == 0 {
 		return sh.usage("pin")
 	}
-	code := exitOK
+	code := cli.OK
 	for _, name := range args {
 		hit, m, ok := sh.resolveMeta(name)
 		if !ok {
-			code = exitFailure
+			code = cli.Failure
 			continue
 		}
 		sh.loaded.Pin(name, hit.Path, m)
@@ -390,12 +391,12 @@ func (sh *Shell) builtinUnpin(args []string) int {
 	if len(args) == 0 {
 		return sh.usage("unpin")
 	}
-	code := exitOK
+	code := cli.OK
 	for _, name := range args {
 		l, ok, gone := sh.loaded.Unpin(name)
 		if !ok {
 			sh.errorf("%s is not loaded", name)
-			code = exitFailure
+			code = cli.Failure
 			continue
 		}
 		sh.cache.Unpin(name)
@@ -413,7 +414,7 @@ func (sh *Shell) builtinExit(args []string) int {
 		n, err := strconv.Atoi(args[0])
 		if err != nil || n < 0 || n > 255 || strconv.Itoa(n) != args[0] {
 			sh.errorf("exit: code must be 0..255, not %q", args[0])
-			return exitUsage
+			return cli.Usage
 		}
 		code = n
 	default:

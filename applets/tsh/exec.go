@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -82,7 +83,7 @@ var needsInput = map[string]bool{"fs.read": true, "fs.write": true, "shell.exec"
 func (sh *Shell) runTool(name string, args []string) int {
 	hit, err := sh.resolve(name)
 	if err != nil {
-		return sh.notFound(name, err, exitNotFound)
+		return sh.notFound(name, err, cli.NotFound)
 	}
 	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
 		return sh.printToolHelp(hit)
@@ -93,17 +94,17 @@ func (sh *Shell) runTool(name string, args []string) int {
 	switch ctx, err := detectContext(sh.env); {
 	case err != nil:
 		sh.deniedf("cannot execute %s: EACCES (agent-context): %v", name, err)
-		sh.refused(hit, "denied", "EACCES", "agent-context", exitDenied, "refused by tsh: no valid agent context")
-		return exitDenied
+		sh.refused(hit, "denied", "EACCES", "agent-context", cli.Denied, "refused by tsh: no valid agent context")
+		return cli.Denied
 	case ctx.Source == policy.ContextNone:
 		sh.errorf("cannot execute %s: no agent context; run it inside an agent sandbox (ctx agent start%s AGENT) or join one with ctx agent attach%s AGENT", name, sh.root.Option(), sh.root.Option())
-		sh.refused(hit, "denied", "EACCES", "agent-context", exitUnavailable, "refused by tsh: no agent context")
-		return exitUnavailable
+		sh.refused(hit, "denied", "EACCES", "agent-context", cli.Unavailable, "refused by tsh: no agent context")
+		return cli.Unavailable
 	}
 	if errno, layer, ok := authorize(sh.env, sh.root, hit); !ok {
 		sh.deniedf("cannot execute %s: %s (%s)", name, errno, layer)
-		sh.refused(hit, "denied", errno, layer, exitDenied, "refused by tsh before execution")
-		return exitDenied
+		sh.refused(hit, "denied", errno, layer, cli.Denied, "refused by tsh before execution")
+		return cli.Denied
 	}
 	if sh.interactive && len(args) == 0 && needsInput[name] {
 		if isTerminal(sh.env.Stdin) {
@@ -111,7 +112,7 @@ func (sh *Shell) runTool(name string, args []string) int {
 		} else {
 			sh.errorf("%s needs input; pass it as arguments: stdin is the rest of this script (see: help %s)", name, name)
 		}
-		return exitUsage
+		return cli.Usage
 	}
 	sh.loaded.Touch(name)
 	return sh.execTool(hit, args)
@@ -129,22 +130,22 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 	fd, err := unix.Open(hit.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		sh.errorf("cannot execute %s: open %s: %s", hit.Name, hit.Path, errnoName(err))
-		sh.refused(hit, "error", eventErrno(err), "", exitNotExec, "tsh could not open the tool")
-		return exitNotExec
+		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not open the tool")
+		return cli.NotExec
 	}
 	exe := os.NewFile(uintptr(fd), hit.Path)
 	defer exe.Close()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		sh.errorf("cannot execute %s: stat %s: %s", hit.Name, hit.Path, errnoName(err))
-		sh.refused(hit, "error", eventErrno(err), "", exitNotExec, "tsh could not stat the tool")
-		return exitNotExec
+		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not stat the tool")
+		return cli.NotExec
 	}
 	want, _ := hit.Info.Sys().(*syscall.Stat_t)
 	if want == nil || st.Dev != want.Dev || st.Ino != want.Ino || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
 		sh.errorf("cannot execute %s: %s changed after lookup", hit.Name, hit.Path)
-		sh.refused(hit, "error", "ESTALE", "", exitNotExec, "the tool changed after the authority check")
-		return exitNotExec
+		sh.refused(hit, "error", "ESTALE", "", cli.NotExec, "the tool changed after the authority check")
+		return cli.NotExec
 	}
 
 	if code, ok := sh.runInProcess(hit, args, &st); ok {
@@ -178,7 +179,7 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 		r, w, err := os.Pipe()
 		if err != nil {
 			sh.errorf("cannot execute %s: %v", hit.Name, err)
-			return exitNotExec
+			return cli.NotExec
 		}
 		w.Close()
 		defer r.Close()
@@ -215,18 +216,18 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 		} else {
 			sh.errorf("cannot execute %s: %s", hit.Name, errnoName(err))
 		}
-		sh.refused(hit, "error", eventErrno(err), "", exitNotExec, "tsh could not start the tool")
-		return exitNotExec
+		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not start the tool")
+		return cli.NotExec
 	}
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		sh.errorf("%s: %v", hit.Name, err)
-		return exitNotExec
+		return cli.NotExec
 	}
 	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 	if ws.Signaled() {
-		return 128 + int(ws.Signal())
+		return cli.Signaled(ws.Signal())
 	}
 	return cmd.ProcessState.ExitCode()
 }

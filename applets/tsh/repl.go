@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"ctx/applets/cli"
 )
 
 // Prompt is the REPL prompt.
@@ -30,11 +32,11 @@ func (sh *Shell) REPL() int {
 			return sh.last
 		case errors.Is(err, ErrLineTooLong):
 			sh.errorf("%v", err)
-			sh.last = exitUsage
+			sh.last = cli.Usage
 			continue
 		case err != nil:
 			sh.errorf("reading commands: %v", err)
-			return exitFailure
+			return cli.Failure
 		}
 		if sh.echo && !isTerminal(sh.env.Stdin) {
 			// A script's reader sees each command above its output, the
@@ -44,7 +46,7 @@ func (sh *Shell) REPL() int {
 		words, err := SplitWords(line)
 		if err != nil {
 			sh.errorf("%v", err)
-			sh.last = exitUsage
+			sh.last = cli.Usage
 			continue
 		}
 		if len(words) == 0 {

@@ -24,10 +24,9 @@ import (
 	"strings"
 	"syscall"
 
-	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // Env is the I/O and environment tsh runs with (the applet adapter fills
@@ -40,16 +39,11 @@ type Env struct {
 	Getenv func(string) string
 }
 
-// Exit codes of tsh itself; a tool's own exit code is passed through.
-const (
-	exitOK          = 0
-	exitFailure     = 1   // a builtin failed (which: not found, unload: pinned)
-	exitUsage       = 2   // bad arguments, a bad REPL line, a bad .tshrc or config
-	exitDenied      = 13  // the authority check refused the tool (EACCES)
-	exitUnavailable = 69  // no agent context
-	exitNotExec     = 126 // found, but could not be executed
-	exitNotFound    = 127 // no such tool in CTX_PATH
-)
+// Exit codes of tsh itself are package cli's (ctx man tsh, EXIT STATUS): 1
+// a builtin failed, 2 bad arguments or a bad REPL line, .tshrc or config,
+// 13 the authority check refused the tool, 69 no agent context, 126 found
+// but could not be executed, 127 no such tool in CTX_PATH. A tool's own
+// exit code is passed through.
 
 // Shell is the state of one tsh process.
 type Shell struct {
@@ -72,8 +66,8 @@ type Shell struct {
 func Run(e *Env, args []string) int {
 	opts, words, err := parseOptions(args)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "tsh: %s (see \"tsh --help\")\n", ptyterm.Escape(err.Error()))
-		return exitUsage
+		cli.Usagef(e.Stderr, "tsh", "%v", err)
+		return cli.Usage
 	}
 	sh, code := NewShell(e, fsops.SelectRoot(opts.root, e.Getenv))
 	if sh == nil {
@@ -84,7 +78,7 @@ func Run(e *Env, args []string) int {
 	case opts.list:
 		if len(words) > 0 {
 			sh.errorf("--list takes no command")
-			return exitUsage
+			return cli.Usage
 		}
 		return sh.builtinTools(nil)
 	case len(words) > 0:
@@ -100,17 +94,17 @@ func NewShell(e *Env, root fsops.Root) (*Shell, int) {
 	cfg, err := readConfig(root)
 	if err != nil {
 		sh.errorf("%v", err)
-		return nil, exitUsage
+		return nil, cli.Usage
 	}
 	dirs, err := ToolPath(e, root)
 	if err != nil {
 		sh.errorf("%v", err)
-		return nil, exitUsage
+		return nil, cli.Usage
 	}
 	sh.config, sh.dirs = cfg, dirs
 	sh.loaded = NewContext(cfg.MaxLoadedTools)
 	sh.cache = NewTinyLFU[cachedTool](cfg.CacheCapacity, cfg.WindowPercent)
-	return sh, exitOK
+	return sh, cli.OK
 }
 
 // parseOptions takes tsh's own options, which come before the command:
@@ -215,14 +209,15 @@ func ConfigPath(root fsops.Root) string {
 // Dirs returns the CTX_PATH directories the shell searches.
 func (sh *Shell) Dirs() []string { return sh.dirs }
 
-// errorf prints "tsh: message" to stderr, escaped for the terminal.
+// errorf prints "tsh: message" to stderr, escaped for the terminal
+// (cli.Errorf).
 func (sh *Shell) errorf(format string, args ...any) {
-	fmt.Fprintf(sh.env.Stderr, "tsh: %s\n", ptyterm.Escape(fmt.Sprintf(format, args...)))
+	cli.Errorf(sh.env.Stderr, "tsh", format, args...)
 }
 
 // deniedf prints the line of a refusal (exit 13): errorf's line, marked
-// with authority.DeniedPrefix so that it cannot be mistaken for a tool
-// that exits 13 on its own.
+// with cli.DeniedPrefix so that it cannot be mistaken for a tool that
+// exits 13 on its own.
 func (sh *Shell) deniedf(format string, args ...any) {
-	fmt.Fprint(sh.env.Stderr, authority.DeniedLine("tsh", ptyterm.Escape(fmt.Sprintf(format, args...))))
+	cli.Deniedf(sh.env.Stderr, "tsh", format, args...)
 }

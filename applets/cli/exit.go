@@ -1,0 +1,69 @@
+// Package cli is the leaf that every applet and tsh share for how a
+// program of ctx ends: the exit statuses (one table, `ctx man ctx` and
+// `ctx man ctx.tool`, EXIT STATUS), the one errno-to-exit mapping, and the
+// one printer of error and refusal lines, which escapes terminal control
+// bytes. It imports nothing of ctx but ptyterm, so tsh and authority can
+// use it without reaching back into applets.
+package cli
+
+import (
+	"errors"
+	"io/fs"
+	"syscall"
+)
+
+// Exit statuses shared by every applet and tsh. They are part of the tool
+// ABI (ctx man ctx.tool, EXIT STATUS).
+const (
+	OK          = 0
+	Failure     = 1   // failure; the errno is in the message, frame and event
+	Usage       = 2   // bad arguments or bad input (EINVAL)
+	Denied      = 13  // denied (EACCES): by policy, or the kernel refused with EACCES/EPERM
+	Unavailable = 69  // the object exists but cannot run here (EX_UNAVAILABLE)
+	Internal    = 70  // internal error (EX_SOFTWARE)
+	TempFail    = 75  // nothing to do now, try again later (EX_TEMPFAIL): ctx queue claim/exec
+	NotExec     = 126 // found but not executable
+	NotFound    = 127 // unknown applet, command, agent or tool (POSIX shells use 127 too)
+	signalBase  = 128 // 128+N: killed by signal N
+)
+
+// Signaled is the status of a program killed by signal sig: 128+N.
+func Signaled(sig syscall.Signal) int { return signalBase + int(sig) }
+
+// ErrnoExit is the one mapping from an errno to an exit status. It is
+// deliberately small: the errno decides only a denial. EACCES and EPERM
+// are Denied (13) wherever they come from, policy or file permissions;
+// 0 is OK; any other errno is otherwise, the status the caller gives a
+// failure of its kind (Failure for an operation, Usage for bad input,
+// Unavailable for an object that cannot be used). The errno itself is not
+// lost: it is in the message, the error frame and the event.
+//
+// Starting a program is not an errno question: a program that is not
+// found is NotFound, one that cannot be executed NotExec, whatever the
+// errno (as POSIX shells do).
+func ErrnoExit(errno syscall.Errno, otherwise int) int {
+	switch errno {
+	case 0:
+		return OK
+	case syscall.EACCES, syscall.EPERM:
+		return Denied
+	}
+	return otherwise
+}
+
+// ErrExit is ErrnoExit for an error: OK for nil, else by the errno the
+// error carries anywhere in its chain (fs.ErrPermission counts as EACCES),
+// otherwise when it carries none.
+func ErrExit(err error, otherwise int) int {
+	if err == nil {
+		return OK
+	}
+	var errno syscall.Errno
+	if errors.As(err, &errno) && errno != 0 {
+		return ErrnoExit(errno, otherwise)
+	}
+	if errors.Is(err, fs.ErrPermission) {
+		return ErrnoExit(syscall.EACCES, otherwise)
+	}
+	return otherwise
+}
