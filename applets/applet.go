@@ -30,6 +30,17 @@ type Env struct {
 	Vars []string
 }
 
+// Environ is the environment as a list, for a program an applet starts:
+// a copy of Vars, or of the process's environment when Vars is nil (Getenv
+// is then os.Getenv or reads the same). It is the one place an applet's
+// environment list comes from, as Getenv is for one variable.
+func (e *Env) Environ() []string {
+	if e.Vars != nil {
+		return append([]string(nil), e.Vars...)
+	}
+	return os.Environ()
+}
+
 // Applet is one row of the table.
 type Applet struct {
 	Name string

@@ -528,9 +528,9 @@ func queueRunJob(e *Env, path string, argv []string, req []byte, timeout time.Du
 	out := &jobOutput{max: queue.MaxResult}
 	cmd.Stdout = out
 	cmd.Stderr = e.Stderr
-	// The command inherits this process's environment (what the caller
-	// gave ctx) plus the job's coordinates.
-	cmd.Env = append(os.Environ(), env...)
+	// The command inherits the applet's environment (what the caller gave
+	// ctx, through Env) plus the job's coordinates.
+	cmd.Env = append(e.Environ(), env...)
 	// Its own process group, and a tree that ends whole (fsops.StartTree):
 	// a timeout, or the end of the command, kills everything it started,
 	// daemons included. And it dies with us: a lease names this process,
