@@ -3,7 +3,6 @@ package applets
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
 	"strings"
 	"syscall"
@@ -134,12 +133,4 @@ func runPolicyExplain(e *Env, args []string) int {
 	}
 	fmt.Fprintf(e.Stdout, "decision: denied by %s (%s)\n", d.Layer, unix.ErrnoName(d.Errno))
 	return exitDenied
-}
-
-func statFacts(path string, info fs.FileInfo) *policy.FileFacts {
-	ff := &policy.FileFacts{Path: path, Mode: info.Mode()}
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		ff.UID, ff.GID = st.Uid, st.Gid
-	}
-	return ff
 }

@@ -44,8 +44,6 @@ type CgroupUsage struct {
 	Known       map[string]bool
 }
 
-const cgroupRoot = "/sys/fs/cgroup"
-
 // NewRunCgroup makes the run's cgroup named name (a run id) with limits.
 // It returns nil and the reason when no cgroup can be made here.
 func NewRunCgroup(name string, lim CgroupLimits) (*RunCgroup, string) {

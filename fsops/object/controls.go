@@ -3,7 +3,6 @@ package object
 import (
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -151,32 +150,6 @@ func oneLine(s string) (string, error) {
 		return "", fmt.Errorf("%q has surrounding whitespace", v)
 	}
 	return v, nil
-}
-
-func oneOf(s string, allowed ...string) error {
-	v, err := oneLine(s)
-	if err != nil {
-		return err
-	}
-	for _, a := range allowed {
-		if v == a {
-			return nil
-		}
-	}
-	return fmt.Errorf("%q is not one of %s", v, strings.Join(allowed, ", "))
-}
-
-// canonicalUint32 accepts base-10 digits without sign or leading zero;
-// zero itself only when allowZero.
-func canonicalUint32(v string, allowZero bool) error {
-	n, err := strconv.ParseUint(v, 10, 32)
-	if err != nil || strconv.FormatUint(n, 10) != v {
-		return fmt.Errorf("%q is not a canonical unsigned 32-bit number", v)
-	}
-	if n == 0 && !allowZero {
-		return fmt.Errorf("%q must be positive", v)
-	}
-	return nil
 }
 
 // nameLines requires one object name per line, no blank or padded lines,
