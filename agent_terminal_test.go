@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+
+	"ctx/ptyterm"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
@@ -32,15 +35,60 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, ok func() bool) {
+// waitDeadline bounds every wait of these tests: generous, because a
+// loaded machine (the whole suite on two cores) can take seconds to start
+// a sandbox; a wait ends as soon as its condition holds.
+const waitDeadline = 60 * time.Second
+
+// waitFor polls ok until it holds, or fails the test after waitDeadline
+// with what the test saw so far (seen names each stream and its text).
+func waitFor(t *testing.T, what string, seen func() string, ok func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
 	for !ok() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
+		if time.Since(start) > waitDeadline {
+			t.Fatalf("timed out after %s waiting for %s; saw:\n%s", waitDeadline, what, seen())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// waitDone waits for a process's Wait result on done, or fails the test
+// after waitDeadline with what it saw (the process is killed).
+func waitDone(t *testing.T, what string, done <-chan error, proc *os.Process, seen func() string) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(waitDeadline):
+		proc.Kill()
+		t.Fatalf("timed out after %s waiting for %s; saw:\n%s", waitDeadline, what, seen())
+		return nil
+	}
+}
+
+// streams renders named outputs for a failure message, escaped so that a
+// terminal's control sequences show as text.
+func streams(named ...any) func() string {
+	return func() string {
+		var b strings.Builder
+		for i := 0; i+1 < len(named); i += 2 {
+			text := strings.ReplaceAll(named[i+1].(fmt.Stringer).String(), "\r\n", "\n")
+			fmt.Fprintf(&b, "--- %s ---\n%s\n", named[i], ptyterm.EscapeLines(text))
+		}
+		return b.String()
+	}
+}
+
+// fileText is a file's content as a fmt.Stringer, read when printed.
+type fileText string
+
+func (f fileText) String() string {
+	b, err := os.ReadFile(string(f))
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }
 
 func ctxCmd(root string, args ...string) *exec.Cmd {
@@ -74,14 +122,15 @@ func TestAgentTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := filepath.Join(root, "home", strings.TrimSpace(string(uid)), "agent", "coder", "session", "default", "terminal", "terminal-coder-default", "events.jsonl")
-	waitFor(t, "the session to start", 10*time.Second, func() bool {
+	var w1, w2, attOut syncBuffer
+	seen := streams("ctx agent start", &startOut, "record "+events, fileText(events), "watcher 1", &w1, "watcher 2", &w2, "attacher", &attOut)
+	waitFor(t, "the session to start", seen, func() bool {
 		b, _ := os.ReadFile(events)
 		return bytes.Contains(b, []byte("pty.output"))
 	})
 
 	// Two watchers, joined after "ready" was printed: they get it from the
 	// scrollback, then everything live.
-	var w1, w2 syncBuffer
 	watchers := []*exec.Cmd{ctxCmd(root, "watch", "coder"), ctxCmd(root, "watch", "coder")}
 	for i, w := range watchers {
 		w.Stdout = []io.Writer{&w1, &w2}[i]
@@ -90,7 +139,7 @@ func TestAgentTerminal(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "watchers to see the scrollback", 5*time.Second, func() bool {
+	waitFor(t, "watchers to see the scrollback", seen, func() bool {
 		return strings.Contains(w1.String(), "ready") && strings.Contains(w2.String(), "ready")
 	})
 
@@ -100,23 +149,22 @@ func TestAgentTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var attOut syncBuffer
 	att.Stdout, att.Stderr = &attOut, &attOut
 	if err := att.Start(); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the attacher to join", 5*time.Second, func() bool { return strings.Contains(attOut.String(), "ready") })
+	waitFor(t, "the attacher to join", seen, func() bool { return strings.Contains(attOut.String(), "ready") })
 
 	// A second attacher is refused while the first holds the slot.
 	second := ctxCmd(root, "attach", "coder")
 	second.Stdin = strings.NewReader("intruder\n")
 	out, err := second.CombinedOutput()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 69 || !strings.Contains(string(out), "busy") {
-		t.Fatalf("second attacher: %v\n%s", err, out)
+		t.Fatalf("second attacher: %v\n%s\n%s", err, out, seen())
 	}
 
 	io.WriteString(attIn, "hello\n")
-	waitFor(t, "the program to get the line", 5*time.Second, func() bool {
+	waitFor(t, "the program to get the line", seen, func() bool {
 		return strings.Contains(w1.String(), "got:hello") && strings.Contains(w2.String(), "got:hello")
 	})
 	if strings.Contains(w1.String(), "intruder") {
@@ -125,9 +173,8 @@ func TestAgentTerminal(t *testing.T) {
 	// The attacher leaves; the agent keeps running.
 	att.Process.Kill()
 	att.Wait()
-	time.Sleep(100 * time.Millisecond)
 	if st, _ := ctxCmd(root, "status", "coder").Output(); !bytes.HasPrefix(st, []byte("ready\n")) {
-		t.Fatalf("after the attacher left: status %q", st)
+		t.Fatalf("after the attacher left: status %q\n%s", st, seen())
 	}
 
 	// Attach again from a real terminal of 33x111: the size reaches the
@@ -146,19 +193,18 @@ func TestAgentTerminal(t *testing.T) {
 	tty.Close()
 	var termOut syncBuffer
 	go io.Copy(&termOut, ptmx)
-	time.Sleep(300 * time.Millisecond)
+	seen2 := streams("terminal attacher", &termOut)
+	seenAll := func() string { return seen() + seen2() }
+	// The attacher has joined once it replayed the scrollback; only then
+	// does a line typed on its terminal reach the program.
+	waitFor(t, "the terminal attacher to join", seenAll, func() bool { return strings.Contains(termOut.String(), "got:hello") })
 	io.WriteString(ptmx, "world\r")
-	waitFor(t, "the program to end", 10*time.Second, func() bool { return strings.Contains(w1.String(), "got2:world") })
+	waitFor(t, "the program to end", seenAll, func() bool { return strings.Contains(w1.String(), "got2:world") })
 	if !strings.Contains(w1.String(), "33 111") {
 		t.Errorf("the attacher's window size did not reach the program:\n%q", w1.String())
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("agent start: %v\n%s", err, startOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("agent start did not end with its program")
+	if err := waitDone(t, "ctx agent start to end with its program", done, start.Process, seenAll); err != nil {
+		t.Fatalf("agent start: %v\n%s", err, seenAll())
 	}
 	for _, w := range watchers {
 		w.Wait()
@@ -199,23 +245,31 @@ func TestAgentStartOnTerminal(t *testing.T) {
 	defer ptmx.Close()
 	var screen syncBuffer
 	go io.Copy(&screen, ptmx)
-	waitFor(t, "the tsh prompt", 10*time.Second, func() bool { return strings.Contains(screen.String(), "tsh> ") })
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() { cmd.Process.Kill() })
+	seen := streams("terminal", &screen)
+	// A wait also ends, with what was seen, when ctx agent start ended.
+	until := func(what string, ok func() bool) {
+		t.Helper()
+		waitFor(t, what, seen, func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("ctx agent start ended (%v) before %s; saw:\n%s", err, what, seen())
+			default:
+			}
+			return ok()
+		})
+	}
+	until("the tsh prompt", func() bool { return strings.Contains(screen.String(), "tsh> ") })
 	io.WriteString(ptmx, "fs.read hi.txt\r")
-	waitFor(t, "the tool's output", 10*time.Second, func() bool { return strings.Contains(screen.String(), "hello from the workspace") })
+	until("the tool's output", func() bool { return strings.Contains(screen.String(), "hello from the workspace") })
 	io.WriteString(ptmx, "shell.exec 'pwd; stty size </dev/tty'\r")
-	waitFor(t, "the sandbox's cwd and size", 10*time.Second, func() bool {
+	until("the sandbox's cwd and size", func() bool {
 		return strings.Contains(screen.String(), "/workspace") && strings.Contains(screen.String(), "30 100")
 	})
 	io.WriteString(ptmx, "exit\r")
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("agent start: %v\n%s", err, screen.String())
-		}
-	case <-time.After(10 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("tsh did not exit:\n%s", screen.String())
+	if err := waitDone(t, "tsh to exit", done, cmd.Process, seen); err != nil {
+		t.Fatalf("agent start: %v\n%s", err, seen())
 	}
 }
