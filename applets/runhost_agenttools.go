@@ -303,7 +303,7 @@ func (b *broker) agentStop(input []byte) fsops.BrokerReply {
 		return *refusal
 	}
 	b.mu.Lock()
-	_, ours := b.children[child.Name]
+	cmd, ours := b.children[child.Name]
 	b.mu.Unlock()
 	if !ours {
 		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "ESRCH", Error: "agent.stop: agent " + child.Name + " was not started by this run"}
@@ -311,6 +311,16 @@ func (b *broker) agentStop(input []byte) fsops.BrokerReply {
 	var out bytes.Buffer
 	e := &Env{Name: "agent.stop", Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
 	code := stopTree(e, b.r.root, child.Name, map[string]bool{})
+	if code == exitOK {
+		// Stopped: no longer a child this run has running, now, not when
+		// the goroutine waiting for it gets to run (the run's end would
+		// otherwise still end it, and remove a temp child's definition).
+		b.mu.Lock()
+		if b.children[child.Name] == cmd {
+			delete(b.children, child.Name)
+		}
+		b.mu.Unlock()
+	}
 	b.r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + child.Name, Status: "ok",
 		Detail: "stopped by agent " + b.r.agent.Name})
 	if code != exitOK {
