@@ -1,7 +1,6 @@
 package applets
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -12,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // brokeredCall is how a tool applet started inside a sandbox runs: it asks
@@ -39,11 +38,7 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 		return fail(e, exitInternal, "%v", err), true
 	}
 	cwd, _ := os.Getwd()
-	env := e.Vars
-	if env == nil {
-		env = os.Environ()
-	}
-	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd}
+	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: e.Environ(), Cwd: cwd}
 	return callBroker(e, conn, req, fds, relay, "the run host"), true
 }
 
@@ -111,17 +106,23 @@ func callBroker(e *Env, conn int, req fsops.BrokerRequest, fds []int, relay *des
 	case reply := <-answer:
 		relay.wait()
 		switch {
-		case reply.Error != "" && reply.Exit == exitDenied:
-			// The run host refused the call (its message names the tool):
-			// marked as every refusal of ctx is (authority.DeniedPrefix).
-			fmt.Fprintf(e.Stderr, "%s%s\n", authority.DeniedPrefix, ptyterm.Escape(strings.TrimPrefix(reply.Error, authority.DeniedPrefix)))
 		case reply.Error != "":
-			fmt.Fprintf(e.Stderr, "%s\n", ptyterm.Escape(reply.Error))
+			// The host's message names the tool first: "TOOL: why". A
+			// refusal is marked as every refusal of ctx is.
+			name, msg, ok := strings.Cut(strings.TrimPrefix(reply.Error, authority.DeniedPrefix), ": ")
+			if !ok {
+				name, msg = e.Name, reply.Error
+			}
+			if reply.Exit == exitDenied {
+				cli.Deniedf(e.Stderr, name, "%s", msg)
+			} else {
+				cli.Errorf(e.Stderr, name, "%s", msg)
+			}
 		}
 		return reply.Exit
 	case sig := <-sigs:
 		unix.Shutdown(conn, unix.SHUT_RDWR)
-		return 128 + int(sig.(syscall.Signal))
+		return cli.Signaled(sig.(syscall.Signal))
 	}
 }
 

@@ -1,7 +1,6 @@
 package applets
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -9,9 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
-	"ctx/ptyterm"
 )
 
 // hookedToolApplet is the hidden applet the sandbox's init runs, on the run
@@ -38,18 +36,17 @@ func runHookedTool(e *Env, args []string) int {
 	dir := filepath.Join(filepath.Dir(path), name+".d")
 	token := e.Getenv(fsops.BrokeredEnv)
 	if errs := runHooks(e, dir, name, "pre", "", nil); len(errs) > 0 {
-		msg := "permission denied (hook): " + errs[0].Error()
-		fmt.Fprint(e.Stderr, authority.DeniedLine(name, ptyterm.Escape(msg)))
+		cli.Deniedf(e.Stderr, name, "permission denied (hook): %v", errs[0])
 		if token != "" {
 			reportBrokeredCall(token, fsops.Event{Errno: "EACCES", Layer: "hook", Detail: errs[0].Error()})
 		}
 		return exitDenied
 	}
-	cmd := &exec.Cmd{Path: path, Args: append([]string{name}, rest...), Env: os.Environ(),
+	cmd := &exec.Cmd{Path: path, Args: append([]string{name}, rest...), Env: e.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	tree, err := fsops.StartTree(cmd)
 	if err != nil {
-		fmt.Fprintf(e.Stderr, "%s: %v\n", name, ptyterm.Escape(err.Error()))
+		cli.Errorf(e.Stderr, name, "%v", err)
 		return exitNotExec
 	}
 	// A cancel (SIGTERM from the init, Ctrl-C) ends the tool's whole tree.
@@ -72,7 +69,7 @@ func runHookedTool(e *Env, args []string) int {
 		status = "error"
 	}
 	for _, herr := range runHooks(e, dir, name, "post", status, &code) {
-		fmt.Fprintf(e.Stderr, "%s: warning: %v\n", name, ptyterm.Escape(herr.Error()))
+		cli.Errorf(e.Stderr, name, "warning: %v", herr)
 		if token != "" {
 			reportBrokeredCall(token, fsops.Event{Detail: herr.Error()})
 		}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
@@ -243,7 +244,7 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code i
 	if errors.Is(err, mcpstdio.ErrCancelled) {
 		code := exitFailure
 		if sig, ok := caught.(syscall.Signal); ok {
-			code = 128 + int(sig)
+			code = cli.Signaled(sig)
 		}
 		return o.fail(code, "ECANCELED", "cancelled: the server was told to stop the call")
 	}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -407,7 +408,7 @@ func (b *broker) await(conn int, id uint64, done chan fsops.BrokerOrder) (o fsop
 			o.Error = ""
 			return o, true
 		case <-time.After(cancelWait):
-			return fsops.BrokerOrder{Op: "exit", ID: id, Status: 128 + int(unix.SIGKILL)}, true
+			return fsops.BrokerOrder{Op: "exit", ID: id, Status: cli.Signaled(unix.SIGKILL)}, true
 		}
 	}
 }
