@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
@@ -446,10 +447,7 @@ var pollInterval = mcpstdio.DefaultPollInterval
 // is not a valid object name is recorded as tool/invalid-name, its text in
 // detail.
 func recordServeRefusal(e *Env, name, errno, layer, reason string) {
-	exit := exitNotFound
-	if errno == "EACCES" {
-		exit = exitDenied
-	}
+	exit := cli.ErrnoExit(errnoByName(errno), exitNotFound)
 	ev := fsops.Event{Object: "tool/" + name, Status: "denied", Errno: errno, Layer: layer, Exit: &exit,
 		Detail: reason}
 	if !strings.HasPrefix(reason, "ctxmcp serve: ") {
