@@ -110,8 +110,7 @@ func (w *DirWatch) Changed(ignore map[string]bool) bool {
 			if end > n {
 				break
 			}
-			name := string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))
-			if !ignore[name] {
+			if !ignore[string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))] {
 				changed = true
 			}
 			off = end
