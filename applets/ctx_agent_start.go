@@ -472,18 +472,23 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 
 	stopWatch := make(chan struct{})
 	started := func(pid int) {
-		// Into the run's cgroup before the plan goes: the init waits for
-		// the plan, so every process of the run is born inside.
+		// The plan goes at once: the init builds the sandbox while it is
+		// put into the run's cgroup (a cgroup v1 attach can take
+		// milliseconds), and starts the program only when released, so
+		// every process of the run is born inside.
+		if sandbox != nil {
+			sandbox.SendPlan()
+		}
 		if cg := r.budgets.cgroup; cg != nil {
 			if err := cg.Add(pid); err != nil {
 				cli.Errorf(e.Stderr, "ctx agent", "%s: run cgroup: %v; ending the run", r.agent.Name, err)
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
 		}
-		go r.watchBudgets(stopWatch, func() { r.killRun(pid) })
 		if sandbox != nil {
-			sandbox.SendPlan()
+			sandbox.Release()
 		}
+		go r.watchBudgets(stopWatch, func() { r.killRun(pid) })
 		if r.broker != nil {
 			r.broker.initPid.Store(int64(pid))
 			r.broker.sandboxStarted()

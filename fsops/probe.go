@@ -1,9 +1,11 @@
 package fsops
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -29,13 +31,30 @@ func ProbeIsolation(full bool) policy.HostIsolation {
 		return h
 	}
 	if os.Geteuid() == 0 {
-		if err := probeClone(syscall.CLONE_NEWNS|syscall.CLONE_NEWPID, false); err != nil {
+		if err := probeUnshare(syscall.CLONE_NEWNS | syscall.CLONE_NEWPID); err != nil {
 			h.MountNS, h.MountNSWhy = false, err.Error()
 		}
 	} else if err := probeClone(syscall.CLONE_NEWUSER|syscall.CLONE_NEWNS|syscall.CLONE_NEWPID, true); err != nil {
 		h.Userns, h.UsernsWhy = false, err.Error()
 	}
 	return h
+}
+
+// probeUnshare asks the kernel for new namespaces of flags (none of them
+// a user namespace, which a process with threads cannot unshare) on a
+// thread of its own, which then ends with them: no process is started.
+func probeUnshare(flags int) error {
+	done := make(chan error, 1)
+	go func() {
+		// Never unlocked: the runtime ends this thread with the goroutine,
+		// so no other goroutine ever runs in its namespaces.
+		runtime.LockOSThread()
+		done <- unix.Unshare(flags)
+	}()
+	if err := <-done; err != nil {
+		return fmt.Errorf("unshare: %w", err)
+	}
+	return nil
 }
 
 // probeClone starts this binary as the userns-hold applet (which exits at

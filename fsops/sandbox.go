@@ -1,6 +1,7 @@
 package fsops
 
 import (
+	"sync"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -19,16 +20,23 @@ const SandboxInitApplet = "ctx-sandbox-init"
 // Descriptors the sandbox child receives.
 const (
 	RunFD  = 3 // the run capability socket, passed on to the agent as CTX_RUN_FD
-	planFD = 4 // the plan, JSON, read once by the child and closed
+	planFD = 4 // the plan, JSON, then the release byte (Release); read by the child and closed
 	// idmapFD (5): the idmapped workspace tree, when the plan has one.
 )
 
 // Sandbox is a plan about to be applied in a new child process.
 type Sandbox struct {
-	Cmd   *exec.Cmd
-	plan  []byte
-	planW *os.File
+	Cmd     *exec.Cmd
+	plan    []byte
+	planW   *os.File
+	release chan struct{}
+	once    sync.Once
 }
+
+// releaseByte follows the plan on its pipe when the run host lets the
+// init start the program.
+const releaseByte = 'g'
+
 
 // NewSandbox prepares a child that applies plan. The caller may set Cmd's
 // Stdin/Stdout/Stderr, Cmd.SysProcAttr.Setsid/Setctty/Ctty, and the run
@@ -87,7 +95,7 @@ func NewSandbox(plan *policy.Plan) (*Sandbox, error) {
 	// 3 the run capability, 4 the plan, 5 the idmapped workspace, 6 the
 	// broker's order channel: each set by its setter, nil (closed) if not.
 	cmd.ExtraFiles = []*os.File{nil, r, nil, nil}
-	return &Sandbox{Cmd: cmd, plan: data, planW: w}, nil
+	return &Sandbox{Cmd: cmd, plan: data, planW: w, release: make(chan struct{})}, nil
 }
 
 // SetRunFile passes f to the sandbox as descriptor RunFD.
@@ -109,16 +117,29 @@ func (s *Sandbox) Start() error {
 		return fmt.Errorf("starting the sandbox: %w", err)
 	}
 	s.SendPlan()
+	s.Release()
 	return nil
 }
 
 // SendPlan hands the plan to a child started by someone else (ctxterm
-// starts it on a PTY). Call it exactly once, after the start.
+// starts it on a PTY). Call it exactly once, after the start. The init
+// builds the sandbox from it at once, but starts the program only after
+// Release: the run host puts the init into the run's cgroup meanwhile,
+// and the program and everything it starts are born inside.
 func (s *Sandbox) SendPlan() {
-	// Our copy of the read end must go, so the child sees EOF after the plan.
+	// Our copy of the read end must go, so the child sees EOF after us.
 	s.Cmd.ExtraFiles[1].Close()
 	go func() {
 		s.planW.Write(s.plan)
+		<-s.release
+		s.planW.Write([]byte{releaseByte})
 		s.planW.Close()
 	}()
+}
+
+// Release lets the init start the program (after SendPlan). A run host
+// that never releases (it died, or killed the init) leaves the init to
+// see the end of the pipe instead, and end the run.
+func (s *Sandbox) Release() {
+	s.once.Do(func() { close(s.release) })
 }

@@ -61,11 +61,15 @@ func readPlan() (*policy.Plan, error) {
 	if f == nil {
 		return nil, &SandboxError{"reading the plan", os.ErrInvalid}
 	}
-	defer f.Close()
 	var plan policy.Plan
-	if err := json.NewDecoder(io.LimitReader(f, 64<<20)).Decode(&plan); err != nil {
+	dec := json.NewDecoder(io.LimitReader(f, 64<<20))
+	if err := dec.Decode(&plan); err != nil {
+		f.Close()
 		return nil, &SandboxError{"reading the plan", err}
 	}
+	// The release byte comes after the plan, on the same pipe (it may be
+	// in the decoder's buffer already).
+	planRest, planFile = io.MultiReader(dec.Buffered(), f), f
 	if err := plan.Validate(); err != nil {
 		return nil, &SandboxError{"checking the plan", err}
 	}
@@ -488,6 +492,28 @@ func dropPrivileges() error {
 	return nil
 }
 
+// planRest is what follows the plan on its pipe: the run host's release
+// byte (Sandbox.Release); planFile the pipe itself.
+var (
+	planRest io.Reader
+	planFile *os.File
+)
+
+// awaitRelease waits for the run host to let the program start (once the
+// init is in the run's cgroup): its release byte, or the end of the pipe
+// when the host went away or never released.
+func awaitRelease() error {
+	if planRest == nil {
+		return nil
+	}
+	defer planFile.Close()
+	var b [1]byte
+	if _, err := io.ReadFull(planRest, b[:]); err != nil || b[0] != releaseByte {
+		return &SandboxError{"waiting for the run host's release", fmt.Errorf("the run host did not release the sandbox (%v)", err)}
+	}
+	return nil
+}
+
 // runAgentProgram starts the agent's program with its identity and
 // environment and waits as init: it reaps every process of the namespace,
 // forwards termination signals, and when the program exits, everything
@@ -505,6 +531,10 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 		return 69
 	}
 	if err := applyWalls(plan, exe); err != nil {
+		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
+		return 69
+	}
+	if err := awaitRelease(); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
 		return 69
 	}
