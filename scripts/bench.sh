@@ -16,7 +16,9 @@
 #                             tmpfs /tmp, rw workspace, --unshare-all
 #                             --die-with-parent --new-session
 #                             --cap-drop ALL
-#   brokered tool call        the same tool executed directly        <= 1.30
+#   tool call from tsh,       the same tool executed directly        <= 1.30
+#   brokered                  (a call from sh via /mnt/tools is
+#                             reported beside it, without a target)
 #   PTY relay                 script(1) (BenchmarkPTYThroughput)     >= 1.00
 #   queue job cycle, tmpfs    the minimal rename+fsync loop          >= 0.80
 #   queue job cycle, disk     the minimal rename+fsync loop          >= 0.89
@@ -192,24 +194,31 @@ EOF
 fi
 
 if $sandboxes; then
-	say "brokered tool call vs the same tool executed directly, in one sandbox (200 calls each, median of 5)"
+	say "brokered tool calls (from tsh, and from sh via /mnt/tools) vs the same tool executed directly, in one sandbox (200 calls each, 5 interleaved rounds, medians)"
 	cd "$work/ws"
+	i=0; while [ $i -lt 200 ]; do echo "fs.read small.txt"; i=$((i+1)); done >calls.tsh
 	"$ctx" agent start --root "$work/r" coder -- sh -c '
 		for round in 1 2 3 4 5; do
-			s=$(date +%s%N); i=0; while [ $i -lt 200 ]; do /mnt/tools/fs.read small.txt >/dev/null; i=$((i+1)); done
-			b=$(date +%s%N); i=0; while [ $i -lt 200 ]; do CTX_BROKERED=direct /mnt/tools/fs.read small.txt >/dev/null; i=$((i+1)); done
-			d=$(date +%s%N); echo "$(( (b-s)/200000 )) $(( (d-b)/200000 ))"
-		done' | tee "$out/broker.txt" | sort -n | sed -n 3p >"$work/broker" || true
-	if read -r bt dt <"$work/broker" && [ "${dt:-0}" -gt 0 ]; then
+			s=$(date +%s%N); tsh < calls.tsh >/dev/null
+			b=$(date +%s%N); i=0; while [ $i -lt 200 ]; do /mnt/tools/fs.read small.txt >/dev/null; i=$((i+1)); done
+			d=$(date +%s%N); i=0; while [ $i -lt 200 ]; do CTX_BROKERED=direct /mnt/tools/fs.read small.txt >/dev/null; i=$((i+1)); done
+			f=$(date +%s%N); echo "$(( (b-s)/200000 )) $(( (d-b)/200000 )) $(( (f-d)/200000 ))"
+		done' | tee "$out/broker.txt" >/dev/null || true
+	median() { cut -d" " -f"$1" "$out/broker.txt" | sort -n | sed -n 3p; }
+	tt=$(median 1); bt=$(median 2); dt=$(median 3)
+	if [ -n "$dt" ] && [ "${dt:-0}" -gt 0 ]; then
+		row "tool call from tsh, brokered" "$(awk "BEGIN{printf \"%.3f ms\", $tt/1000}")" \
+			"the same tool executed directly" "$(awk "BEGIN{printf \"%.3f ms\", $dt/1000}")" \
+			"$(awk "BEGIN{printf \"%.2f\", $tt/$dt}")" "<=1.30"
 		row "tool call from sh via /mnt/tools, brokered" "$(awk "BEGIN{printf \"%.3f ms\", $bt/1000}")" \
 			"the same tool executed directly" "$(awk "BEGIN{printf \"%.3f ms\", $dt/1000}")" \
-			"$(awk "BEGIN{printf \"%.2f\", $bt/$dt}")" "<=1.30"
+			"$(awk "BEGIN{printf \"%.2f\", $bt/$dt}")" "-"
 	else
-		row "tool call from sh via /mnt/tools, brokered" "-" "the same tool (the calls failed: $out/broker.txt)" "-" "-" "skip"
+		row "tool call from tsh, brokered" "-" "the same tool (the calls failed: $out/broker.txt)" "-" "-" "skip"
 	fi
 	cd "$work"
 else
-	row "tool call from sh via /mnt/tools, brokered" "-" "the same tool (ctx cannot sandbox here)" "-" "-" "skip"
+	row "tool call from tsh, brokered" "-" "the same tool (ctx cannot sandbox here)" "-" "-" "skip"
 fi
 
 say "Go benchmarks: queue job cycle and PTY relay, each against its baseline in the same run ($count runs)"
