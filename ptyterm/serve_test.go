@@ -138,9 +138,14 @@ func TestSecondAttachRefused(t *testing.T) {
 }
 
 func TestLateWatcherGetsScrollback(t *testing.T) {
-	// 200,000 "x" then END, then wait for a line of input.
-	s := serve(t, Config{}, "sh", "-c", `head -c 200000 /dev/zero | tr '\0' x; echo; echo END; read x; echo "got $x"`)
+	// READY, then (on a line of input) 200,000 "x" and END, then wait
+	// for another line. The output starts only once the early watcher
+	// has seen READY, so it is there from the start, however fast the
+	// relay.
+	s := serve(t, Config{}, "sh", "-c", `echo READY; read go; head -c 200000 /dev/zero | tr '\0' x; echo; echo END; read x; echo "got $x"`)
 	early := dial(t, s.socket, "watch\n")
+	early.out.waitFor(t, "READY\r\n", 1)
+	a := dial(t, s.socket, "attach\ngo\n")
 	early.out.waitFor(t, "END\r\n", 1)
 	full := early.out.Bytes()
 
@@ -157,11 +162,17 @@ func TestLateWatcherGetsScrollback(t *testing.T) {
 	if !bytes.Equal(got, full[len(full)-ScrollbackSize:]) {
 		t.Fatalf("late watcher got %d bytes, not the last %d of the output", len(got), ScrollbackSize)
 	}
-	a := dial(t, s.socket, "attach\nthere\n")
+	a.send(t, "there\n")
 	late.out.waitFor(t, "got there", 1)
-	_ = a
 	if code := s.wait(); code != 0 {
 		t.Fatalf("exit %d", code)
+	}
+	// The early watcher has all of it once the terminal closed its
+	// connection.
+	select {
+	case <-early.done:
+	case <-time.After(testTimeout):
+		t.Fatal("the early watcher's connection stayed open after the end")
 	}
 	if !bytes.HasSuffix(late.out.Bytes(), []byte("got there\r\n")) {
 		t.Fatalf("late watcher ends with %q", tail(late.out.String()))
