@@ -1,11 +1,11 @@
 package fsops
 
 import (
-	"sync"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -36,7 +36,6 @@ type Sandbox struct {
 // releaseByte follows the plan on its pipe when the run host lets the
 // init start the program.
 const releaseByte = 'g'
-
 
 // NewSandbox prepares a child that applies plan. The caller may set Cmd's
 // Stdin/Stdout/Stderr, Cmd.SysProcAttr.Setsid/Setctty/Ctty, and the run
