@@ -3,6 +3,7 @@ package applets
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -297,6 +298,14 @@ func (b *broker) handle(conn int) {
 	if err := b.canRecord(); err != nil {
 		ev.Errno = "ENOSPC"
 		reply(exitUnavailable, fmt.Sprintf("%s: refused: %v", req.Tool, err))
+		return
+	}
+	// A program that is not ctx does not check its input against its
+	// schema itself: given one JSON object, the host does, before it runs
+	// (ctx's own tools and MCP-projected ones validate their input).
+	if err := b.validateThirdParty(req.Tool, req.Args); err != nil {
+		ev.Errno = "EINVAL"
+		reply(exitUsage, fmt.Sprintf("%s: EINVAL: %v", req.Tool, err))
 		return
 	}
 	if d := req.Decide; d != nil {
@@ -678,6 +687,21 @@ func (b *broker) canRecord() error {
 		unix.Close(fd)
 	}
 	return nil
+}
+
+// validateThirdParty checks the input of a call of a third-party tool
+// against its schema control when the call's input is one JSON object
+// argument (input on standard input is the program's to read, and is not
+// seen here).
+func (b *broker) validateThirdParty(tool string, args []string) error {
+	if len(args) != 1 || !strings.HasPrefix(strings.TrimSpace(args[0]), "{") {
+		return nil
+	}
+	_, hit, _, found, err := b.lookupTool(tool)
+	if err != nil || !found || isCtxFile(b.r, hit.Path) {
+		return nil
+	}
+	return validateToolInput(hit.ControlDir, json.RawMessage(args[0]))
 }
 
 // hooked reports whether tool, as the last decision found it, has hooks
