@@ -282,14 +282,15 @@ func (b *broker) handle(conn int) {
 		reply(exitUsage, "a broker request names a valid tool and passes three descriptors")
 		return
 	}
-	path, warm, layer, why := b.decide(req.Tool)
+	dec := b.decide(req.Tool)
+	path, warm := dec.path, dec.warm
 	if path == "" {
-		ev.Errno, ev.Layer = "EACCES", layer
+		ev.Errno, ev.Layer = "EACCES", dec.layer
 		exit := exitDenied
-		if layer == "" {
+		if dec.layer == "" {
 			ev.Errno, exit = "ENOENT", exitNotFound
 		}
-		reply(exit, fmt.Sprintf("%s: %s", req.Tool, why))
+		reply(exit, fmt.Sprintf("%s: %s", req.Tool, dec.why))
 		return
 	}
 	// Fail closed: a call the host cannot record is not run. Its refusal
@@ -303,7 +304,7 @@ func (b *broker) handle(conn int) {
 	// A program that is not ctx does not check its input against its
 	// schema itself: given one JSON object, the host does, before it runs
 	// (ctx's own tools and MCP-projected ones validate their input).
-	if err := b.validateThirdParty(req.Tool, req.Args); err != nil {
+	if err := dec.validate(req.Args); err != nil {
 		ev.Errno = "EINVAL"
 		reply(exitUsage, fmt.Sprintf("%s: EINVAL: %v", req.Tool, err))
 		return
@@ -348,15 +349,13 @@ func (b *broker) handle(conn int) {
 	}
 	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: path, Argv: append([]string{req.Tool}, req.Args...),
 		Env: env, Cwd: cwd, Token: token, Warm: warm}
-	if warm {
-		if a, ok := lookup(req.Tool); !ok || !a.Tool {
-			// An MCP-projected tool finds its control directory beside
-			// the path it runs as (applets/mcptool.go), not beside the
-			// worker's binary.
-			order.Argv[0] = path
-		}
+	if warm && !dec.builtin {
+		// An MCP-projected tool finds its control directory beside the
+		// path it runs as (applets/mcptool.go), not beside the worker's
+		// binary.
+		order.Argv[0] = path
 	}
-	if !warm && b.r.plan.Worker != "" && b.hooked(req.Tool) {
+	if dec.hooked && b.r.plan.Worker != "" {
 		// A tool that is not a builtin has its pre and post hooks run
 		// around it by ctx (hooked_tool.go), as a builtin runs its own.
 		order.Path = b.r.plan.Worker
@@ -516,28 +515,44 @@ func (b *broker) takeReport(rep *fsops.BrokerReport) {
 	}
 }
 
+// decision is the host's answer to one call, with what it found of the
+// tool, read once.
+type decision struct {
+	path       string // the tool's file as the init finds it; "" when refused
+	layer, why string // a refusal's layer ("" for not found) and reason
+	warm       bool   // a warm worker runs it
+	builtin    bool   // a builtin tool applet in the run's ctx binary
+	hooked     bool   // ctx-hooked-tool runs its hooks around it
+	thirdParty bool   // a program that is not ctx
+	ctl        string // its control directory (host path)
+}
+
 // decide checks tool against the agent's controls, policy and the tool
 // tiers as they are on disk now (a grant revoked during the run refuses
-// the next call), refreshes /mnt/proc/policy, and returns the tool's path
-// inside the sandbox and whether a warm worker may run it, or "" with the
-// refusing layer ("" for not found) and the reason.
-func (b *broker) decide(tool string) (path string, warm bool, layer, why string) {
+// the next call; /mnt/proc/policy is refreshed before a refusal is
+// answered), and says how the allowed call is run: in a warm worker (a
+// builtin, or an MCP-projected tool, a link of ctx, without hooks), through
+// ctx-hooked-tool (any other tool with hooks), or executed.
+func (b *broker) decide(tool string) decision {
 	r := b.r
 	a, hit, tier, found, err := b.lookupTool(tool)
 	if err != nil {
-		return "", false, "agent-context", "the agent's controls cannot be read: " + err.Error()
+		return decision{layer: "agent-context", why: "the agent's controls cannot be read: " + err.Error()}
 	}
 	if found && authority.CheckHit(a, authority.View(r.root, a), hit).Allowed {
 		t := policy.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path}
 		if projectedAtStart(r, t) {
-			// A warm worker runs a builtin, or an MCP-projected tool (a
-			// link of ctx) that has no hooks for ctx-hooked-tool to run.
-			warm := r.plan.Worker != "" && (isRunBinary(r, tool, t.HostPath) ||
-				(isCtxFile(r, t.HostPath) && !hasHooks(hit.ControlDir)))
+			d := decision{path: t.Tier + "/" + t.Name, ctl: hit.ControlDir}
 			if r.iso == policy.IsoLandlock {
-				return t.HostPath, warm, "", "" // no mounts: the host's own path
+				d.path = t.HostPath // no mounts: the host's own path
 			}
-			return t.Tier + "/" + t.Name, warm, "", ""
+			ctx := isCtxFile(r, t.HostPath)
+			applet, isApplet := lookup(tool)
+			d.builtin = ctx && isApplet && applet.Tool
+			d.thirdParty = !ctx
+			d.hooked = !d.builtin && hasHooks(hit.ControlDir) // a builtin runs its own (tool.go)
+			d.warm = r.plan.Worker != "" && ctx && !d.hooked
+			return d
 		}
 	}
 	// Refused: the whole projection says why, and /mnt/proc/policy is
@@ -546,15 +561,26 @@ func (b *broker) decide(tool string) (path string, warm bool, layer, why string)
 	b.writePolicy(lines)
 	for _, t := range tools {
 		if t.Name == tool && !projectedAtStart(r, t) {
-			return "", false, "mount-visibility", "granted since the run started; it reaches the sandbox at the next start"
+			return decision{layer: "mount-visibility", why: "granted since the run started; it reaches the sandbox at the next start"}
 		}
 	}
 	for _, l := range lines {
 		if rest, ok := strings.CutPrefix(l, "tool:"+tool+" execute rejected "); ok {
-			return "", false, rest, "permission denied (" + rest + ")"
+			return decision{layer: rest, why: "permission denied (" + rest + ")"}
 		}
 	}
-	return "", false, "", "tool not found"
+	return decision{why: "tool not found"}
+}
+
+// validate checks the input of a call of a third-party tool against its
+// schema control when the call's input is one JSON object argument (input
+// on standard input is the program's to read, and is not seen here): a
+// program that is not ctx does not check it itself.
+func (d decision) validate(args []string) error {
+	if !d.thirdParty || len(args) != 1 || !strings.HasPrefix(strings.TrimSpace(args[0]), "{") {
+		return nil
+	}
+	return validateToolInput(d.ctl, json.RawMessage(args[0]))
 }
 
 // refreshPolicy rewrites /mnt/proc/policy from the tree as it is now.
@@ -689,35 +715,6 @@ func (b *broker) canRecord() error {
 	return nil
 }
 
-// validateThirdParty checks the input of a call of a third-party tool
-// against its schema control when the call's input is one JSON object
-// argument (input on standard input is the program's to read, and is not
-// seen here).
-func (b *broker) validateThirdParty(tool string, args []string) error {
-	if len(args) != 1 || !strings.HasPrefix(strings.TrimSpace(args[0]), "{") {
-		return nil
-	}
-	_, hit, _, found, err := b.lookupTool(tool)
-	if err != nil || !found || isCtxFile(b.r, hit.Path) {
-		return nil
-	}
-	return validateToolInput(hit.ControlDir, json.RawMessage(args[0]))
-}
-
-// hooked reports whether tool, as the last decision found it, has hooks
-// that it does not run itself: every tool but a builtin (a third-party
-// program, an MCP-projected tool).
-func (b *broker) hooked(tool string) bool {
-	_, hit, _, found, err := b.lookupTool(tool)
-	if err != nil || !found {
-		return false
-	}
-	if isRunBinary(b.r, tool, hit.Path) {
-		return false // a builtin tool runs its own hooks (tool.go)
-	}
-	return hasHooks(hit.ControlDir)
-}
-
 // workerPath is the run's ctx binary as the init finds it (inside), which
 // it starts warm tool workers from, or "" for a run without a broker.
 func (r *agentRun) workerPath(inside string) string {
@@ -725,16 +722,6 @@ func (r *agentRun) workerPath(inside string) string {
 		return ""
 	}
 	return inside
-}
-
-// isRunBinary reports whether tool is a builtin tool applet and its file
-// is the run's own ctx binary, so a warm worker (that binary, started
-// ahead) runs exactly what an execve of the file would.
-func isRunBinary(r *agentRun, tool, file string) bool {
-	if a, ok := lookup(tool); !ok || !a.Tool {
-		return false
-	}
-	return isCtxFile(r, file)
 }
 
 // isCtxFile reports whether file is the run's own ctx binary (a builtin

@@ -125,6 +125,14 @@ type BrokerOrder struct {
 	Error  string `json:"error,omitempty"`
 }
 
+// Argv0 is the order's program name, "" when it has none.
+func (o BrokerOrder) Argv0() string {
+	if len(o.Argv) == 0 {
+		return ""
+	}
+	return o.Argv[0]
+}
+
 // SendBrokerMessage sends v as one datagram on fd with fds attached.
 func SendBrokerMessage(fd int, v any, fds []int) error {
 	b, err := json.Marshal(v)

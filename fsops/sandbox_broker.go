@@ -91,56 +91,44 @@ func (b *initBroker) handle(d brokerDelivery) {
 		}
 	case "run":
 		// A program joining the run: started like the agent's own
-		// program (its environment, no token), in a process group of its
-		// own so that its caller's going away ends it whole.
-		if len(d.files) != 3 || len(o.Argv) == 0 {
-			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: 70, Error: "a run order without three descriptors"})
-			return
-		}
-		path := o.Argv[0]
+		// program (its environment, no token).
+		path := o.Argv0()
 		if !strings.Contains(path, "/") {
 			path = lookPath(path, o.Env)
 		}
-		cmd := &exec.Cmd{Path: path, Args: o.Argv, Env: o.Env, Dir: o.Cwd,
-			Stdin: d.files[0], Stdout: d.files[1], Stderr: d.files[2]}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(b.plan)}
-		if err := cmd.Start(); err != nil {
-			status := 126
-			if os.IsNotExist(err) {
-				status = 127
-			}
-			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: status, Error: err.Error()})
-			return
+		if pid, ok := b.startOrder(o, d.files, path, o.Env); ok {
+			b.joined[pid] = true
 		}
-		b.byPid[cmd.Process.Pid] = o.ID
-		b.pgid[o.ID] = cmd.Process.Pid
-		b.joined[cmd.Process.Pid] = true
 	case "exec":
-		if len(d.files) != 3 || len(o.Argv) == 0 {
-			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: 70, Error: "an exec order without three descriptors"})
+		if o.Warm && len(d.files) == 3 && len(o.Argv) > 0 && b.giveWorker(o, d.files) {
 			return
 		}
-		if o.Warm {
-			if b.giveWorker(o, d.files) {
-				return
-			}
-		}
-		cmd := &exec.Cmd{Path: o.Path, Args: o.Argv, Env: append(o.Env, BrokeredEnv+"="+o.Token), Dir: o.Cwd,
-			Stdin: d.files[0], Stdout: d.files[1], Stderr: d.files[2]}
-		// Its own process group, so a cancel ends the whole call.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		cmd.SysProcAttr.Credential = agentCredential(b.plan)
-		if err := cmd.Start(); err != nil {
-			status := 126
-			if os.IsNotExist(err) {
-				status = 127
-			}
-			b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: status, Error: err.Error()})
-			return
-		}
-		b.byPid[cmd.Process.Pid] = o.ID
-		b.pgid[o.ID] = cmd.Process.Pid
+		b.startOrder(o, d.files, o.Path, append(o.Env, BrokeredEnv+"="+o.Token))
 	}
+}
+
+// startOrder starts the process of an exec or run order as the agent, with
+// the caller's three descriptors, in a process group of its own so that a
+// cancel ends it whole, and registers it for its exit report; it reports
+// a failure to start as an exec would (126, 127 when not found).
+func (b *initBroker) startOrder(o BrokerOrder, files []*os.File, path string, env []string) (int, bool) {
+	if len(files) != 3 || len(o.Argv) == 0 {
+		b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: 70, Error: "an " + o.Op + " order without three descriptors"})
+		return 0, false
+	}
+	cmd := &exec.Cmd{Path: path, Args: o.Argv, Env: env, Dir: o.Cwd, Stdin: files[0], Stdout: files[1], Stderr: files[2]}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(b.plan)}
+	if err := cmd.Start(); err != nil {
+		status := 126
+		if os.IsNotExist(err) {
+			status = 127
+		}
+		b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: status, Error: err.Error()})
+		return 0, false
+	}
+	b.byPid[cmd.Process.Pid] = o.ID
+	b.pgid[o.ID] = cmd.Process.Pid
+	return cmd.Process.Pid, true
 }
 
 // exited reports a reaped tool process; false when pid is none of ours.
