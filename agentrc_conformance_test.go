@@ -21,7 +21,7 @@ func TestAgentrcStatementMatchesSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	item := regexp.MustCompile("(?m)^- \\*\\*([a-z]+\\.[a-z-]+)\\*\\* \\((MUST|SHOULD|MAY), (supported|partially|not)\\):")
+	item := regexp.MustCompile(`(?m)^- \*\*([a-z]+\.[a-z-]+)\*\* \((MUST|SHOULD|MAY), (supported|partially|not)\):`)
 	statement := map[string]string{}
 	for _, m := range item.FindAllStringSubmatch(string(page), -1) {
 		if _, dup := statement[m[1]]; dup {

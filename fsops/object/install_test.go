@@ -286,8 +286,7 @@ func TestInstallInvalidArtifact(t *testing.T) {
 	for name, edit := range tests {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t)
-			var mp string
-			mp = f.manifest("x", func(m map[string]any) { edit(f, m) })
+			mp := f.manifest("x", func(m map[string]any) { edit(f, m) })
 			before := snapshot(t, f.source)
 			if _, err := Check(mp); KindOf(err) != Invalid {
 				t.Fatalf("check: %v", err)
@@ -425,6 +424,7 @@ func TestWriteNewDir(t *testing.T) {
 	if err := WriteNewDir(out, "ctxmcp-project", files); KindOf(err) != Unavailable {
 		t.Fatalf("second write: %v", err)
 	}
+	sameSnapshot(t, before, snapshot(t, base))
 	os.Symlink("nowhere", filepath.Join(base, "link"))
 	before = snapshot(t, base)
 	if err := WriteNewDir(filepath.Join(base, "link"), "p", files); KindOf(err) != Unavailable {
