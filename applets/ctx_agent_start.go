@@ -19,6 +19,7 @@ import (
 	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/proc"
 	"ctx/policy"
 	"ctx/ptyterm"
 )
@@ -438,11 +439,11 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		}
 		cmd = sandbox.Cmd
 	} else {
-		cmd = exec.Command(r.argv[0], r.argv[1:]...)
-		if r.argv[0] != "" && !strings.Contains(r.argv[0], "/") {
-			if p, err := exec.LookPath(r.argv[0]); err == nil {
-				cmd.Path = p
-			}
+		// The program is looked up in the caller's PATH; not found, it
+		// is left as named, for the trampoline's exec to fail on.
+		cmd = &exec.Cmd{Path: r.argv[0], Args: append([]string(nil), r.argv...)}
+		if p, err := proc.LookPath(r.argv[0], e.Getenv("PATH")); err == nil && r.argv[0] != "" {
+			cmd.Path = p
 		}
 		cmd.Args[0] = filepath.Base(r.argv[0])
 		// No namespaces, but no new privileges and the seccomp filter:

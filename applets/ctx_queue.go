@@ -17,6 +17,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/proc"
 	"ctx/fsops/queue"
 	"ctx/ptyterm"
 )
@@ -499,23 +500,6 @@ func queueLookCommand(e *Env, name string) (string, int) {
 	return "", fail(e, exitNotFound, "%s: command not found in PATH", name)
 }
 
-// jobOutput keeps at most max bytes; a write beyond that fails, which
-// stops the copy from the command's stdout (the command then gets EPIPE).
-type jobOutput struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (c *jobOutput) Write(p []byte) (int, error) {
-	if room := c.max - c.buf.Len(); len(p) > room {
-		c.buf.Write(p[:room])
-		c.over = true
-		return room, errors.New("output limit reached")
-	}
-	return c.buf.Write(p)
-}
-
 // queueRunJob runs the job command with the request on stdin, its stdout
 // captured (at most queue.MaxResult bytes) and its stderr passed through.
 // It returns the output, the exit status (128+N for signal N, -1 when it
@@ -525,13 +509,15 @@ func queueRunJob(e *Env, path string, argv []string, req []byte, timeout time.Du
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Args[0] = argv[0]
 	cmd.Stdin = bytes.NewReader(req)
-	out := &jobOutput{max: queue.MaxResult}
+	// A result past queue.MaxResult stops the copy (the command gets
+	// EPIPE): the job fails, it is not truncated.
+	out := &proc.Capped{Limit: queue.MaxResult, StopOver: true}
 	cmd.Stdout = out
 	cmd.Stderr = e.Stderr
 	// The command inherits the applet's environment (what the caller gave
 	// ctx, through Env) plus the job's coordinates.
 	cmd.Env = append(e.Environ(), env...)
-	// Its own process group, and a tree that ends whole (fsops.StartTree):
+	// Its own process group, and a tree that ends whole (proc.StartTree):
 	// a timeout, or the end of the command, kills everything it started,
 	// daemons included. And it dies with us: a lease names this process,
 	// and a job must not outlive the process recover will judge it by.
@@ -539,7 +525,7 @@ func queueRunJob(e *Env, path string, argv []string, req []byte, timeout time.Du
 	cmd.WaitDelay = 2 * time.Second
 	runtime.LockOSThread() // Pdeathsig follows the thread that forked
 	defer runtime.UnlockOSThread()
-	tree, err := fsops.StartTree(cmd)
+	tree, err := proc.StartTree(cmd)
 	if err != nil {
 		return nil, -1, err.Error()
 	}
@@ -556,20 +542,16 @@ func queueRunJob(e *Env, path string, argv []string, req []byte, timeout time.Du
 	if timedOut.Load() {
 		why = "timed out after " + timeout.String()
 	}
-	if out.over {
+	if out.Truncated() {
 		why = fmt.Sprintf("output larger than %d bytes", queue.MaxResult)
 	}
 	exit := 0
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			exit = cli.Signaled(ws.Signal())
-		} else {
-			exit = ee.ExitCode()
-		}
+		exit = proc.ExitCode(ee.ProcessState)
 	case err != nil && why == "":
 		why = err.Error()
 	}
-	return out.buf.Bytes(), exit, why
+	return out.Bytes(), exit, why
 }

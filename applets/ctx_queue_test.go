@@ -13,7 +13,7 @@ import (
 // applet's environment (Env), not the process's, plus the job's
 // coordinates. The applets run in-process with an Env whose CTX_TEST_MARK
 // differs from the process's, in a child test process: queue exec makes
-// its process a child subreaper (fsops.StartTree), which must not happen
+// its process a child subreaper (proc.StartTree), which must not happen
 // to the test binary other tests' orphans would be reparented to.
 func TestQueueJobEnvironmentFromEnv(t *testing.T) {
 	if root := os.Getenv("CTX_TEST_QUEUE_ROOT"); root != "" {

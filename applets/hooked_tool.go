@@ -10,6 +10,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/proc"
 )
 
 // hookedToolApplet is the hidden applet the sandbox's init runs, on the run
@@ -44,7 +45,7 @@ func runHookedTool(e *Env, args []string) int {
 	}
 	cmd := &exec.Cmd{Path: path, Args: append([]string{name}, rest...), Env: e.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
-	tree, err := fsops.StartTree(cmd)
+	tree, err := proc.StartTree(cmd)
 	if err != nil {
 		cli.Errorf(e.Stderr, name, "%v", err)
 		return exitNotExec

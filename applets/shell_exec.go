@@ -1,7 +1,6 @@
 package applets
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -19,6 +18,7 @@ import (
 	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/proc"
 	"ctx/policy"
 )
 
@@ -96,7 +96,7 @@ func shellExec(c *toolCall) error {
 	// the call: whatever it left running, in its group or in a session of
 	// its own, is killed and reaped, so nothing outlives the call or holds
 	// its output open.
-	tree, err := fsops.StartTree(cmd)
+	tree, err := proc.StartTree(cmd)
 	stdoutW.Close()
 	stderrW.Close()
 	if err != nil {
@@ -104,12 +104,11 @@ func shellExec(c *toolCall) error {
 		stderrR.Close()
 		return toolErr(syscall.ENOENT, exitUnavailable, "cannot start /bin/sh: %v", err)
 	}
-	var outBuf, errBuf cappedBuffer
-	outBuf.limit, errBuf.limit = maxOutput, maxOutput
+	outBuf, errBuf := &proc.Capped{Limit: maxOutput}, &proc.Capped{Limit: maxOutput}
 	var copies sync.WaitGroup
 	copies.Add(2)
-	go func() { defer copies.Done(); io.Copy(&outBuf, stdoutR) }()
-	go func() { defer copies.Done(); io.Copy(&errBuf, stderrR) }()
+	go func() { defer copies.Done(); io.Copy(outBuf, stdoutR) }()
+	go func() { defer copies.Done(); io.Copy(errBuf, stderrR) }()
 
 	// SIGTERM, SIGINT or SIGHUP to the tool (Ctrl-C at a terminal, the run
 	// host cancelling a brokered call, ctx agent stop) ends the command's
@@ -144,7 +143,7 @@ func shellExec(c *toolCall) error {
 	}
 	state := cmd.ProcessState
 	// Every writer is dead now, unless one got out of reach (see
-	// fsops.ChildTree): its pipes are not worth more than a second.
+	// proc.ChildTree): its pipes are not worth more than a second.
 	copied := make(chan struct{})
 	go func() { copies.Wait(); close(copied) }()
 	select {
@@ -157,11 +156,11 @@ func shellExec(c *toolCall) error {
 
 	code := exitStatus(state)
 	if c.native {
-		c.out.Write(outBuf.Bytes())
-		c.out.Write(errBuf.Bytes())
+		c.out.Write(cappedOutput(outBuf))
+		c.out.Write(cappedOutput(errBuf))
 	} else {
-		c.env.Stdout.Write(outBuf.Bytes())
-		c.env.Stderr.Write(errBuf.Bytes())
+		c.env.Stdout.Write(cappedOutput(outBuf))
+		c.env.Stderr.Write(cappedOutput(errBuf))
 	}
 	switch {
 	case cancelledBy.Load() != 0:
@@ -195,37 +194,14 @@ func exitStatus(state *os.ProcessState) int {
 	if state == nil {
 		return exitInternal
 	}
-	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		return cli.Signaled(ws.Signal())
-	}
-	return state.ExitCode()
+	return proc.ExitCode(state)
 }
 
-// cappedBuffer keeps the first limit bytes written to it and notes that more
-// were dropped; writes never fail, so the writer is never blocked. (It wraps
-// rather than embeds bytes.Buffer: an embedded ReadFrom would let io.Copy
-// bypass the limit.)
-type cappedBuffer struct {
-	buf       bytes.Buffer
-	limit     int
-	truncated bool
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.limit - b.buf.Len(); room < len(p) {
-		if room > 0 {
-			b.buf.Write(p[:room])
-		}
-		b.truncated = true
-		return len(p), nil
+// cappedOutput is what a capped stream kept, with a marker line when some
+// of it was dropped.
+func cappedOutput(b *proc.Capped) []byte {
+	if !b.Truncated() {
+		return b.Bytes()
 	}
-	return b.buf.Write(p)
-}
-
-// Bytes returns the kept output, with a marker line when some was dropped.
-func (b *cappedBuffer) Bytes() []byte {
-	if !b.truncated {
-		return b.buf.Bytes()
-	}
-	return append(b.buf.Bytes(), fmt.Sprintf("\n[truncated at %d bytes]\n", b.limit)...)
+	return append(b.Bytes(), fmt.Sprintf("\n[truncated at %d bytes]\n", b.Limit)...)
 }

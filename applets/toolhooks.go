@@ -11,7 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"ctx/fsops"
+	"ctx/fsops/proc"
 )
 
 // Hook bounds: a hook gets 5 seconds and its output is kept to 64 KiB (and
@@ -85,11 +85,10 @@ func runHook(path string, input []byte) error {
 	cmd := exec.Command(path)
 	cmd.Env = []string{"PATH=/usr/bin:/bin"}
 	cmd.Stdin = bytes.NewReader(input)
-	var out cappedBuffer
-	out.limit = maxHookOutput
+	out := proc.Capped{Limit: maxHookOutput}
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.WaitDelay = time.Second
-	tree, err := fsops.StartTree(cmd)
+	tree, err := proc.StartTree(cmd)
 	if err != nil {
 		return err
 	}

@@ -94,7 +94,7 @@ func (b *initBroker) handle(d brokerDelivery) {
 		// program (its environment, no token).
 		path := o.Argv0()
 		if !strings.Contains(path, "/") {
-			path = lookPath(path, o.Env)
+			path = agentPath(path, o.Env)
 		}
 		if pid, ok := b.startOrder(o, d.files, path, o.Env); ok {
 			b.joined[pid] = true

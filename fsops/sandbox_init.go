@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/fsops/proc"
 	"ctx/policy"
 )
 
@@ -523,7 +524,7 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 	if exe == "" {
 		exe = plan.Argv[0]
 		if !strings.Contains(exe, "/") {
-			exe = lookPath(exe, plan.Env)
+			exe = agentPath(exe, plan.Env)
 		}
 	}
 	if err := applyLimits(plan.Limits); err != nil {
@@ -653,7 +654,7 @@ func signalRun(plan *policy.Plan, sig syscall.Signal) {
 		syscall.Kill(-1, sig)
 		return
 	}
-	table := scanParents()
+	table := proc.ScanParents()
 	seen := map[int]bool{}
 	var walk func(pid int)
 	walk = func(pid int) {
@@ -690,13 +691,7 @@ func reap(child int, broker *initBroker) int {
 		if pid <= 0 || err != nil {
 			return status
 		}
-		code := -1
-		switch {
-		case ws.Exited():
-			code = ws.ExitStatus()
-		case ws.Signaled():
-			code = 128 + int(ws.Signal())
-		}
+		code := proc.StatusCode(ws)
 		if pid == child {
 			status = code
 		} else {
@@ -705,22 +700,12 @@ func reap(child int, broker *initBroker) int {
 	}
 }
 
-// lookPath finds name in the PATH of the agent's environment.
-func lookPath(name string, env []string) string {
-	path := "/usr/bin:/bin"
-	for _, kv := range env {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			return p
-		}
+// agentPath finds name in the PATH of the agent's environment (the init's
+// own environment is not the agent's), or returns it unchanged when it is
+// not found, for the exec to fail on it with ENOENT.
+func agentPath(name string, env []string) string {
+	if p, err := proc.LookPath(name, proc.EnvPath(env, "/usr/bin:/bin")); err == nil {
+		return p
 	}
 	return name
 }

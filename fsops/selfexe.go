@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"ctx/fsops/proc"
 )
 
 // Auxiliary vector keys (elf.h); x/sys does not name them.
@@ -72,7 +73,7 @@ func executableWithoutProc() (string, bool) {
 	if len(os.Args) > 0 && os.Args[0] != "" {
 		a0 := strings.TrimPrefix(os.Args[0], "-")
 		if !strings.Contains(a0, "/") {
-			if found, err := exec.LookPath(a0); err == nil {
+			if found, err := proc.LookPath(a0, os.Getenv("PATH")); err == nil {
 				a0 = found
 			}
 		}

@@ -53,7 +53,7 @@ while [ ! -s "$1" ]; do sleep 0.01; done
 ` + c.tail
 			res, err := runBounded(context.Background(), "/bin/sh", []string{"sh", "-c", script, "sh", pidfile}, nil, nil, c.timeout, MaxCallOutput, nil)
 			switch {
-			case c.wantErr == "" && (err != nil || res.status != 0 || res.stdout.String() != "done\n"):
+			case c.wantErr == "" && (err != nil || res.status != 0 || truncated(res.stdout) != "done\n"):
 				t.Fatalf("runBounded: %+v %v", res, err)
 			case c.wantErr != "" && (err == nil || !strings.Contains(err.Error(), c.wantErr)):
 				t.Fatalf("runBounded: %v, want %q", err, c.wantErr)

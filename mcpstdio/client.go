@@ -3,7 +3,7 @@ package mcpstdio
 import (
 	"bufio"
 	"context"
-	"ctx/fsops"
+	"ctx/fsops/proc"
 	"ctx/policy"
 	"encoding/json"
 	"errors"
@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -74,7 +73,7 @@ type Client struct {
 	name string
 	opts Options
 	cmd  *exec.Cmd
-	tree *fsops.ChildTree
+	tree *proc.ChildTree
 
 	wmu   sync.Mutex
 	stdin *os.File
@@ -170,20 +169,14 @@ func lookCommand(s ServerConfig) (string, error) {
 	if p, ok := s.Env["PATH"]; ok {
 		path = p
 	}
-	for _, dir := range filepath.SplitList(path) {
-		if !filepath.IsAbs(dir) {
-			continue
-		}
-		p := filepath.Join(dir, s.Command)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			return p, nil
-		}
+	if p, err := proc.LookPath(s.Command, path); err == nil {
+		return p, nil
 	}
 	return "", fmt.Errorf("command %q not found in PATH=%s", s.Command, path)
 }
 
 // Start spawns the server with a cleared environment (see Environ) in its
-// own process group, as a tree that Close ends whole (fsops.StartTree),
+// own process group, as a tree that Close ends whole (proc.StartTree),
 // then runs the initialize handshake. On any failure the server and
 // everything it started are already gone when Start returns.
 func Start(name string, s ServerConfig, opts Options) (*Client, error) {
@@ -230,7 +223,7 @@ func Start(name string, s ServerConfig, opts Options) (*Client, error) {
 		Stdout: outW,
 		Stderr: errW,
 	}
-	c.tree, err = fsops.StartTree(c.cmd)
+	c.tree, err = proc.StartTree(c.cmd)
 	inR.Close()
 	outW.Close()
 	errW.Close()
@@ -739,7 +732,7 @@ func (c *Client) CallToolContext(ctx context.Context, name string, arguments jso
 // a notifications/cancelled), then the server and its process group get
 // SIGTERM, then SIGKILL after the grace period, and then every process the
 // server started, in its group or not (setsid, double fork), is killed and
-// reaped (fsops.ChildTree).
+// reaped (proc.ChildTree).
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.stdin.Close()

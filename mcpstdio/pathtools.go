@@ -11,11 +11,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"ctx/fsops"
 	"ctx/fsops/object"
+	"ctx/fsops/proc"
 	"ctx/policy/schema"
 )
 
@@ -301,57 +301,25 @@ func hasEnv(env []string, k string) bool {
 	return false
 }
 
-// boundedBuffer keeps the first max bytes written and counts the rest.
-// With onLine it also hands over each complete line it kept, as it
-// arrives.
-type boundedBuffer struct {
-	max       int
-	buf       bytes.Buffer
-	dropped   int64
-	onLine    func([]byte)
-	lineStart int
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	room := b.max - b.buf.Len()
-	if room > len(p) {
-		room = len(p)
+// truncated is what a bounded stream kept, with a marker line when some
+// of it was dropped.
+func truncated(b *proc.Capped) string {
+	if b.Truncated() {
+		return string(b.Bytes()) + fmt.Sprintf("\n[truncated: %d more bytes]\n", b.Dropped())
 	}
-	if room > 0 {
-		b.buf.Write(p[:room])
-	}
-	b.dropped += int64(len(p) - room)
-	if b.onLine != nil {
-		data := b.buf.Bytes()
-		for {
-			i := bytes.IndexByte(data[b.lineStart:], '\n')
-			if i < 0 {
-				break
-			}
-			b.onLine(data[b.lineStart : b.lineStart+i])
-			b.lineStart += i + 1
-		}
-	}
-	return len(p), nil
-}
-
-func (b *boundedBuffer) String() string {
-	if b.dropped > 0 {
-		return b.buf.String() + fmt.Sprintf("\n[truncated: %d more bytes]\n", b.dropped)
-	}
-	return b.buf.String()
+	return string(b.Bytes())
 }
 
 // runResult is what a bounded run left: its output streams, how much of
 // its standard output was dropped, and its exit status (128+N for a
 // signal).
 type runResult struct {
-	stdout, stderr *boundedBuffer
+	stdout, stderr *proc.Capped
 	status         int
 }
 
 // runBounded runs path with argv as a tree that ends whole with the call
-// (fsops.StartTree), stdin from the given bytes (nil: /dev/null), keeps at
+// (proc.StartTree), stdin from the given bytes (nil: /dev/null), keeps at
 // most outMax bytes of standard output (onLine sees each line of it as it
 // comes) and MaxCallOutput of standard error, and stops the tree on
 // timeout or cancellation (SIGTERM, CancelGrace, SIGKILL).
@@ -378,7 +346,7 @@ func runBounded(ctx context.Context, path string, argv, env []string, stdin []by
 		return nil, err
 	}
 	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Stdin: in, Stdout: outW, Stderr: errW}
-	tree, err := fsops.StartTree(cmd)
+	tree, err := proc.StartTree(cmd)
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -386,7 +354,7 @@ func runBounded(ctx context.Context, path string, argv, env []string, stdin []by
 		errR.Close()
 		return nil, fmt.Errorf("cannot run %s: %v", filepath.Base(path), err)
 	}
-	res := &runResult{stdout: &boundedBuffer{max: outMax, onLine: onLine}, stderr: &boundedBuffer{max: MaxCallOutput}}
+	res := &runResult{stdout: &proc.Capped{Limit: outMax, OnLine: onLine}, stderr: &proc.Capped{Limit: MaxCallOutput}}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _, _ = io.Copy(res.stdout, outR) }()
@@ -421,10 +389,6 @@ func runBounded(ctx context.Context, path string, argv, env []string, stdin []by
 	if killed != nil {
 		return nil, killed
 	}
-	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	res.status = ws.ExitStatus()
-	if ws.Signaled() {
-		res.status = 128 + int(ws.Signal())
-	}
+	res.status = proc.ExitCode(cmd.ProcessState)
 	return res, nil
 }

@@ -5,11 +5,11 @@ import (
 	"os"
 	"strconv"
 
-	"ctx/fsops"
+	"ctx/fsops/proc"
 )
 
 // GroupAlive reports whether a process of group pgid still runs.
-func GroupAlive(pgid int) bool { return fsops.GroupAlive(pgid) }
+func GroupAlive(pgid int) bool { return proc.GroupAlive(pgid) }
 
 // groupMembers lists the /proc/PID/stat lines of group pgid, for messages.
 func groupMembers(pgid int) []string {

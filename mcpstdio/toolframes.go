@@ -120,16 +120,16 @@ func toolResult(name string, run *runResult) ToolResult {
 	errText := func(s string) ToolResult {
 		return ToolResult{Content: []json.RawMessage{TextBlock(name + ": " + s)}, IsError: true}
 	}
-	if run.stdout.dropped > 0 {
-		return errText(fmt.Sprintf("EFBIG: output larger than %d bytes", run.stdout.max))
+	if run.stdout.Truncated() {
+		return errText(fmt.Sprintf("EFBIG: output larger than %d bytes", run.stdout.Limit))
 	}
-	out, isFrames, err := parseToolFrames(run.stdout.buf.Bytes())
-	stderr := run.stderr.String()
+	out, isFrames, err := parseToolFrames(run.stdout.Bytes())
+	stderr := truncated(run.stderr)
 	if err != nil {
 		return errText("EIO: malformed native output: " + err.Error())
 	}
 	if !isFrames {
-		stdout := run.stdout.String()
+		stdout := truncated(run.stdout)
 		if run.status == 0 {
 			return ToolResult{Content: []json.RawMessage{TextBlock(stdout)}}
 		}

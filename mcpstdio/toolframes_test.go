@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"ctx/fsops/proc"
 )
 
 func runOf(stdout, stderr string, status int) *runResult {
-	r := &runResult{stdout: &boundedBuffer{max: MaxNativeOutput}, stderr: &boundedBuffer{max: MaxCallOutput}, status: status}
+	r := &runResult{stdout: &proc.Capped{Limit: MaxNativeOutput}, stderr: &proc.Capped{Limit: MaxCallOutput}, status: status}
 	r.stdout.Write([]byte(stdout))
 	r.stderr.Write([]byte(stderr))
 	return r
@@ -55,23 +57,14 @@ func TestToolResult(t *testing.T) {
 		}
 	}
 	big := runOf("", "", 0)
-	big.stdout.max = 4
+	big.stdout.Limit = 4
 	big.stdout.Write([]byte("12345"))
 	if got := resultJSON(toolResult("x", big)); !strings.Contains(got, "EFBIG") {
 		t.Errorf("oversized: %s", got)
 	}
 }
 
-func TestBoundedBufferLines(t *testing.T) {
-	var lines []string
-	b := &boundedBuffer{max: 12, onLine: func(l []byte) { lines = append(lines, string(l)) }}
-	for _, p := range []string{"ab", "c\nde", "\n\nfghij", "klmnop\n"} {
-		b.Write([]byte(p))
-	}
-	// Lines as they complete; what is past max is never seen.
-	if strings.Join(lines, "|") != "abc|de|" {
-		t.Fatalf("lines %q", lines)
-	}
+func TestProgressFrame(t *testing.T) {
 	if p, ok := parseProgressFrame([]byte(`{"type":"progress","run":"r","progress":2,"total":4,"message":"half"}`)); !ok || p.Progress != 2 || *p.Total != 4 || p.Message != "half" {
 		t.Fatalf("progress %+v %v", p, ok)
 	}

@@ -13,6 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
+
+	"ctx/fsops/proc"
 )
 
 // DefaultSize is the window size of a terminal when neither the caller nor
@@ -250,7 +252,7 @@ func startErrorCode(err error) int {
 func exitStatus(state *os.ProcessState) (int, syscall.Signal) {
 	ws, ok := state.Sys().(syscall.WaitStatus)
 	if ok && ws.Signaled() {
-		return 128 + int(ws.Signal()), ws.Signal()
+		return proc.ExitCode(state), ws.Signal()
 	}
 	return state.ExitCode(), 0
 }

@@ -2,7 +2,7 @@
 // program of ctx ends: the exit statuses (one table, `ctx man ctx` and
 // `ctx man ctx.tool`, EXIT STATUS), the one errno-to-exit mapping, and the
 // one printer of error and refusal lines, which escapes terminal control
-// bytes. It imports nothing of ctx but ptyterm, so tsh and authority can
+// bytes. It imports nothing of ctx but ptyterm and fsops/proc, so tsh and authority can
 // use it without reaching back into applets.
 package cli
 
@@ -10,6 +10,8 @@ import (
 	"errors"
 	"io/fs"
 	"syscall"
+
+	"ctx/fsops/proc"
 )
 
 // Exit statuses shared by every applet and tsh. They are part of the tool
@@ -24,11 +26,11 @@ const (
 	TempFail    = 75  // nothing to do now, try again later (EX_TEMPFAIL): ctx queue claim/exec
 	NotExec     = 126 // found but not executable
 	NotFound    = 127 // unknown applet, command, agent or tool (POSIX shells use 127 too)
-	signalBase  = 128 // 128+N: killed by signal N
+	signalBase  = 128 // 128+N: killed by signal N (proc.Signaled)
 )
 
 // Signaled is the status of a program killed by signal sig: 128+N.
-func Signaled(sig syscall.Signal) int { return signalBase + int(sig) }
+func Signaled(sig syscall.Signal) int { return proc.Signaled(sig) }
 
 // ErrnoExit is the one mapping from an errno to an exit status. It is
 // deliberately small: the errno decides only a denial. EACCES and EPERM

@@ -1,4 +1,4 @@
-package fsops
+package proc
 
 import (
 	"bytes"

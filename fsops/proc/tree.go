@@ -1,4 +1,10 @@
-package fsops
+// Package proc is ctx's one process runner: a child started in its own
+// process group as a tree that ends whole (StartTree), the capped buffer
+// its output goes to (Capped), the one mapping from a wait status to a
+// shell-style exit code (ExitCode, Signaled) and the one $PATH search
+// (LookPath). It imports nothing of ctx, so fsops, mcpstdio, ptyterm and
+// every applet (applets/cli included) can use it.
+package proc
 
 import (
 	"bytes"
@@ -232,7 +238,7 @@ func (t *ChildTree) sweepRound() bool {
 	defer trees.Unlock()
 	var table map[int][]int // the fallback without children files
 	if !childrenFiles() {
-		table = scanParents()
+		table = ScanParents()
 	}
 	found := false
 	seen := map[int]bool{}
@@ -277,7 +283,7 @@ var (
 )
 
 // childrenFiles reports whether the kernel has /proc/PID/task/TID/children
-// (CONFIG_PROC_CHILDREN); without them, scanParents reads all of /proc.
+// (CONFIG_PROC_CHILDREN); without them, ScanParents reads all of /proc.
 func childrenFiles() bool {
 	childrenOnce.Do(func() {
 		_, err := os.Stat("/proc/self/task/" + strconv.Itoa(os.Getpid()) + "/children")
@@ -292,7 +298,7 @@ func childrenFiles() bool {
 func children(pid int, table map[int][]int) []int {
 	if table != nil || !childrenFiles() {
 		if table == nil {
-			table = scanParents()
+			table = ScanParents()
 		}
 		return table[pid]
 	}
@@ -369,8 +375,9 @@ func scanProcs(fn func(pid int, st procStat)) {
 	}
 }
 
-// scanParents maps each pid to its children, from one pass over /proc.
-func scanParents() map[int][]int {
+// ScanParents maps each pid to its children, from one pass over /proc
+// (the sandbox init signals its own descendants from it).
+func ScanParents() map[int][]int {
 	out := map[int][]int{}
 	scanProcs(func(pid int, st procStat) { out[st.ppid] = append(out[st.ppid], pid) })
 	return out
