@@ -12,7 +12,7 @@ import (
 func TestLookPath(t *testing.T) {
 	a, b := t.TempDir(), t.TempDir()
 	os.WriteFile(filepath.Join(a, "tool"), []byte("#!/bin/sh\n"), 0o644) // no execute bit
-	os.Mkdir(filepath.Join(a, "dir"), 0o755)                           // not a file
+	os.Mkdir(filepath.Join(a, "dir"), 0o755)                             // not a file
 	os.WriteFile(filepath.Join(b, "tool"), []byte("#!/bin/sh\n"), 0o755)
 	os.WriteFile(filepath.Join(b, "dir"), []byte("#!/bin/sh\n"), 0o755)
 	t.Chdir(b) // a relative entry would find b's files
