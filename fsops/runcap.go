@@ -2,9 +2,22 @@ package fsops
 
 import (
 	"os"
+	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
+
+// The run capability is one mechanism with two ends, both here: the run
+// host makes the pair and serves the host end (NewRunCapability, Serve,
+// Acknowledge); a process of the run finds its end in the environment
+// (RunFDFromEnv) and sends on it (SendToRun). What travels on it (the
+// message format, who may send what) is authority's: this file only moves
+// bytes and credentials.
+
+// RunFDEnv names the environment variable that gives a process of a run
+// the descriptor number of its end of the run capability.
+const RunFDEnv = "CTX_RUN_FD"
 
 // RunCapability is a run's capability: a SOCK_SEQPACKET socket pair. The
 // run host keeps one end; the sandbox inherits the other as RunFD. Only
@@ -92,3 +105,46 @@ func Acknowledge(ack *os.File, ok bool) {
 
 // Close closes the host end.
 func (c *RunCapability) Close() { c.host.Close() }
+
+// RunFDFromEnv returns the descriptor CTX_RUN_FD names when it is a
+// canonical number above stderr and an open socket of this process.
+func RunFDFromEnv(getenv func(string) string) (int, bool) {
+	v := getenv(RunFDEnv)
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 3 || n > 1<<16 || strconv.Itoa(n) != v {
+		return 0, false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(n, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return 0, false
+	}
+	return n, true
+}
+
+// SendToRun sends msg on the run capability fd with a fresh
+// acknowledgement descriptor and waits, at most timeout, until the host
+// has taken it: the host checks the sender through its pid, which is only
+// meaningful while the sender is alive. It reports whether the message was
+// sent (a host that answers late still got it).
+func SendToRun(fd int, msg []byte, timeout time.Duration) bool {
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(pair[0])
+	err = unix.Sendmsg(fd, msg, unix.UnixRights(pair[1]), nil, 0)
+	unix.Close(pair[1])
+	if err != nil {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(pair[0]), Events: unix.POLLIN}}
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if _, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1); err != unix.EINTR {
+			break
+		}
+	}
+	var b [1]byte
+	unix.Read(pair[0], b[:])
+	return true
+}

@@ -4,10 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
 )
@@ -33,38 +30,15 @@ const reportTimeout = 5 * time.Second
 // when this process holds no run capability (no CTX_RUN_FD, or not a
 // socket), and the caller then logs the event itself.
 func Report(getenv func(string) string, ev fsops.Event) bool {
-	fd, err := strconv.Atoi(getenv("CTX_RUN_FD"))
-	if err != nil || fd < 3 {
-		return false
-	}
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+	fd, ok := fsops.RunFDFromEnv(getenv)
+	if !ok {
 		return false
 	}
 	msg, err := json.Marshal(RunMessage{Op: "event", Event: &ev})
 	if err != nil || len(msg) > MaxRunMessage {
 		return false
 	}
-	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	defer unix.Close(pair[0])
-	err = unix.Sendmsg(fd, msg, unix.UnixRights(pair[1]), nil, 0)
-	unix.Close(pair[1])
-	if err != nil {
-		return false
-	}
-	fds := []unix.PollFd{{Fd: int32(pair[0]), Events: unix.POLLIN}}
-	deadline := time.Now().Add(reportTimeout)
-	for time.Now().Before(deadline) {
-		if _, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1); err != unix.EINTR {
-			break
-		}
-	}
-	var b [1]byte
-	unix.Read(pair[0], b[:])
-	return true
+	return fsops.SendToRun(fd, msg, reportTimeout)
 }
 
 // RecordToolCall records one tool.call event, the one every call (allowed,
