@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
@@ -115,7 +113,7 @@ func skillEntries(dir string) []fs.DirEntry {
 	if err != nil {
 		return nil
 	}
-	defer unix.Close(fd)
+	defer fsops.CloseFD(fd)
 	d, err := os.Open(fmt.Sprintf("/proc/self/fd/%d", fd))
 	if err != nil {
 		return nil

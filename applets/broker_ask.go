@@ -22,7 +22,7 @@ func askHost(req fsops.BrokerRequest) (fsops.BrokerReply, error) {
 	if err != nil {
 		return reply, err
 	}
-	defer unix.Close(conn)
+	defer fsops.CloseFD(conn)
 	if err := fsops.SendBrokerMessage(conn, req, nil); err != nil {
 		return reply, err
 	}

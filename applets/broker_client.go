@@ -31,7 +31,7 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 	if conn < 0 {
 		return code, ok
 	}
-	defer unix.Close(conn)
+	defer fsops.CloseFD(conn)
 
 	fds, relay, err := standardDescriptors(e)
 	if err != nil {
@@ -75,7 +75,7 @@ func askDecision(e *Env, tool string, terminal bool) (code int, ok bool) {
 	if conn < 0 {
 		return code, ok
 	}
-	defer unix.Close(conn)
+	defer fsops.CloseFD(conn)
 	req := fsops.BrokerRequest{Tool: tool, Decide: &fsops.BrokerDecide{Terminal: terminal}}
 	return callBroker(e, conn, req, nil, &descriptorRelay{}, "the run host"), true
 }
@@ -121,7 +121,7 @@ func callBroker(e *Env, conn int, req fsops.BrokerRequest, fds []int, relay *des
 		}
 		return reply.Exit
 	case sig := <-sigs:
-		unix.Shutdown(conn, unix.SHUT_RDWR)
+		fsops.CancelBroker(conn)
 		return cli.Signaled(sig.(syscall.Signal))
 	}
 }

@@ -10,8 +10,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
@@ -107,41 +105,24 @@ func stopOne(e *Env, root fsops.Root, name string) int {
 		fmt.Fprintf(e.Stdout, "%s: not running\n", name)
 		return exitOK
 	}
-	pidfd, err := unix.PidfdOpen(pid, 0)
+	proc, err := fsops.OpenProcess(pid)
 	if err != nil {
 		return fail(e, exitFailure, "agent %s (pid %d): %v", name, pid, err)
 	}
-	defer unix.Close(pidfd)
-	syscall.Kill(pid, syscall.SIGTERM)
+	defer proc.Close()
+	proc.Signal(syscall.SIGTERM)
 	// The run host kills its sandbox after its own grace period; give it
 	// that and a little more before killing the host itself (its sandbox
 	// dies with it: Pdeathsig).
-	if !waitPidfd(pidfd, stopGrace+2*time.Second) {
-		syscall.Kill(pid, syscall.SIGKILL)
-		waitPidfd(pidfd, 2*time.Second)
+	if !proc.Wait(stopGrace + 2*time.Second) {
+		proc.Signal(syscall.SIGKILL)
+		proc.Wait(2 * time.Second)
 		markDead(root, name)
 		fsops.AppendEvent(filepath.Join(root.AgentControl(name), "log"),
 			fsops.Event{Type: "agent.stop", Agent: name, Object: "agent/" + name, Status: "killed"})
 	}
 	fmt.Fprintf(e.Stdout, "%s: stopped\n", name)
 	return exitOK
-}
-
-// waitPidfd waits until the process behind pidfd exits, or timeout.
-func waitPidfd(pidfd int, timeout time.Duration) bool {
-	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-	deadline := time.Now().Add(timeout)
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return false
-		}
-		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
-		if err == unix.EINTR {
-			continue
-		}
-		return err == nil && n > 0
-	}
 }
 
 // markDead records a run that is gone without its host having said so.

@@ -29,7 +29,7 @@ func runBootstrap(e *Env, args []string) int {
 	owner := treeOwner{UID: os.Geteuid(), GID: os.Getegid()}
 	entries := referenceTree(owner, self)
 
-	if st, err := os.Stat(root.Dir); err == nil && unix.Access(root.Dir, unix.W_OK) != nil {
+	if st, err := os.Stat(root.Dir); err == nil && !fsops.Writable(root.Dir) {
 		// Someone else's tree (typically a root-made /ctx): build only our
 		// own home in it, and leave the system part to its owner.
 		entries = homeEntries(entries, owner)

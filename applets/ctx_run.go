@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 
 	"ctx/applets/cli"
@@ -326,29 +325,24 @@ func lastLinesOffset(f *os.File, n int) (int64, error) {
 // liveRun is an agent's live run as ctx run found it: its run directory,
 // identity and a connection to its broker.
 type liveRun struct {
-	dir   string
-	id    policy.Identity
-	conn  int
-	pidfd int
+	dir  string
+	id   policy.Identity
+	conn int
+	host *fsops.Process // nil when it could not be held
 }
 
 func (r *liveRun) close() {
 	if r.conn >= 0 {
-		unix.Close(r.conn)
+		fsops.CloseFD(r.conn)
 	}
-	if r.pidfd >= 0 {
-		unix.Close(r.pidfd)
+	if r.host != nil {
+		r.host.Close()
 	}
 }
 
 // ended reports whether the run host has exited.
 func (r *liveRun) ended() bool {
-	if r.pidfd < 0 {
-		return false
-	}
-	fds := []unix.PollFd{{Fd: int32(r.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n > 0
+	return r.host != nil && r.host.Wait(0)
 }
 
 // findLiveRun finds the run directory of the run hosted by pid (the pid
@@ -360,11 +354,10 @@ func (r *liveRun) ended() bool {
 // write does not decide which run is reached: a directory it made would
 // need a socket the run host listens on.
 func findLiveRun(e *Env, root fsops.Root, a *policy.Agent, pid int) (*liveRun, int, bool) {
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/"+strconv.Itoa(pid), &st); err != nil {
+	hostUID, err := fsops.ProcessUID(pid)
+	if err != nil {
 		return nil, fail(e, exitUnavailable, "agent %s: its run host (pid %d) is gone: %v", a.Name, pid, err), false
 	}
-	hostUID := int(st.Uid)
 	me := os.Getuid()
 	if me != 0 && me != hostUID {
 		return nil, fail(e, exitDenied, "agent %s is running, started by uid %d: its run host is reachable only by that user and root", a.Name, hostUID), false
@@ -400,16 +393,12 @@ func findLiveRun(e *Env, root fsops.Root, a *policy.Agent, pid int) (*liveRun, i
 		if err != nil {
 			continue
 		}
-		cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED)
-		if err != nil || int(cred.Pid) != pid {
-			unix.Close(conn)
+		if peer, err := fsops.BrokerPeerPid(conn); err != nil || peer != pid {
+			fsops.CloseFD(conn)
 			continue
 		}
-		pidfd, err := unix.PidfdOpen(pid, 0)
-		if err != nil {
-			pidfd = -1
-		}
-		return &liveRun{dir: dir, id: id, conn: conn, pidfd: pidfd}, 0, true
+		host, _ := fsops.OpenProcess(pid)
+		return &liveRun{dir: dir, id: id, conn: conn, host: host}, 0, true
 	}
 	return nil, fail(e, exitUnavailable, "agent %s is running (pid %d) but no run directory of it with a broker is in %s (a run with iso shared has none)", a.Name, pid, strings.Join(places, " or ")), false
 }
@@ -422,21 +411,9 @@ func runtimeDirOf(uid int) (string, error) {
 	if uid == os.Getuid() {
 		return fsops.RuntimeDir(uid)
 	}
-	id := strconv.Itoa(uid)
-	var candidates []string
-	if st, err := os.Stat(filepath.Join("/run/user", id)); err == nil && st.IsDir() {
-		candidates = append(candidates, filepath.Join("/run/user", id, "cortexfs"))
-	}
-	candidates = append(candidates, filepath.Join("/run/cortexfs", id))
-	if t := os.Getenv("TMPDIR"); t != "" && filepath.Clean(t) != "/tmp" {
-		candidates = append(candidates, filepath.Join(t, "cortexfs-"+id))
-	}
-	candidates = append(candidates, filepath.Join("/tmp", "cortexfs-"+id))
-	for _, c := range candidates {
-		var st syscall.Stat_t
-		if syscall.Lstat(c, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFDIR && int(st.Uid) == uid {
-			return c, nil
-		}
+	dir, candidates := fsops.ExistingRuntimeDir(uid)
+	if dir != "" {
+		return dir, nil
 	}
 	return "", fmt.Errorf("uid %d has no runtime directory in %s", uid, strings.Join(candidates, ", "))
 }

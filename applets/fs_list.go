@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/cli"
+	"ctx/fsops"
 )
 
 // maxListEntries bounds fs.list.
@@ -71,14 +72,13 @@ func fsList(c *toolCall) error {
 		}
 		limit = n
 	}
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dir, err := fsops.OpenDirNoFollow(path)
 	if err != nil {
 		if err == unix.ELOOP {
 			return toolErr(unix.ELOOP, exitFailure, "%s: is a symlink (not followed)", path)
 		}
 		return fsErr(&os.PathError{Op: "open", Path: path, Err: err})
 	}
-	dir := os.NewFile(uintptr(fd), path)
 	defer dir.Close()
 	names, err := dir.Readdirnames(-1)
 	if err != nil {
@@ -91,8 +91,8 @@ func fsList(c *toolCall) error {
 	}
 	entries := make([]fileEntry, 0, len(names))
 	for _, name := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		st, err := fsops.LstatAt(dir, name)
+		if err != nil {
 			continue // removed while listing
 		}
 		entries = append(entries, entryOf(name, &st))

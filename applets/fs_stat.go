@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"os"
 
-	"golang.org/x/sys/unix"
+	"ctx/fsops"
 )
 
 var fsStatTool = &builtinTool{
@@ -20,11 +20,11 @@ var fsStatTool = &builtinTool{
 
 func fsStat(c *toolCall) error {
 	path, _ := c.stringField("path")
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err != nil {
+	st, err := fsops.Lstat(path)
+	if err != nil {
 		return fsErr(&os.PathError{Op: "stat", Path: path, Err: err})
 	}
 	b, _ := json.Marshal(entryOf(path, &st))
-	_, err := c.out.Write(append(b, '\n'))
+	_, err = c.out.Write(append(b, '\n'))
 	return err
 }

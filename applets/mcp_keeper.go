@@ -147,9 +147,7 @@ func keeperDir(run agentRunInfo) (string, bool) {
 // privateDir reports whether dir is a directory (not a symlink) of our
 // uid that no one else may enter.
 func privateDir(dir string) bool {
-	var st unix.Stat_t
-	return unix.Lstat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR &&
-		int(st.Uid) == os.Geteuid() && st.Mode&0o077 == 0
+	return fsops.PrivateDir(dir)
 }
 
 // pruneKeeperDirs removes what earlier runs left in tmp (an iso landlock
@@ -220,7 +218,7 @@ func warmKeeper(ctx context.Context, e *Env, loc object.Locator, srv mcpstdio.Se
 	}
 	defer lock.Close() // and so unlocked
 	for waited := time.Duration(0); ; waited += 10 * time.Millisecond {
-		err := unix.Flock(int(lock.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		err := fsops.TryLock(lock)
 		if err == nil {
 			break
 		}
@@ -332,14 +330,14 @@ func runMCPKeeper(e *Env, args []string) int {
 		say(err.Error())
 		return exitUnavailable
 	}
-	var mine unix.Stat_t
-	if err := unix.Lstat(st.Socket, &mine); err != nil {
+	mine, err := os.Lstat(st.Socket)
+	if err != nil {
 		say(err.Error())
 		return exitUnavailable
 	}
 	ours := func() bool {
-		var now unix.Stat_t
-		return unix.Lstat(st.Socket, &now) == nil && now.Ino == mine.Ino && now.Dev == mine.Dev
+		now, err := os.Lstat(st.Socket)
+		return err == nil && os.SameFile(now, mine)
 	}
 	k := mcpstdio.NewKeeper(st.Spec, mcpstdio.Options{})
 	k.Ancestor = st.Ancestor
