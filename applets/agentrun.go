@@ -25,28 +25,29 @@ import (
 // program: the agent, the session, the run, the projection of its tools and
 // the sandbox plan.
 type agentRun struct {
-	root      fsops.Root
-	agent     *policy.Agent
-	iso       policy.Iso
-	callerUID int
-	callerGID int
-	session   string
-	runID     string
-	workspace string
-	sess      fsops.SessionFiles
-	runtime   string // the caller's runtime directory
-	runDir    string // RUNTIME/run/RUN: the files shown at /mnt/proc
-	socket    string // the terminal socket (runtime path)
-	tools     []policy.ProjectedTool
-	toolLogs  map[string]string // tool name -> its host log file
-	exes      map[[2]uint64]bool
-	plan      *policy.Plan
-	protect   *protectState // what the start found for the protect control (agentrun_protect.go)
-	env       []string
-	stderr    io.Writer // where the run's own warnings go (the caller's standard error)
-	sop       []byte    // the rendered system prompt: /mnt/SOP, its digest in the identity
-	argv      []string
-	noConsole bool // --no-console: the terminal is reachable only through its socket
+	root       fsops.Root
+	agent      *policy.Agent
+	iso        policy.Iso
+	callerUID  int
+	callerGID  int
+	session    string
+	runID      string
+	workspace  string
+	sess       fsops.SessionFiles
+	runtime    string // the caller's runtime directory
+	runDir     string // RUNTIME/run/RUN: the files shown at /mnt/proc
+	bornInside bool   // the first process was started inside the run's cgroup
+	socket     string // the terminal socket (runtime path)
+	tools      []policy.ProjectedTool
+	toolLogs   map[string]string // tool name -> its host log file
+	exes       map[[2]uint64]bool
+	plan       *policy.Plan
+	protect    *protectState // what the start found for the protect control (agentrun_protect.go)
+	env        []string
+	stderr     io.Writer // where the run's own warnings go (the caller's standard error)
+	sop        []byte    // the rendered system prompt: /mnt/SOP, its digest in the identity
+	argv       []string
+	noConsole  bool // --no-console: the terminal is reachable only through its socket
 	// allowHostRoot is --allow-host-root: the caller accepts a run as host
 	// uid 0 (still without capabilities, behind seccomp).
 	allowHostRoot bool

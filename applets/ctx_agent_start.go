@@ -480,7 +480,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		if sandbox != nil {
 			sandbox.SendPlan()
 		}
-		if cg := r.budgets.cgroup; cg != nil {
+		if cg := r.budgets.cgroup; cg != nil && !r.bornInside {
 			if err := cg.Add(pid); err != nil {
 				cli.Errorf(e.Stderr, "ctx agent", "%s: run cgroup: %v; ending the run", r.agent.Name, err)
 				syscall.Kill(pid, syscall.SIGKILL)
@@ -510,7 +510,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 	} else {
 		// The caller's terminal or files reach the agent only as pipes.
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
-		if err := cmd.Start(); err != nil {
+		if err := r.startFirst(cmd); err != nil {
 			runcap.CloseChild()
 			status = fail(e, exitUnavailable, "starting agent %s: %v", r.agent.Name, err)
 		} else {
@@ -531,6 +531,19 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 	r.warnProtect(e)
 	r.finish(status)
 	return status
+}
+
+// startFirst starts the run's first process (the sandbox's init, or the
+// confined program) inside the run's cgroup when it can (see
+// fsops.RunCgroup.StartInside); started moves it in otherwise.
+func (r *agentRun) startFirst(cmd *exec.Cmd) error {
+	cg := r.budgets.cgroup
+	if cg == nil {
+		return cmd.Start()
+	}
+	inside, err := cg.StartInside(cmd.Start)
+	r.bornInside = inside
+	return err
 }
 
 // forwardSignals passes SIGTERM, SIGHUP and SIGINT to the sandbox's init
@@ -579,6 +592,7 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(i
 		ConsoleOut: e.Stdout,
 		Log:        e.Stderr,
 		Started:    started,
+		Start:      r.startFirst,
 	}
 	// record_bytes: past it the recording stops and the run goes on.
 	if v := r.budgets.limits.Get("record_bytes"); v != policy.Unlimited {

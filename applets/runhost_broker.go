@@ -613,7 +613,7 @@ func (b *broker) watchPolicy() {
 		return
 	}
 	b.watch = w
-	w.AddWithAncestors(b.policyDirs()...)
+	w.AddWithAncestors(b.r.root.Dir, b.policyDirs()...)
 	go func() {
 		for w.Wait(1000) {
 			if !b.changed() {
@@ -622,7 +622,7 @@ func (b *broker) watchPolicy() {
 			time.Sleep(20 * time.Millisecond)
 			b.changed() // the rest of a burst
 			b.refreshPolicy()
-			w.AddWithAncestors(b.policyDirs()...) // directories made since
+			w.AddWithAncestors(b.r.root.Dir, b.policyDirs()...) // directories made since
 		}
 	}()
 }

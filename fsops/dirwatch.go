@@ -3,6 +3,7 @@ package fsops
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -24,6 +25,27 @@ type DirWatch struct {
 	closed  bool
 	failed  bool // a directory could not be watched: changes may be missed
 	watched map[string]bool
+	// above are the directories above the watch's top (see
+	// AddWithAncestors), compared by status instead of inotify.
+	above map[string]dirStatus
+}
+
+// dirStatus is what a change to a directory above the top can change: its
+// identity (a rename or a replacement), its mode and owner (the trust
+// rule), and its change time (any of those, even when undone since).
+type dirStatus struct {
+	ok                  bool // it existed
+	dev, ino            uint64
+	mode, uid, gid      uint32
+	ctimeSec, ctimeNsec int64
+}
+
+func statDir(path string) dirStatus {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return dirStatus{}
+	}
+	return dirStatus{true, st.Dev, st.Ino, st.Mode, st.Uid, st.Gid, st.Ctim.Sec, st.Ctim.Nsec}
 }
 
 // dirWatchMask is every change to a directory's entries, or to the
@@ -38,7 +60,7 @@ func NewDirWatch() (*DirWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DirWatch{fd: fd, watched: map[string]bool{}}, nil
+	return &DirWatch{fd: fd, watched: map[string]bool{}, above: map[string]dirStatus{}}, nil
 }
 
 // Add watches each of dirs not watched yet. A missing one is skipped (its
@@ -64,18 +86,45 @@ func (w *DirWatch) Add(dirs ...string) {
 
 // AddWithAncestors watches dirs and every directory above them up to /:
 // a change of mode, owner or name of an ancestor changes which tiers the
-// trust rule accepts.
-func (w *DirWatch) AddWithAncestors(dirs ...string) {
+// trust rule accepts. Directories at or below top are watched with
+// inotify. Those above it are not: an inotify watch on a directory costs
+// the kernel a pass over every cached entry of it (each child dentry is
+// marked), which for a crowded / or /tmp was a quarter of an agent's start,
+// and what matters about them is only themselves (name, mode, owner),
+// never their other entries. Their status is kept instead and compared on
+// every Changed: a few lstat calls, as exact as the events (a change is
+// seen once the call that made it returned).
+func (w *DirWatch) AddWithAncestors(top string, dirs ...string) {
+	top = filepath.Clean(top)
 	var all []string
 	for _, d := range dirs {
-		for p := filepath.Clean(d); ; p = filepath.Dir(p) {
-			all = append(all, p)
+		d = filepath.Clean(d)
+		all = append(all, d)
+		for p := filepath.Dir(d); ; p = filepath.Dir(p) {
+			if within(p, top) {
+				all = append(all, p)
+			} else {
+				w.keepStatus(p)
+			}
 			if p == "/" || p == "." {
 				break
 			}
 		}
 	}
 	w.Add(all...)
+}
+
+// within reports whether path is dir or lies below it (both clean).
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+func (w *DirWatch) keepStatus(dir string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.above[dir]; !ok && !w.closed {
+		w.above[dir] = statDir(dir)
+	}
 }
 
 // Complete reports whether every directory asked for is watched.
@@ -95,6 +144,12 @@ func (w *DirWatch) Changed(ignore map[string]bool) bool {
 		return true
 	}
 	changed := false
+	for dir, was := range w.above {
+		if now := statDir(dir); now != was {
+			w.above[dir] = now
+			changed = true
+		}
+	}
 	buf := make([]byte, 16<<10)
 	for {
 		n, err := unix.Read(w.fd, buf)

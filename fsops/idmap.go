@@ -132,6 +132,10 @@ func mappedUserns(m IDMapping) (*os.File, error) {
 		return nil, err
 	}
 	ns, err := os.Open(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "ns", "user"))
+	// Killed, not told to exit: it has done its part once its namespace is
+	// held, and letting its Go runtime start only to read an EOF cost the
+	// agent's start about 2 ms.
+	cmd.Process.Kill()
 	w.Close()
 	cmd.Wait()
 	return ns, err

@@ -57,9 +57,8 @@ func probeUnshare(flags int) error {
 	return nil
 }
 
-// probeClone starts this binary as the userns-hold applet (which exits at
-// once: its stdin is empty) in new namespaces, and reports whether the
-// kernel allowed it.
+// probeClone starts this binary as the userns-hold applet in new
+// namespaces, and reports whether the kernel allowed it.
 func probeClone(flags uintptr, userns bool) error {
 	self, err := Executable()
 	if err != nil {
@@ -79,7 +78,14 @@ func probeClone(flags uintptr, userns bool) error {
 		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
 		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
 	}
-	return cmd.Run()
+	// The answer is the clone's: once the child has executed, it is
+	// killed rather than left to start its Go runtime only to exit.
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	return nil
 }
 
 // RootIsMountPoint reports whether / is the root of a mount (statx

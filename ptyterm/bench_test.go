@@ -89,7 +89,7 @@ func BenchmarkPTYThroughput(b *testing.B) {
 func runRawRead(b *testing.B, file string) time.Duration {
 	cmd := exec.Command("cat", file)
 	start := time.Now()
-	master, _, _, err := startOnPTY(cmd, DefaultSize, nil)
+	master, _, _, err := startOnPTY(cmd, DefaultSize, nil, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -72,6 +72,9 @@ type Config struct {
 	// Started, if set, is called once the socket listens and the command
 	// runs.
 	Started func(pid int)
+	// Start, if set, starts the command instead of cmd.Start (the run host
+	// starts its init from a thread inside the run's cgroup).
+	Start func(cmd *exec.Cmd) error
 	// TTYOwner, when set, is the uid and gid the PTY's slave is given to
 	// before the command starts: a command that runs as another uid than
 	// ctxterm (an agent with a uid of its own) can then reopen its own
@@ -138,7 +141,7 @@ func Serve(cfg Config) (int, error) {
 			return 1, &SetupError{1, err}
 		}
 	}
-	master, pid, veof, err := startOnPTY(cfg.Cmd, size, cfg.TTYOwner)
+	master, pid, veof, err := startOnPTY(cfg.Cmd, size, cfg.TTYOwner, cfg.Start)
 	if err != nil {
 		if sock != nil {
 			sock.close()
@@ -210,7 +213,7 @@ func Serve(cfg Config) (int, error) {
 // master, the pid and the terminal's EOF character. Our copy of the slave
 // is closed once the command holds it, so the master reads EOF (EIO) when
 // the last process using the terminal is gone.
-func startOnPTY(cmd *exec.Cmd, size Winsize, owner *[2]int) (*os.File, int, byte, error) {
+func startOnPTY(cmd *exec.Cmd, size Winsize, owner *[2]int, start func(*exec.Cmd) error) (*os.File, int, byte, error) {
 	master, tty, err := openPTY(size.Rows, size.Cols)
 	if err != nil {
 		return nil, 0, 0, err
@@ -231,7 +234,10 @@ func startOnPTY(cmd *exec.Cmd, size Winsize, owner *[2]int) (*os.File, int, byte
 	cmd.SysProcAttr.Setctty = true
 	cmd.SysProcAttr.Ctty = 0 // the child's stdin
 	cmd.SysProcAttr.Setpgid = false
-	if err := cmd.Start(); err != nil {
+	if start == nil {
+		start = (*exec.Cmd).Start
+	}
+	if err := start(cmd); err != nil {
 		master.Close()
 		return nil, 0, 0, err
 	}
