@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"ctx/fsops"
 	"ctx/policy"
 
 	"golang.org/x/sys/unix"
@@ -156,22 +157,22 @@ func Uninstall(t Target, class, name string, apply bool) (*Installed, error) {
 	}
 	defer q.remove()
 	r := &mo.Receipt
-	if err := unix.Renameat2(mo.cfd, name, q.fd, "executable", unix.RENAME_NOREPLACE); err != nil {
+	if err := fsops.RenameNoReplaceAt(mo.cfd, name, q.fd, "executable"); err != nil {
 		return nil, unavailableErr(err, "%s/%s: moving the executable out", class, name)
 	}
 	if err := verifyAt(q.fd, "executable", r.Executable.DevIno); err != nil {
 		// Someone swapped it between inspection and the move: put it back.
-		_ = unix.Renameat2(q.fd, "executable", mo.cfd, name, unix.RENAME_NOREPLACE)
+		_ = fsops.RenameNoReplaceAt(q.fd, "executable", mo.cfd, name)
 		return nil, unavailableErr(err, "%s/%s: executable changed before removal; left in place", class, name)
 	}
 	if err := unix.Fsync(mo.cfd); err != nil {
 		return nil, unavailableErr(err, "syncing %s", mo.ClassDir)
 	}
-	if err := unix.Renameat2(mo.cfd, name+".d", q.fd, "control", unix.RENAME_NOREPLACE); err != nil {
+	if err := fsops.RenameNoReplaceAt(mo.cfd, name+".d", q.fd, "control"); err != nil {
 		return nil, unavailableErr(err, "%s/%s: executable removed, but moving the control directory out failed", class, name)
 	}
 	if err := verifyAt(q.fd, "control", r.Control); err != nil {
-		_ = unix.Renameat2(q.fd, "control", mo.cfd, name+".d", unix.RENAME_NOREPLACE)
+		_ = fsops.RenameNoReplaceAt(q.fd, "control", mo.cfd, name+".d")
 		return nil, unavailableErr(err, "%s/%s: executable removed, control directory changed and was left in place", class, name)
 	}
 	if err := unix.Fsync(mo.cfd); err != nil {

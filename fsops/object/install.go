@@ -1,6 +1,7 @@
 package object
 
 import (
+	"ctx/fsops"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,24 +56,10 @@ func (s *stage) remove() {
 }
 
 // writeFileAt creates name in dirfd (never replacing), writes data with
-// mode perm and fsyncs it.
+// mode perm and fsyncs it: the stage is the temporary, so the file is
+// written in place (fsops.CreateAt) and published with its directory.
 func writeFileAt(dirfd int, name string, data []byte, perm uint32) error {
-	fd, err := unix.Openat(dirfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, perm)
-	if err != nil {
-		return &os.PathError{Op: "create", Path: name, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), name)
-	_, err = f.Write(data)
-	if err == nil {
-		err = unix.Fchmod(fd, perm) // the umask applied at creation
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fsops.CreateAt(dirfd, name, data, &fsops.WriteOpts{Mode: perm})
 }
 
 func mkdirAt(dirfd int, name string, perm uint32) (int, error) {
@@ -252,7 +239,7 @@ func publish(st *stage, cfd int, classDir string, r *Receipt) error {
 	if err := step("control"); err != nil {
 		return conflict(err, "control directory")
 	}
-	if err := unix.Renameat2(st.fd, "control", cfd, ctlName, unix.RENAME_NOREPLACE); err != nil {
+	if err := fsops.RenameNoReplaceAt(st.fd, "control", cfd, ctlName); err != nil {
 		return conflict(err, "control directory")
 	}
 	if err := verifyAt(cfd, ctlName, r.Control); err != nil {
@@ -261,7 +248,7 @@ func publish(st *stage, cfd int, classDir string, r *Receipt) error {
 	if err := step("executable"); err != nil {
 		return rollback(st, cfd, classDir, r, false, conflict(err, "executable"))
 	}
-	if err := unix.Renameat2(st.fd, "executable", cfd, exeName, unix.RENAME_NOREPLACE); err != nil {
+	if err := fsops.RenameNoReplaceAt(st.fd, "executable", cfd, exeName); err != nil {
 		return rollback(st, cfd, classDir, r, false, conflict(err, "executable"))
 	}
 	if err := verifyAt(cfd, exeName, r.Executable.DevIno); err != nil {
@@ -291,13 +278,13 @@ func rollback(st *stage, cfd int, classDir string, r *Receipt, exePublished bool
 	var left []string
 	if exePublished {
 		if verifyAt(cfd, r.Name, r.Executable.DevIno) == nil {
-			if err := unix.Renameat2(cfd, r.Name, st.fd, "rolled-back-executable", unix.RENAME_NOREPLACE); err != nil {
+			if err := fsops.RenameNoReplaceAt(cfd, r.Name, st.fd, "rolled-back-executable"); err != nil {
 				left = append(left, r.Name)
 			}
 		}
 	}
 	if verifyAt(cfd, r.Name+".d", r.Control) == nil {
-		if err := unix.Renameat2(cfd, r.Name+".d", st.fd, "rolled-back-control", unix.RENAME_NOREPLACE); err != nil {
+		if err := fsops.RenameNoReplaceAt(cfd, r.Name+".d", st.fd, "rolled-back-control"); err != nil {
 			left = append(left, r.Name+".d")
 		}
 	}

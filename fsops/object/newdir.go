@@ -1,6 +1,7 @@
 package object
 
 import (
+	"ctx/fsops"
 	"errors"
 	"io/fs"
 	"os"
@@ -55,7 +56,7 @@ func WriteNewDir(dir, prefix string, files []File) error {
 	if err := unix.Fsync(st.fd); err != nil {
 		return unavailableErr(err, "syncing %s", st.path)
 	}
-	if err := unix.Renameat2(pfd, st.name, pfd, base, unix.RENAME_NOREPLACE); err != nil {
+	if err := fsops.RenameNoReplaceAt(pfd, st.name, pfd, base); err != nil {
 		if err == unix.EEXIST {
 			return unavailablef("%s appeared while writing (output directories are never replaced)", dir)
 		}

@@ -240,7 +240,7 @@ func (q *Queue) writeLease(job string, lease Lease) (lj int, err error) {
 	if err := fixMode(lj, jobDirMode, ljPath); err != nil {
 		return -1, err
 	}
-	tmp, err := writeTemp(lj, ljPath, "worker", lease.Marshal(), FileMode, "lease")
+	tmp, err := writeTemp(lj, ljPath, "worker", lease.Marshal(), "lease")
 	if err != nil {
 		return -1, err
 	}

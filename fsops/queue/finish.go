@@ -79,7 +79,7 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 	// What remains is a race with another process between that check and
 	// these no-replace renames; the renames refuse it, and the message
 	// names the step that takes the job on from where it then stands.
-	tmp, err := writeTemp(tfd, tdir, resultName(job), result, FileMode, "finish")
+	tmp, err := writeTemp(tfd, tdir, resultName(job), result, "finish")
 	if err != nil {
 		return "", err
 	}

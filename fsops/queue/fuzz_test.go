@@ -1,6 +1,7 @@
 package queue
 
 import (
+	"ctx/fsops"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func FuzzJobName(f *testing.F) {
 		if ValidJobName(resultName(s)) == nil {
 			t.Fatalf("result name of %q is a job name", s)
 		}
-		target, _, ok := parseTempName(tempName(s))
+		target, _, ok := parseTempName(fsops.TempBase(s))
 		if !ok || target != s {
 			t.Fatalf("temporary of %q parses as %q %v", s, target, ok)
 		}

@@ -68,7 +68,7 @@ func (q *Queue) Publish(name string, data []byte) (string, error) {
 		}
 	}
 	pfd, pdir := q.fd[dPending], q.dirPath(dPending)
-	tmp, err := writeTemp(pfd, pdir, name, data, FileMode, "publish")
+	tmp, err := writeTemp(pfd, pdir, name, data, "publish")
 	if err != nil {
 		return "", err
 	}

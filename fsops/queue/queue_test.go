@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"ctx/fsops"
 	"encoding/json"
 	"errors"
 	"os"
@@ -514,7 +515,7 @@ func TestScanReportsNonJobs(t *testing.T) {
 
 func TestTempNames(t *testing.T) {
 	for _, target := range []string{"a.req.json", "a.req.json.result", "worker"} {
-		name := tempName(target)
+		name := fsops.TempBase(target)
 		got, pid, ok := parseTempName(name)
 		if !ok || got != target || pid != os.Getpid() {
 			t.Fatalf("%s -> %q %d %v", name, got, pid, ok)

@@ -2,14 +2,11 @@ package queue
 
 import (
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
@@ -133,40 +130,11 @@ func exists(dirfd int, name string) (bool, error) {
 	return false, err
 }
 
-// noReplaceUnsupported is set once renameat2(RENAME_NOREPLACE) has failed
-// with EINVAL or ENOSYS: the filesystem (some FUSE or network filesystems)
-// cannot do it, and the fallbacks below are used from then on.
-var noReplaceUnsupported atomic.Bool
-
-func renameNoReplace(olddir int, oldname string, newdir int, newname string) error {
-	if !noReplaceUnsupported.Load() {
-		err := unix.Renameat2(olddir, oldname, newdir, newname, unix.RENAME_NOREPLACE)
-		if err != unix.EINVAL && err != unix.ENOSYS {
-			return err
-		}
-		noReplaceUnsupported.Store(true)
-	}
-	return errNoReplaceUnsupported
-}
-
-var errNoReplaceUnsupported = errors.New("RENAME_NOREPLACE unsupported")
-
-// installTemp moves the fsynced temporary tmp to name in the same directory
-// without replacing anything there. Without RENAME_NOREPLACE it links and
-// unlinks: link(2) fails with EEXIST on any existing entry, and the worst a
-// crash between the two calls leaves is a stale temporary beside the file.
+// installTemp moves the fsynced temporary tmp to name in the same
+// directory without replacing anything there (fsops.InstallTempAt: with
+// RENAME_NOREPLACE, or link and unlink where the filesystem lacks it).
 func installTemp(dirfd int, tmp, name string) error {
-	err := renameNoReplace(dirfd, tmp, dirfd, name)
-	if err != errNoReplaceUnsupported {
-		return err
-	}
-	if err := unix.Linkat(dirfd, tmp, dirfd, name, 0); err != nil {
-		return err
-	}
-	if err := unix.Unlinkat(dirfd, tmp, 0); err != nil && err != unix.ENOENT {
-		return err
-	}
-	return nil
+	return fsops.InstallTempAt(dirfd, tmp, name)
 }
 
 // moveNoReplace moves a request from one state directory to another
@@ -175,8 +143,8 @@ func installTemp(dirfd int, tmp, name string) error {
 // rename(2); only on filesystems without RENAME_NOREPLACE is there a window
 // in which a racing writer of the same target could be replaced.
 func moveNoReplace(olddir int, oldname string, newdir int, newname string) error {
-	err := renameNoReplace(olddir, oldname, newdir, newname)
-	if err != errNoReplaceUnsupported {
+	err := fsops.RenameNoReplaceAt(olddir, oldname, newdir, newname)
+	if err != fsops.ErrNoReplaceUnsupported {
 		return err
 	}
 	if ok, err := exists(newdir, newname); err != nil {
@@ -187,27 +155,10 @@ func moveNoReplace(olddir int, oldname string, newdir int, newname string) error
 	return unix.Renameat(olddir, oldname, newdir, newname)
 }
 
-// processUmask is the umask, read once from /proc/self/status (reading it
-// with umask(2) would briefly change it for every thread). When unknown,
-// 022 is assumed, which only makes us chmod more often.
-var processUmask = sync.OnceValue(func() uint32 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(line, "Umask:"); ok {
-				if m, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32); err == nil {
-					return uint32(m)
-				}
-			}
-		}
-	}
-	return 0o022
-})
-
 // fixMode sets mode on fd when the umask has removed some of its bits, so
 // that the documented modes hold whatever umask the caller runs with.
 func fixMode(fd int, mode uint32, path string) error {
-	if processUmask()&mode&0o777 == 0 {
+	if fsops.Umask()&mode&0o777 == 0 {
 		return nil
 	}
 	if err := unix.Fchmod(fd, mode); err != nil {
@@ -216,79 +167,41 @@ func fixMode(fd int, mode uint32, path string) error {
 	return nil
 }
 
-// selfPID is this process's pid in decimal. Go never forks without exec,
-// so it cannot change; caching it saves a getpid(2) per temporary.
-var selfPID = sync.OnceValue(func() string { return strconv.Itoa(os.Getpid()) })
-
-// tempName returns ".<target>.tmp-<pid>-<12 hex>", the name of a sibling
-// temporary file for target. Dot names are never jobs.
-func tempName(target string) string {
-	var r [6]byte
-	_ = fsops.RandomBytes(r[:])
-	return "." + target + ".tmp-" + selfPID() + "-" + hex.EncodeToString(r[:])
+// parseTempName splits a temporary name (fsops.TempBase: the format
+// recovery and inspection parse) into its target and the pid of the
+// process that wrote it.
+func parseTempName(name string) (target string, pid int, ok bool) {
+	return fsops.ParseTempName(name)
 }
 
-// parseTempName splits a temporary name made by tempName into its target
-// and the pid of the process that wrote it.
-func parseTempName(name string) (target string, pid int, ok bool) {
-	if !strings.HasPrefix(name, ".") {
-		return "", 0, false
+// writeOpts are the fsops.WriteOpts of the three temporaries the protocol
+// writes ("lease", "finish", "publish"): mode FileMode, fsyncs counted,
+// and the step boundaries prefix+".temp-created", ".temp-written" and
+// ".temp-synced". They are made once, so a write allocates none.
+var writeOpts = map[string]*fsops.WriteOpts{}
+
+func init() {
+	for _, prefix := range []string{"lease", "finish", "publish"} {
+		writeOpts[prefix] = &fsops.WriteOpts{Mode: FileMode, Fsync: fsync, Step: func(s string) {
+			if stepHook != nil {
+				stepHook(prefix + ".temp-" + s)
+			}
+		}}
 	}
-	i := strings.LastIndex(name, ".tmp-")
-	if i < 1 {
-		return "", 0, false
-	}
-	pidStr, rnd, ok := strings.Cut(name[i+len(".tmp-"):], "-")
-	if !ok || len(rnd) != 12 || strings.Trim(rnd, "0123456789abcdef") != "" {
-		return "", 0, false
-	}
-	pid, err := strconv.Atoi(pidStr)
-	if err != nil || pid <= 0 || strconv.Itoa(pid) != pidStr {
-		return "", 0, false
-	}
-	return name[1:i], pid, true
 }
 
 // writeTemp creates a sibling temporary for target inside dirfd with
 // O_EXCL|O_NOFOLLOW, writes data, fsyncs and closes it, and returns its
-// name. The three step boundaries are prefix+".temp-created", ".temp-written"
-// and ".temp-synced". On failure the temporary is removed.
-func writeTemp(dirfd int, dirPath, target string, data []byte, mode uint32, prefix string) (string, error) {
-	tmp := tempName(target)
-	fd, err := unix.Openat(dirfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+// name (fsops.WriteTempAt). On failure the temporary is removed.
+func writeTemp(dirfd int, dirPath, target string, data []byte, prefix string) (string, error) {
+	tmp, err := fsops.WriteTempAt(dirfd, target, data, writeOpts[prefix])
 	if err != nil {
-		return "", pathErr("create", filepath.Join(dirPath, tmp), err)
-	}
-	step(prefix + ".temp-created")
-	fail := func(op string, err error) (string, error) {
-		unix.Close(fd)
-		unix.Unlinkat(dirfd, tmp, 0)
-		return "", pathErr(op, filepath.Join(dirPath, tmp), err)
-	}
-	if processUmask()&mode&0o777 != 0 {
-		if err := unix.Fchmod(fd, mode); err != nil {
-			return fail("chmod", err)
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return "", pathErr(pe.Op, filepath.Join(dirPath, pe.Path), pe.Err)
 		}
+		return "", err
 	}
-	for off := 0; off < len(data); {
-		n, err := unix.Write(fd, data[off:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return fail("write", err)
-		}
-		off += n
-	}
-	step(prefix + ".temp-written")
-	if err := fsync(fd); err != nil {
-		return fail("fsync", err)
-	}
-	if err := unix.Close(fd); err != nil {
-		unix.Unlinkat(dirfd, tmp, 0)
-		return "", pathErr("close", filepath.Join(dirPath, tmp), err)
-	}
-	step(prefix + ".temp-synced")
 	return tmp, nil
 }
 
