@@ -41,10 +41,28 @@ func (e *Env) Environ() []string {
 	return os.Environ()
 }
 
-// Applet is one row of the table.
+// Applet is one row of the dispatch table (table.go): an applet, a ctx
+// command or a verb of either.
 type Applet struct {
 	Name string
-	Run  func(e *Env, args []string) int
+	// Run runs the row with its arguments; nil for a row of Verbs only.
+	Run func(e *Env, args []string) int
+	// Page is the manual page that documents the row (NAME.md,
+	// ctx-CMD.md), whose synopsis `--help` prints; verbs are documented on
+	// their command's page.
+	Page string
+	// Verbs are the row's verbs (ctx's commands, `ctx agent start`,
+	// `ctxmcp serve`); without a Run, the one the first argument names
+	// runs (runVerbs).
+	Verbs []Applet
+	// Missing and Unknown, when set, are the usage errors for a missing
+	// verb and (a format given the verb) an unknown one, as that command
+	// has always worded them; otherwise "missing verb (V1, V2)" and
+	// "unknown verb X (V1, V2)".
+	Missing, Unknown string
+	// NameVerb makes the verb part of the name errors are printed under
+	// ("ctx agent start: ..."); ctxmcp and ctx object print under their own.
+	NameVerb bool
 	// Tool marks a tool applet: it answers --agentrc-schema with its input
 	// JSON Schema and is installed by bootstrap into tool/.
 	Tool bool
@@ -81,43 +99,35 @@ func Main(argv []string) int {
 	// /mnt/mcp/SERVER/TOOL is named after the MCP tool, not the ctx tool
 	// it projects: it runs as that tool, found through CTX_PATH.
 	if n, exe, ok := mntTool(e, argv[0]); ok {
-		name, e.Argv0 = n, exe
-		if _, isApplet := lookup(n); !isApplet {
-			if _, isProjected := projectedToolApplet(e, n); !isProjected {
-				return runThirdPartyTool(e, n, exe, argv[1:])
-			}
+		e.Argv0 = exe
+		a, ok := findApplet(e, n)
+		if !ok {
+			return runThirdPartyTool(e, n, exe, argv[1:])
 		}
+		e.Name = a.Name
+		return runRow(e, a, argv[1:])
 	}
 	return dispatch(e, name, argv[1:])
 }
 
+// findApplet returns the row of applet name: the table's, else the row of
+// an installed MCP-projected tool of that name (projectedToolApplet makes
+// it from the tool's install, as toolApplet does for a builtin tool).
+func findApplet(e *Env, name string) (Applet, bool) {
+	if a, ok := lookup(name); ok {
+		return a, true
+	}
+	return projectedToolApplet(e, name)
+}
+
 func dispatch(e *Env, name string, args []string) int {
-	a, ok := lookup(name)
+	a, ok := findApplet(e, name)
 	if !ok {
-		if projected, ok := projectedToolApplet(e, name); ok {
-			a = projected
-		} else {
-			cli.Errorf(e.Stderr, "ctx", "applet not found: %s (try: ctx --list)", name)
-			return exitNotFound
-		}
+		cli.Errorf(e.Stderr, "ctx", "applet not found: %s (try: ctx --list)", name)
+		return exitNotFound
 	}
 	e.Name = a.Name
-	if len(args) == 1 && isHelpFlag(args[0]) && !a.Hidden {
-		return printHelp(e, a.Name)
-	}
-	// APPLET VERB --help (ctxmcp serve --help) prints that verb's help. Not
-	// for tools: `tsh fs.read --help` and `shell.exec grep --help` belong to
-	// what they run.
-	if len(args) == 2 && isHelpFlag(args[1]) && !a.Hidden && !a.Tool {
-		if text, ok := manual.VerbHelp(a.Name, a.Name, args[0]); ok {
-			io.WriteString(e.Stdout, text)
-			return exitOK
-		}
-	}
-	if a.Tool && len(args) == 1 && args[0] == "--agentrc-schema" {
-		return printToolSchema(e, a.Name)
-	}
-	return a.Run(e, args)
+	return runRow(e, a, args)
 }
 
 func isHelpFlag(s string) bool { return s == "--help" || s == "-h" }

@@ -14,21 +14,13 @@ import (
 	"ctx/manual"
 )
 
-// subcommand is one `ctx CMD` command. Each lives in its own file
-// (ctx_CMD.go) and is documented by manual/ctx-CMD.md.
-type subcommand struct {
-	Name string
-	Run  func(e *Env, args []string) int
-}
-
-var ctxCommands []subcommand
-
-func lookupCommand(name string) (subcommand, bool) {
+// lookupCommand returns the row of `ctx name`.
+func lookupCommand(name string) (Applet, bool) {
 	i := sort.Search(len(ctxCommands), func(i int) bool { return ctxCommands[i].Name >= name })
 	if i < len(ctxCommands) && ctxCommands[i].Name == name {
 		return ctxCommands[i], true
 	}
-	return subcommand{}, false
+	return Applet{}, false
 }
 
 // CommandNames returns the ctx subcommand names in order.
@@ -84,17 +76,7 @@ func runCtx(e *Env, args []string) int {
 		return exitNotFound
 	}
 	e.Name = "ctx " + c.Name
-	if len(args) == 2 && isHelpFlag(args[1]) {
-		return printHelp(e, "ctx-"+c.Name)
-	}
-	// ctx CMD VERB --help: the verb's own synopsis and what it does.
-	if len(args) == 3 && isHelpFlag(args[2]) {
-		if text, ok := manual.VerbHelp("ctx-"+c.Name, "ctx "+c.Name, args[1]); ok {
-			io.WriteString(e.Stdout, text)
-			return exitOK
-		}
-	}
-	return c.Run(e, args[1:])
+	return runRow(e, c, args[1:])
 }
 
 // shadowsHost reports whether applet name is also the name of a common host

@@ -8,56 +8,6 @@ import (
 	"ctx/policy"
 )
 
-// agentVerbs are the verbs of `ctx agent VERB`, one file each
-// (ctx_agent_VERB.go), documented together in manual/ctx-agent.md.
-var agentVerbs = []subcommand{
-	{"attach", runAgentAttach},
-	{"children", runAgentChildren},
-	{"env", runAgentEnv},
-	{"new", runAgentNew},
-	{"ps", runAgentPs},
-	{"start", runAgentStart},
-	{"status", runAgentStatus},
-	{"stop", runAgentStop},
-	{"watch", runAgentWatch},
-}
-
-// runAgent is `ctx agent VERB ARGS`.
-func runAgent(e *Env, args []string) int {
-	return runVerb(e, "ctx-agent", agentVerbs, args)
-}
-
-// runVerb dispatches `ctx CMD VERB ARGS` to one of verbs. An unknown or
-// missing verb is a usage error; `ctx CMD VERB --help` prints the command's
-// synopsis (page).
-func runVerb(e *Env, page string, verbs []subcommand, args []string) int {
-	if len(args) == 0 {
-		return usageError(e, "missing verb (%s)", verbNames(verbs))
-	}
-	for _, v := range verbs {
-		if v.Name != args[0] {
-			continue
-		}
-		e.Name += " " + v.Name
-		if len(args) == 2 && (args[1] == "--help" || args[1] == "-h") {
-			return printHelp(e, page)
-		}
-		return v.Run(e, args[1:])
-	}
-	return usageError(e, "unknown verb %s (%s)", args[0], verbNames(verbs))
-}
-
-func verbNames(verbs []subcommand) string {
-	s := ""
-	for i, v := range verbs {
-		if i > 0 {
-			s += ", "
-		}
-		s += v.Name
-	}
-	return s
-}
-
 // agentArgs parses `[--root DIR] NAME` and the verb's own options (which
 // options registers on f) and loads agent NAME. On failure it has printed
 // the error and returns the exit code.

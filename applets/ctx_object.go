@@ -8,12 +8,14 @@ import (
 	"ctx/fsops/object"
 )
 
-// runObject is `ctx object check|install|inspect|uninstall`.
-func runObject(e *Env, args []string) int {
-	if len(args) == 0 {
-		return usageError(e, "missing verb: check, install, inspect or uninstall")
-	}
-	verb, args := args[0], args[1:]
+// objectVerb is the row's Run of `ctx object VERB` (check, install,
+// inspect, uninstall): the verbs share their options and their output.
+func objectVerb(verb string) func(e *Env, args []string) int {
+	return func(e *Env, args []string) int { return runObject(e, verb, args) }
+}
+
+// runObject is `ctx object VERB ARGS`.
+func runObject(e *Env, verb string, args []string) int {
 	var rootFlag, source, tier string
 	var yes bool
 	f := newFlags()
@@ -31,8 +33,6 @@ func runObject(e *Env, args []string) int {
 		if verb == "uninstall" {
 			f.Bool("yes", &yes)
 		}
-	default:
-		return usageError(e, "unknown verb %q (want check, install, inspect or uninstall)", verb)
 	}
 	pos, code, ok := parseArgs(e, f, args, minPos, maxPos)
 	if !ok {

@@ -15,17 +15,6 @@ import (
 	"ctx/ptyterm"
 )
 
-// policyVerbs are the verbs of `ctx policy VERB`.
-var policyVerbs = []subcommand{
-	{"check", runPolicyCheck},
-	{"explain", runPolicyExplain},
-}
-
-// runPolicy is `ctx policy VERB ARGS`.
-func runPolicy(e *Env, args []string) int {
-	return runVerb(e, "ctx-policy", policyVerbs, args)
-}
-
 // runPolicyCheck is `ctx policy check FILE`: it parses FILE as a policy
 // file (read like a control: regular, not through a symlink, at most
 // 64 KiB; "-" reads standard input) and prints "valid N rules", or the

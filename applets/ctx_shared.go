@@ -9,23 +9,13 @@ import (
 	"ctx/policy"
 )
 
-// runShared is `ctx shared new [--root DIR] SPACE`: create a shared space
-// with its queue, idempotently, never through a symlink.
-func runShared(e *Env, args []string) int {
-	if len(args) == 0 {
-		return usageError(e, "missing verb (new)")
-	}
-	if args[0] != "new" {
-		return usageError(e, "unknown verb %q (new)", args[0])
-	}
-	e.Name = "ctx shared new"
-	if len(args) == 2 && (args[1] == "--help" || args[1] == "-h") {
-		return printHelp(e, "ctx-shared")
-	}
+// runSharedNew is `ctx shared new [--root DIR] SPACE`: create a shared
+// space with its queue, idempotently, never through a symlink.
+func runSharedNew(e *Env, args []string) int {
 	var rootFlag string
 	f := newFlags()
 	f.String("root", &rootFlag)
-	pos, code, ok := parseArgs(e, f, args[1:], 1, 1)
+	pos, code, ok := parseArgs(e, f, args, 1, 1)
 	if !ok {
 		return code
 	}

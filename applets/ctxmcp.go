@@ -24,22 +24,6 @@ import (
 	"ctx/ptyterm"
 )
 
-// runCtxmcp is `ctxmcp list|project|serve`.
-func runCtxmcp(e *Env, args []string) int {
-	if len(args) == 0 {
-		return usageError(e, "missing verb: list, project or serve")
-	}
-	switch args[0] {
-	case "list":
-		return ctxmcpList(e, args[1:])
-	case "project":
-		return ctxmcpProject(e, args[1:])
-	case "serve":
-		return ctxmcpServe(e, args[1:])
-	}
-	return usageError(e, "unknown verb %q (want list, project or serve)", args[0])
-}
-
 // mcpFlags are the flags list and project share.
 type mcpFlags struct {
 	config, server string
