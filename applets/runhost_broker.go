@@ -64,7 +64,12 @@ type broker struct {
 	initPid atomic.Int64
 	slots   chan struct{}
 	static  []string // /mnt/proc/policy lines that are not about tools
-	watch   *fsops.DirWatch
+	// watch is the policy watch, from policyWatchDelay into the run on
+	// (nil before, and after closeBroker); under cacheMu.
+	watch        *fsops.DirWatch
+	watchTimer   *time.Timer
+	watchOnce    sync.Once
+	watchStopped bool
 	// cache is decide's reading of the tree, dropped on every change the
 	// watch reports; pending is a change the policy refresher has yet to
 	// act on.
@@ -102,9 +107,7 @@ func (r *agentRun) closeBroker() {
 		unix.Shutdown(b.listen, unix.SHUT_RDWR)
 		unix.Close(b.listen)
 		b.host.Close()
-		if b.watch != nil {
-			b.watch.Close()
-		}
+		b.stopWatch()
 		if b.init != nil {
 			b.init.Close()
 		}
@@ -600,31 +603,72 @@ func (b *broker) refreshPolicy() {
 // /mnt/proc/policy.
 var policyIgnored = map[string]bool{"log": true, "status": true, "pid": true, ".policy.tmp": true}
 
+// policyWatchDelay is how long a run goes before its policy watch starts.
+// Until then every decision reads the tree afresh (a cost of about 0.5 ms
+// per call) and /mnt/proc/policy is rewritten only on refusals. Why: the
+// kernel ends an inotify instance only after a grace period (an SRCU
+// synchronisation behind the mark reaper, 5-20 ms here), which the run
+// host pays when it closes the watch or exits; a short run (ctx agent
+// start A -- cmd, a one-shot MCP call) gains nothing from a watch and was
+// paying that on every start.
+const policyWatchDelay = 100 * time.Millisecond
+
 // watchPolicy keeps /mnt/proc/policy in step with the tree for the life of
 // the run: every change to the controls it is computed from (the agents'
 // control directories, the tool tiers and their tools' control
 // directories, the shared spaces, and every directory above those) rewrites
 // it, a short moment later so that a burst of changes is one rewrite. The
 // same watch tells decide whether what it read for the last call still
-// stands (b.changed).
+// stands (b.changed). It starts policyWatchDelay into the run.
 func (b *broker) watchPolicy() {
-	w, err := fsops.NewDirWatch()
-	if err != nil {
-		return
-	}
-	b.watch = w
-	w.AddWithAncestors(b.r.root.Dir, b.policyDirs()...)
-	go func() {
-		for w.Wait(1000) {
-			if !b.changed() {
-				continue
-			}
-			time.Sleep(20 * time.Millisecond)
-			b.changed() // the rest of a burst
-			b.refreshPolicy()
-			w.AddWithAncestors(b.r.root.Dir, b.policyDirs()...) // directories made since
+	b.cacheMu.Lock()
+	defer b.cacheMu.Unlock()
+	b.watchTimer = time.AfterFunc(policyWatchDelay, b.startWatch)
+}
+
+func (b *broker) startWatch() {
+	b.watchOnce.Do(func() {
+		w, err := fsops.NewDirWatch()
+		if err != nil {
+			return
 		}
-	}()
+		w.AddWithAncestors(b.r.root.Dir, b.policyDirs()...)
+		b.cacheMu.Lock()
+		if b.watchStopped {
+			b.cacheMu.Unlock()
+			w.Close()
+			return
+		}
+		// What was read before the watch held may be stale already: the
+		// next decision reads again, and the policy is rewritten once.
+		b.watch, b.cache, b.pending = w, nil, true
+		b.cacheMu.Unlock()
+		go func() {
+			for first := true; first || w.Wait(1000); first = false {
+				if !b.changed() {
+					continue
+				}
+				time.Sleep(20 * time.Millisecond)
+				b.changed() // the rest of a burst
+				b.refreshPolicy()
+				w.AddWithAncestors(b.r.root.Dir, b.policyDirs()...) // directories made since
+			}
+		}()
+	})
+}
+
+// stopWatch ends the policy watch, or keeps it from starting.
+func (b *broker) stopWatch() {
+	b.cacheMu.Lock()
+	b.watchStopped = true
+	if b.watchTimer != nil {
+		b.watchTimer.Stop()
+	}
+	w := b.watch
+	b.cacheMu.Unlock()
+	if w != nil {
+		w.Close()
+	}
 }
 
 // changed consumes the watch's queued changes and reports whether the tree

@@ -289,6 +289,9 @@ func bindMount(base string, op policy.Op, target string) error {
 			f.Close()
 		}
 	}
+	if done, err := attachBind(srcFD, op, target); done {
+		return err
+	}
 	flags := uintptr(unix.MS_BIND)
 	if op.Recursive {
 		flags |= unix.MS_REC
@@ -297,6 +300,45 @@ func bindMount(base string, op policy.Op, target string) error {
 		return fmt.Errorf("bind %s: %w", op.Source, err)
 	}
 	return restrictBind(op, target)
+}
+
+// attachBind binds srcFD at target with the new mount API: a detached copy
+// of the source (open_tree), given the op's flags (mount_setattr, on every
+// mount of an rbind at once: AT_RECURSIVE), then attached (move_mount). The
+// old way remounted each mount, the statfs before each remount keeping
+// flags the kernel locks, and an rbind reread the whole mount table to find
+// its submounts: with about 50 binds per sandbox that was the largest part
+// of building it. mount_setattr only adds flags, so locked ones stay by
+// themselves. done is false when the kernel has no such calls (before
+// 5.12): then mount(2) does it.
+func attachBind(srcFD int, op policy.Op, target string) (done bool, err error) {
+	how := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH)
+	at := uint(unix.AT_EMPTY_PATH)
+	if op.Recursive {
+		how |= unix.AT_RECURSIVE
+		at |= unix.AT_RECURSIVE
+	}
+	tree, err := unix.OpenTree(srcFD, "", how)
+	if err == unix.ENOSYS {
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("bind %s: %w", op.Source, err)
+	}
+	defer unix.Close(tree)
+	if attrs := MountAttrs(op); attrs != 0 {
+		err := unix.MountSetattr(tree, "", at, &unix.MountAttr{Attr_set: attrs})
+		if err == unix.ENOSYS {
+			return false, nil
+		}
+		if err != nil {
+			return true, fmt.Errorf("bind %s: setting its flags: %w", op.Source, err)
+		}
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return true, fmt.Errorf("bind %s: %w", op.Source, err)
+	}
+	return true, nil
 }
 
 // restrictBind adds the op's ro, nosuid, nodev and noexec to the bind at
