@@ -133,34 +133,74 @@ func createAgent(root fsops.Root, spec agentSpec) (*policy.Agent, *toolError) {
 		perm = derivePerm(toolNames)
 	}
 	sort.Strings(toolNames)
-	var rules []string
 	subject, err := policy.LabelSubject(label)
 	if err != nil {
 		return nil, usage("label: %s", err.Error())
 	}
+	rules, mountLines, terr := agentRules(subject, toolNames, spec)
+	if terr != nil {
+		return nil, terr
+	}
+	controls := agentControls(name, label, perm, uid, gid, rules, mountLines, spec, parent)
+	// Parse what we are about to write: the same grammar every reader uses.
+	raw := map[string][]byte{}
+	for k, v := range controls {
+		raw[k] = []byte(v)
+	}
+	child, err := policy.ParseAgent(name, raw)
+	if err != nil {
+		return nil, usage("%s", err.Error())
+	}
+	if parent != nil {
+		if err := policy.Attenuate(parent, child); err != nil {
+			return nil, toolErr(syscall.EACCES, exitDenied, "agent %s would not be an attenuation of %s: %s; nothing written", name, parent.Name, err.Error())
+		}
+	}
+	if err := writeAgentObject(root, name, controls); err != nil {
+		return nil, toolErr(syscall.EIO, exitFailure, "%v", err)
+	}
+	if _, err := root.EnsureAgentHome(int(child.UID), int(child.GID), name, os.Getuid() == 0 && child.UID != 0); err != nil {
+		// The definition stays usable: its home is made again at start.
+		return child, nil
+	}
+	return child, nil
+}
+
+// agentRules are the policy rules of a new agent of subject (one per tool
+// it may execute, one or two per shared space) and its mount control's
+// lines, from spec.
+func agentRules(subject string, toolNames []string, spec agentSpec) (rules, mountLines []string, terr *toolError) {
+	usage := func(format string, args ...any) *toolError {
+		return toolErr(syscall.EINVAL, exitUsage, format, args...)
+	}
 	for _, t := range toolNames {
 		if err := policy.ValidName(t); err != nil {
-			return nil, usage("tool: %s", err.Error())
+			return nil, nil, usage("tool: %s", err.Error())
 		}
 		rules = append(rules, "allow "+subject+" tool:"+t+" execute")
 	}
 	for _, s := range spec.Shared {
 		space, p, ok := strings.Cut(s, ":")
 		if !ok || (p != "read" && p != "write") || policy.ValidName(space) != nil {
-			return nil, usage("shared %q: want SPACE:read or SPACE:write", s)
+			return nil, nil, usage("shared %q: want SPACE:read or SPACE:write", s)
 		}
 		rules = append(rules, "allow "+subject+" shared:"+space+" read")
 		if p == "write" {
 			rules = append(rules, "allow "+subject+" shared:"+space+" write")
 		}
 	}
-	var mountLines []string
 	for _, m := range spec.Mounts {
 		if len(m) != 3 {
-			return nil, usage("mount %q: want SRC DST ro|rw", m)
+			return nil, nil, usage("mount %q: want SRC DST ro|rw", m)
 		}
 		mountLines = append(mountLines, strings.Join(m, "\t")+"\tnosuid,nodev")
 	}
+	return rules, mountLines, nil
+}
+
+// agentControls are the control files of a new agent, its own and those it
+// takes from parent (its security domain and its limits, attenuated).
+func agentControls(name, label, perm string, uid, gid uint32, rules, mountLines []string, spec agentSpec, parent *policy.Agent) map[string]string {
 	model := "main"
 	if spec.Model != "" {
 		model = spec.Model
@@ -198,28 +238,7 @@ func createAgent(root fsops.Root, spec agentSpec) (*policy.Agent, *toolError) {
 			controls["budgets"] = string(policy.FormatBudgets(parent.Budgets))
 		}
 	}
-	// Parse what we are about to write: the same grammar every reader uses.
-	raw := map[string][]byte{}
-	for k, v := range controls {
-		raw[k] = []byte(v)
-	}
-	child, err := policy.ParseAgent(name, raw)
-	if err != nil {
-		return nil, usage("%s", err.Error())
-	}
-	if parent != nil {
-		if err := policy.Attenuate(parent, child); err != nil {
-			return nil, toolErr(syscall.EACCES, exitDenied, "agent %s would not be an attenuation of %s: %s; nothing written", name, parent.Name, err.Error())
-		}
-	}
-	if err := writeAgentObject(root, name, controls); err != nil {
-		return nil, toolErr(syscall.EIO, exitFailure, "%v", err)
-	}
-	if _, err := root.EnsureAgentHome(int(child.UID), int(child.GID), name, os.Getuid() == 0 && child.UID != 0); err != nil {
-		// The definition stays usable: its home is made again at start.
-		return child, nil
-	}
-	return child, nil
+	return controls
 }
 
 // agentUIDs lists the uid of every agent in the tree that has a readable

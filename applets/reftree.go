@@ -59,6 +59,9 @@ type treeOwner struct {
 
 // referenceTree returns every entry bootstrap manages, parents first. self
 // is the bytes of this ctx binary (bin/ctx).
+//
+// long: the reference tree entry by entry, one listing from bin/ to the
+// homes; split into parts, the tree would no longer read as one listing.
 func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 	shared := fs.FileMode(0o755)
 	if o.UID == 0 {

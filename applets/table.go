@@ -40,46 +40,7 @@ var ctxCommands []Applet
 // applet lists the table and a literal would be an initialization cycle
 // (cmd/go fills its command list in init for the same reason).
 func init() {
-	ctxCommands = []Applet{
-		{Name: "agent", NameVerb: true, Verbs: []Applet{
-			{Name: "attach", Run: runAgentAttach},
-			{Name: "children", Run: runAgentChildren},
-			{Name: "env", Run: runAgentEnv},
-			{Name: "new", Run: runAgentNew},
-			{Name: "ps", Run: runAgentPs},
-			{Name: "start", Run: runAgentStart},
-			{Name: "status", Run: runAgentStatus},
-			{Name: "stop", Run: runAgentStop},
-			{Name: "watch", Run: runAgentWatch},
-		}},
-		{Name: "bootstrap", Run: runBootstrap},
-		{Name: "cat", Run: runCat},
-		{Name: "doctor", Run: runDoctor},
-		{Name: "ls", Run: runLs},
-		{Name: "set", Run: runSet},
-		{Name: "which", Run: runWhich},
-		{Name: "man", Run: runMan},
-		{Name: "policy", NameVerb: true, Verbs: []Applet{
-			{Name: "check", Run: runPolicyCheck},
-			{Name: "explain", Run: runPolicyExplain},
-		}},
-		{Name: "tool", Run: runCtxTool},
-		{Name: "object", Verbs: []Applet{
-			{Name: "check", Run: objectVerb("check")},
-			{Name: "install", Run: objectVerb("install")},
-			{Name: "inspect", Run: objectVerb("inspect")},
-			{Name: "uninstall", Run: objectVerb("uninstall")},
-		},
-			Missing: "missing verb: check, install, inspect or uninstall",
-			Unknown: "unknown verb %q (want check, install, inspect or uninstall)"},
-		// Its verbs are still dispatched in ctx_queue.go (queueVerbs).
-		{Name: "queue", Run: runQueue},
-		{Name: "run", Run: runRun},
-		{Name: "shared", NameVerb: true, Verbs: []Applet{
-			{Name: "new", Run: runSharedNew},
-		}, Unknown: "unknown verb %q (new)"},
-		{Name: "validate-name", Run: runValidateName},
-	}
+	ctxCommands = ctxCommandRows()
 	for i := range ctxCommands {
 		ctxCommands[i].Page = "ctx-" + ctxCommands[i].Name
 	}
@@ -121,6 +82,51 @@ func init() {
 		table[i].Page = table[i].Name
 	}
 	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
+}
+
+// ctxCommandRows are the rows of `ctx CMD`, before their pages are set
+// and they are sorted.
+func ctxCommandRows() []Applet {
+	return []Applet{
+		{Name: "agent", NameVerb: true, Verbs: []Applet{
+			{Name: "attach", Run: runAgentAttach},
+			{Name: "children", Run: runAgentChildren},
+			{Name: "env", Run: runAgentEnv},
+			{Name: "new", Run: runAgentNew},
+			{Name: "ps", Run: runAgentPs},
+			{Name: "start", Run: runAgentStart},
+			{Name: "status", Run: runAgentStatus},
+			{Name: "stop", Run: runAgentStop},
+			{Name: "watch", Run: runAgentWatch},
+		}},
+		{Name: "bootstrap", Run: runBootstrap},
+		{Name: "cat", Run: runCat},
+		{Name: "doctor", Run: runDoctor},
+		{Name: "ls", Run: runLs},
+		{Name: "set", Run: runSet},
+		{Name: "which", Run: runWhich},
+		{Name: "man", Run: runMan},
+		{Name: "policy", NameVerb: true, Verbs: []Applet{
+			{Name: "check", Run: runPolicyCheck},
+			{Name: "explain", Run: runPolicyExplain},
+		}},
+		{Name: "tool", Run: runCtxTool},
+		{Name: "object", Verbs: []Applet{
+			{Name: "check", Run: objectVerb("check")},
+			{Name: "install", Run: objectVerb("install")},
+			{Name: "inspect", Run: objectVerb("inspect")},
+			{Name: "uninstall", Run: objectVerb("uninstall")},
+		},
+			Missing: "missing verb: check, install, inspect or uninstall",
+			Unknown: "unknown verb %q (want check, install, inspect or uninstall)"},
+		// Its verbs are still dispatched in ctx_queue.go (queueVerbs).
+		{Name: "queue", Run: runQueue},
+		{Name: "run", Run: runRun},
+		{Name: "shared", NameVerb: true, Verbs: []Applet{
+			{Name: "new", Run: runSharedNew},
+		}, Unknown: "unknown verb %q (new)"},
+		{Name: "validate-name", Run: runValidateName},
+	}
 }
 
 // runRow runs row with args, e.Name being its title ("fs.read", "ctx

@@ -87,85 +87,100 @@ func (r Root) reconcileOne(e Entry, wasManaged func(string) bool) (Action, error
 	}
 	switch e.Kind {
 	case KindDir:
-		if missing {
-			if err := os.Mkdir(p, e.Mode); err != nil {
-				return Action{}, err
-			}
-			if err := os.Chmod(p, e.Mode); err != nil { // umask
-				return Action{}, err
-			}
-			if e.Chown {
-				if err := os.Lchown(p, e.UID, e.GID); err != nil {
-					return Action{}, err
-				}
-			}
-			return Action{Verb: "created", Rel: e.Rel + "/"}, SyncDir(filepath.Dir(p))
+		return r.reconcileDir(p, e, st, missing)
+	case KindFile:
+		return r.reconcileFile(p, e, st, missing)
+	case KindLink:
+		return r.reconcileLink(p, e, st, missing, wasManaged)
+	}
+	return Action{}, fmt.Errorf("unknown entry kind %d", e.Kind)
+}
+
+// reconcileDir makes directory entry e at p, or repairs its owner and mode.
+func (r Root) reconcileDir(p string, e Entry, st fs.FileInfo, missing bool) (Action, error) {
+	if missing {
+		if err := os.Mkdir(p, e.Mode); err != nil {
+			return Action{}, err
 		}
-		if !st.IsDir() {
-			return Action{}, &os.PathError{Op: "bootstrap", Path: p, Err: syscall.ENOTDIR}
+		if err := os.Chmod(p, e.Mode); err != nil { // umask
+			return Action{}, err
 		}
-		if sys, ok := st.Sys().(*syscall.Stat_t); ok && e.Chown && (int(sys.Uid) != e.UID || int(sys.Gid) != e.GID) {
+		if e.Chown {
 			if err := os.Lchown(p, e.UID, e.GID); err != nil {
 				return Action{}, err
 			}
-			return Action{Verb: "repaired", Rel: e.Rel, Detail: fmt.Sprintf("owner %d:%d, was %d:%d", e.UID, e.GID, sys.Uid, sys.Gid)}, nil
 		}
-		return r.repairMode(p, e, st)
+		return Action{Verb: "created", Rel: e.Rel + "/"}, SyncDir(filepath.Dir(p))
+	}
+	if !st.IsDir() {
+		return Action{}, &os.PathError{Op: "bootstrap", Path: p, Err: syscall.ENOTDIR}
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && e.Chown && (int(sys.Uid) != e.UID || int(sys.Gid) != e.GID) {
+		if err := os.Lchown(p, e.UID, e.GID); err != nil {
+			return Action{}, err
+		}
+		return Action{Verb: "repaired", Rel: e.Rel, Detail: fmt.Sprintf("owner %d:%d, was %d:%d", e.UID, e.GID, sys.Uid, sys.Gid)}, nil
+	}
+	return r.repairMode(p, e, st)
+}
 
-	case KindFile:
-		if missing {
-			if err := WriteNew(p, e.Data, e.Mode); err != nil {
-				return Action{}, err
-			}
-			return Action{Verb: "created", Rel: e.Rel}, nil
+// reconcileFile writes file entry e at p when missing, replaces an owned
+// file whose bytes differ, and repairs its mode.
+func (r Root) reconcileFile(p string, e Entry, st fs.FileInfo, missing bool) (Action, error) {
+	if missing {
+		if err := WriteNew(p, e.Data, e.Mode); err != nil {
+			return Action{}, err
 		}
-		if !st.Mode().IsRegular() {
-			return Action{}, &os.PathError{Op: "bootstrap", Path: p, Err: notRegular(st.Mode())}
-		}
-		if e.Owned {
-			// Owned files are replaced by rename, never rewritten in place,
-			// so other hard links to the old inode keep their bytes.
-			same, err := sameContents(p, e.Data, st)
-			if err != nil {
-				return Action{}, err
-			}
-			if !same {
-				if err := WriteAtomic(p, e.Data, e.Mode); err != nil {
-					return Action{}, err
-				}
-				return Action{Verb: "updated", Rel: e.Rel}, nil
-			}
-		}
-		return r.repairMode(p, e, st)
-
-	case KindLink:
-		target := r.Path(filepath.FromSlash(e.LinkTo))
-		tst, err := os.Stat(target)
+		return Action{Verb: "created", Rel: e.Rel}, nil
+	}
+	if !st.Mode().IsRegular() {
+		return Action{}, &os.PathError{Op: "bootstrap", Path: p, Err: notRegular(st.Mode())}
+	}
+	if e.Owned {
+		// Owned files are replaced by rename, never rewritten in place,
+		// so other hard links to the old inode keep their bytes.
+		same, err := sameContents(p, e.Data, st)
 		if err != nil {
 			return Action{}, err
 		}
-		if missing {
-			return Action{Verb: "created", Rel: e.Rel}, linkOrCopy(target, p, e.Mode)
+		if !same {
+			if err := WriteAtomic(p, e.Data, e.Mode); err != nil {
+				return Action{}, err
+			}
+			return Action{Verb: "updated", Rel: e.Rel}, nil
 		}
-		if os.SameFile(st, tst) {
-			return Action{}, nil
-		}
-		if !wasManaged(e.Rel) {
-			return Action{Verb: "kept", Rel: e.Rel, Detail: "not created by bootstrap; left unchanged"}, nil
-		}
-		// An earlier bootstrap linked this to a binary that has since been
-		// replaced: link the new one in its place, atomically.
-		tmp := TempName(p)
-		if err := linkOrCopy(target, tmp, e.Mode); err != nil {
-			return Action{}, err
-		}
-		if err := os.Rename(tmp, p); err != nil {
-			os.Remove(tmp)
-			return Action{}, err
-		}
-		return Action{Verb: "relinked", Rel: e.Rel}, SyncDir(filepath.Dir(p))
 	}
-	return Action{}, fmt.Errorf("unknown entry kind %d", e.Kind)
+	return r.repairMode(p, e, st)
+}
+
+// reconcileLink links (or copies) link entry e at p to its target, and
+// relinks one an earlier bootstrap made to a binary since replaced.
+func (r Root) reconcileLink(p string, e Entry, st fs.FileInfo, missing bool, wasManaged func(string) bool) (Action, error) {
+	target := r.Path(filepath.FromSlash(e.LinkTo))
+	tst, err := os.Stat(target)
+	if err != nil {
+		return Action{}, err
+	}
+	if missing {
+		return Action{Verb: "created", Rel: e.Rel}, linkOrCopy(target, p, e.Mode)
+	}
+	if os.SameFile(st, tst) {
+		return Action{}, nil
+	}
+	if !wasManaged(e.Rel) {
+		return Action{Verb: "kept", Rel: e.Rel, Detail: "not created by bootstrap; left unchanged"}, nil
+	}
+	// An earlier bootstrap linked this to a binary that has since been
+	// replaced: link the new one in its place, atomically.
+	tmp := TempName(p)
+	if err := linkOrCopy(target, tmp, e.Mode); err != nil {
+		return Action{}, err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		os.Remove(tmp)
+		return Action{}, err
+	}
+	return Action{Verb: "relinked", Rel: e.Rel}, SyncDir(filepath.Dir(p))
 }
 
 func (r Root) repairMode(p string, e Entry, st fs.FileInfo) (Action, error) {

@@ -3,7 +3,6 @@ package mcpstdio
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"io"
@@ -206,60 +205,6 @@ func (s *server) replyError(id json.RawMessage, code int, msg string) {
 		id = json.RawMessage("null")
 	}
 	s.send(map[string]any{"jsonrpc": "2.0", "id": id, "error": &RPCError{Code: code, Message: msg}})
-}
-
-// fingerprint identifies a tool set as the client sees it: everything
-// tools/list sends, in order.
-func fingerprint(tools []ServedTool) string {
-	b, _ := json.Marshal(tools)
-	sum := sha256.Sum256(b)
-	return string(sum[:])
-}
-
-// noteListed records the set just sent to the client.
-func (s *server) noteListed(tools []ServedTool) {
-	s.lmu.Lock()
-	defer s.lmu.Unlock()
-	s.sent, s.announced = fingerprint(tools), ""
-	for _, t := range tools {
-		s.listed[t.Name] = true
-	}
-}
-
-// compare announces a tool set that differs from the one the client was
-// last sent, once per change.
-func (s *server) compare(tools []ServedTool) {
-	fp := fingerprint(tools)
-	s.lmu.Lock()
-	changed := s.sent != "" && fp != s.sent && fp != s.announced
-	if changed {
-		s.announced = fp
-	}
-	s.lmu.Unlock()
-	if changed {
-		s.send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
-	}
-}
-
-func (s *server) poll(stop chan struct{}) {
-	t := time.NewTicker(s.opts.PollInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		s.lmu.Lock()
-		listedOnce := s.sent != ""
-		s.lmu.Unlock()
-		if !listedOnce {
-			continue
-		}
-		if tools, err := s.h.Tools(); err == nil {
-			s.compare(tools)
-		}
-	}
 }
 
 func (s *server) handle(frame []byte) {

@@ -63,6 +63,9 @@ func DefaultToolPath(uid uint32) []string {
 // by file name. Files not in AgentControlNames are ignored; a missing
 // required control or the first malformed control (in AgentControlNames
 // order) is a *ControlError.
+//
+// long: one case per agent control, in one switch, so that every control is
+// parsed by its one grammar in one place.
 func ParseAgent(name string, controls map[string][]byte) (*Agent, error) {
 	if err := ValidName(name); err != nil {
 		return nil, &ControlError{Control: "agent", Field: "name", Kind: KindInvalidName, Reason: "agent name " + quote(name) + ": " + nameReason(err)}

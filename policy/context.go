@@ -72,52 +72,8 @@ func ParseIdentity(data []byte) (Identity, error) {
 			return controlErr("identity", num, key, KindDuplicate, "key %s already on line %d", quote(key), first)
 		}
 		seen[key] = num
-		bad := func(reason string) error {
+		if reason := id.set(key, val); reason != "" {
 			return controlErr("identity", num, key, KindInvalidValue, "%s", reason)
-		}
-		switch key {
-		case "agent", "session", "run":
-			if err := ValidName(val); err != nil {
-				return bad(quote(val) + ": " + nameReason(err))
-			}
-			switch key {
-			case "agent":
-				id.Agent = val
-			case "session":
-				id.Session = val
-			default:
-				id.Run = val
-			}
-		case "label":
-			if _, err := LabelSubject(val); err != nil {
-				return bad(err.(*ControlError).Reason)
-			}
-			id.Label = val
-		case "subject":
-			if err := ValidName(val); err != nil {
-				return bad(quote(val) + ": " + nameReason(err))
-			}
-			id.Subject = val
-		case "sop":
-			if !strings.HasPrefix(val, "/") || path.Clean(val) != val || hasControlByte(val) {
-				return bad(quote(val) + " is not an absolute clean path")
-			}
-			id.SOP = val
-		case "sop.sha256":
-			if !isLowerHex(val, 64) {
-				return bad(quote(val) + " is not 64 lowercase hex digits")
-			}
-			id.SOPSHA256 = val
-		case "uid", "gid":
-			n, reason, ok := parseID(val)
-			if !ok {
-				return bad(reason)
-			}
-			if key == "uid" {
-				id.UID = n
-			} else {
-				id.GID = n
-			}
 		}
 		return nil
 	})
@@ -134,6 +90,56 @@ func ParseIdentity(data []byte) (Identity, error) {
 			"subject %s is not %s, the subject of label %s", quote(id.Subject), quote(subject), quote(id.Label))
 	}
 	return id, nil
+}
+
+// set parses the value of identity key into id: "" when it is valid, else
+// why not.
+func (id *Identity) set(key, val string) string {
+	switch key {
+	case "agent", "session", "run":
+		if err := ValidName(val); err != nil {
+			return quote(val) + ": " + nameReason(err)
+		}
+		switch key {
+		case "agent":
+			id.Agent = val
+		case "session":
+			id.Session = val
+		default:
+			id.Run = val
+		}
+	case "label":
+		if _, err := LabelSubject(val); err != nil {
+			return err.(*ControlError).Reason
+		}
+		id.Label = val
+	case "subject":
+		if err := ValidName(val); err != nil {
+			return quote(val) + ": " + nameReason(err)
+		}
+		id.Subject = val
+	case "sop":
+		if !strings.HasPrefix(val, "/") || path.Clean(val) != val || hasControlByte(val) {
+			return quote(val) + " is not an absolute clean path"
+		}
+		id.SOP = val
+	case "sop.sha256":
+		if !isLowerHex(val, 64) {
+			return quote(val) + " is not 64 lowercase hex digits"
+		}
+		id.SOPSHA256 = val
+	case "uid", "gid":
+		n, reason, ok := parseID(val)
+		if !ok {
+			return reason
+		}
+		if key == "uid" {
+			id.UID = n
+		} else {
+			id.GID = n
+		}
+	}
+	return ""
 }
 
 // isLowerHex reports whether s is exactly n lowercase hex digits.

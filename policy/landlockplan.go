@@ -31,6 +31,9 @@ var landlockEtc = []string{"passwd", "group", "hosts", "hostname", "nsswitch.con
 // wall, its limits and its program. in.Workspace, AgentHome, RootDir,
 // ProcDir (the run directory) and the tools' HostPath are host paths; Cwd
 // defaults to the workspace.
+//
+// long: one commented section per place an agent may reach (the
+// Landlock counterpart of BuildPlan's mounts), sharing the rule helpers.
 func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 	a := in.Agent
 	canWrite := a.Ceiling.Has(CeilingWrite)

@@ -177,104 +177,6 @@ func (p *Plan) Validate() error {
 	return nil
 }
 
-// HostDir is a host system directory as the plan found it: a real
-// directory to bind read-only, or a symlink (merged /usr) to recreate.
-type HostDir struct {
-	Path    string
-	Symlink string // the link's target when Path is a symlink
-}
-
-// HostEtc is one of HostEtcNames as the host has it: a symlink to
-// recreate, a file or directory to bind read-only, or (Data) bytes to copy.
-type HostEtc struct {
-	Name    string // relative to /etc
-	Symlink string // the link's target when /etc/Name is a symlink
-	Data    []byte // contents to write instead of a bind (resolv.conf)
-	Dir     bool   // a directory, bound read-only with its submounts
-}
-
-// HostEtcNames are the host /etc entries a synthesized /etc takes over,
-// each only when the host has it: the dynamic loader's cache, CA
-// certificates, time zone, the Debian alternatives links that /usr/bin
-// points into, and protocol tables. Everything else of the host's /etc
-// (shadow, sudoers, ssh keys, profiles...) stays out; more comes only
-// through the agent's mount control. resolv.conf is copied, and only when
-// the network is granted.
-var HostEtcNames = []string{
-	"alternatives", "ca-certificates", "ca-certificates.conf", "gai.conf", "host.conf",
-	"ld.so.cache", "localtime", "mime.types", "os-release", "pki", "protocols",
-	"resolv.conf", "services", "ssl", "timezone",
-}
-
-// ProjectedTool is a tool the agent may execute, as the host found it.
-type ProjectedTool struct {
-	Name       string
-	Tier       string // the CTX_PATH directory inside the sandbox (/ctx/tool)
-	HostPath   string // the executable on the host
-	HostDotD   string // its control directory on the host
-	Schema     []byte // the toolspec: /mnt/tools/NAME.toolspec.json (and /mnt/mcp/S/T.toolspec.json)
-	MCPServer  string // the MCP server of a projected tool, else ""
-	MCPTool    string
-	HostTierIn string // the host tier directory (for shared tiers: under a shared mount)
-}
-
-// Skill is a skill bundle shown read-only at /mnt/skills/NAME: a directory
-// of the agent's own skills, or of a shared space's the agent may read.
-type Skill struct {
-	Name    string
-	HostDir string
-}
-
-// SharedGrant is a shared space the agent may read or write.
-type SharedGrant struct {
-	Space   string
-	HostDir string
-	Write   bool
-}
-
-// PlanInput is everything BuildPlan needs, gathered by the caller: the
-// agent, the run, and facts about the host. BuildPlan reads nothing itself.
-type PlanInput struct {
-	Agent     *Agent
-	Iso       string // the effective isolation: userns or uid
-	CallerUID uint32
-	CallerGID uint32
-
-	RootDir    string // the ctx root on the host
-	NewRoot    string // host directory the new root is mounted on
-	RootFS     bool   // NewRoot holds the agent's own root filesystem
-	SystemDirs []HostDir
-	Etc        []HostEtc // the host's entries of HostEtcNames that exist
-	Workspace  string    // host directory shown at /workspace (the caller's cwd)
-	// WorkspaceIDMap, in uid mode, is the workspace's on-disk owner, shown
-	// to the agent as itself through an idmapped mount; nil binds as is.
-	WorkspaceIDMap *IDMap
-	Protect        *WorkspaceProtect
-	AgentHome      string  // home/UID/agent/NAME on the host
-	Extra          []Mount // --mount entries of this start
-	Tools          []ProjectedTool
-	Shared         []SharedGrant
-	ProcDir        string // host directory shown read-only at /mnt/proc
-	SkillsDir      string // home/UID/agent/NAME/skills, bound read-only over /home/agent/skills, or ""
-	SOP            []byte // /mnt/SOP
-	Network        bool   // network:default connect is granted
-	// Skills are the bundles shown at /mnt/skills/NAME, each read-only.
-	Skills []Skill
-	// Budgets are the run's limits; Cgroup says the run's cgroup holds
-	// memory_bytes and pids (then no per-process data or process limit is
-	// set: the cgroup counts the run as a whole, and reports each refusal).
-	Budgets Budgets
-	Cgroup  bool
-	// HostTiers are the agent's tool tiers on the host (iso landlock,
-	// where CTX_PATH names them).
-	HostTiers []string
-
-	Cwd  string // inside; default /workspace
-	Env  []string
-	Argv []string
-	Exe  string
-}
-
 // Sandbox paths.
 const (
 	SandboxWorkspace = "/workspace"
@@ -305,6 +207,11 @@ func ProcReadOnly() []string { return append([]string(nil), procReadOnly...) }
 // bind the agent could write through (workspace, home, mounts, shared
 // spaces) is read-only; without x the writable places are noexec and the
 // second wall lets it execute only ctx and its tools.
+//
+// long: the plan is a sequence of mounts whose order is its meaning (a
+// later mount covers an earlier one); its commented sections share the
+// add, ro and grantWrite helpers, so it reads top to bottom as the sandbox
+// is built (ctx man sandbox, MODES).
 func BuildPlan(in PlanInput) (*Plan, error) {
 	a := in.Agent
 	if in.Iso != "userns" && in.Iso != "uid" {
@@ -543,112 +450,4 @@ func WritableBind(a *Agent, op Op) Op {
 		op.NoExec = true
 	}
 	return op
-}
-
-// tmpfsSize is /tmp's size option: tmp_bytes (a tmpfs needs a size; an
-// unlimited budget gets the kernel's default, half of RAM).
-func tmpfsSize(b Budgets) string {
-	if b == nil {
-		b = DefaultBudgets()
-	}
-	v := b.Get("tmp_bytes")
-	if v == Unlimited {
-		return ""
-	}
-	return strconv.FormatUint(v, 10)
-}
-
-// processLimits are the rlimits every process of the run starts with:
-// CPU seconds, file size, open files, no core dumps, and, when no cgroup
-// holds the run, the data segment and the processes of the agent's uid.
-func processLimits(b Budgets, cgroup bool) map[string]uint64 {
-	if b == nil {
-		b = DefaultBudgets()
-	}
-	l := map[string]uint64{
-		"cpu":    b.Get("cpu_s"),
-		"fsize":  b.Get("file_bytes"),
-		"nofile": b.Get("open_files"),
-		"core":   0,
-	}
-	if !cgroup {
-		l["data"] = b.Get("memory_bytes")
-		l["nproc"] = b.Get("pids")
-	}
-	return l
-}
-
-func hostname(a *Agent) string { return "ctx-" + a.Name }
-
-// etcOps synthesizes /etc: a tmpfs holding passwd and group that name the
-// agent, hosts, hostname and nsswitch.conf, then the host entries of
-// HostEtcNames (resolv.conf only with the network), read-only.
-func etcOps(a *Agent, in PlanInput, add func(Op)) {
-	add(Op{Kind: OpTmpfs, Target: "/etc", Mode: 0o755, Size: "1m", Why: "/etc"})
-	file := func(name, data string) {
-		add(Op{Kind: OpFile, Target: "/etc/" + name, Data: []byte(data), Mode: 0o644, Why: "/etc"})
-	}
-	passwd := "root:x:0:0:root:/root:/bin/sh\n"
-	group := "root:x:0:\n"
-	if a.UID != 0 && a.UID != 65534 {
-		passwd += fmt.Sprintf("%s:x:%d:%d:ctx agent %s:%s:%s\n", a.Name, a.UID, a.GID, a.Name, SandboxHome, DefaultShell)
-	}
-	if a.GID != 0 && a.GID != 65534 {
-		group += fmt.Sprintf("%s:x:%d:%s\n", a.Name, a.GID, a.Name)
-	}
-	if in.Iso == "uid" {
-		for _, g := range a.Groups {
-			if g != 0 && g != a.GID && g != 65534 {
-				group += fmt.Sprintf("ctx-%d:x:%d:%s\n", g, g, a.Name)
-			}
-		}
-	}
-	passwd += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-	group += "nogroup:x:65534:\n"
-	file("passwd", passwd)
-	file("group", group)
-	file("hostname", hostname(a)+"\n")
-	file("hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t"+hostname(a)+"\n")
-	file("nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n")
-	for _, e := range in.Etc {
-		if strings.Contains(e.Name, "/") || !validEtcName(e.Name) {
-			continue
-		}
-		target := "/etc/" + e.Name
-		switch {
-		case e.Name == "resolv.conf":
-			if in.Network && e.Data != nil {
-				file(e.Name, string(e.Data))
-			}
-		case e.Symlink != "":
-			add(Op{Kind: OpSymlink, Source: e.Symlink, Target: target, Why: "/etc"})
-		case e.Data != nil:
-			file(e.Name, string(e.Data))
-		default:
-			op := Op{Kind: OpBind, Source: "/etc/" + e.Name, Target: target, ReadOnly: true, NoSuid: true, NoDev: true,
-				Recursive: e.Dir, Optional: true, Why: "/etc"}
-			add(op)
-		}
-	}
-	add(Op{Kind: OpReadOnly, Target: "/etc"})
-}
-
-func validEtcName(name string) bool {
-	for _, n := range HostEtcNames {
-		if n == name {
-			return true
-		}
-	}
-	return false
-}
-
-// mountOp turns a mount entry into a bind operation. Sources written as ABI
-// paths (/ctx/...) are re-rooted under the root on the host.
-func mountOp(m Mount, rootDir, why string) Op {
-	src := m.Source
-	if within(src, SandboxRoot) {
-		src = rebase(src, SandboxRoot, rootDir)
-	}
-	return Op{Kind: OpBind, Source: src, Target: m.Target, ReadOnly: m.ReadOnly,
-		NoSuid: m.NoSuid, NoDev: m.NoDev, NoExec: m.NoExec, Recursive: m.Bind == BindRecursive, Why: why}
 }

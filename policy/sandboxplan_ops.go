@@ -1,0 +1,117 @@
+package policy
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// The operations BuildPlan composes: budgets as limits, /etc, mounts.
+
+// tmpfsSize is /tmp's size option: tmp_bytes (a tmpfs needs a size; an
+// unlimited budget gets the kernel's default, half of RAM).
+func tmpfsSize(b Budgets) string {
+	if b == nil {
+		b = DefaultBudgets()
+	}
+	v := b.Get("tmp_bytes")
+	if v == Unlimited {
+		return ""
+	}
+	return strconv.FormatUint(v, 10)
+}
+
+// processLimits are the rlimits every process of the run starts with:
+// CPU seconds, file size, open files, no core dumps, and, when no cgroup
+// holds the run, the data segment and the processes of the agent's uid.
+func processLimits(b Budgets, cgroup bool) map[string]uint64 {
+	if b == nil {
+		b = DefaultBudgets()
+	}
+	l := map[string]uint64{
+		"cpu":    b.Get("cpu_s"),
+		"fsize":  b.Get("file_bytes"),
+		"nofile": b.Get("open_files"),
+		"core":   0,
+	}
+	if !cgroup {
+		l["data"] = b.Get("memory_bytes")
+		l["nproc"] = b.Get("pids")
+	}
+	return l
+}
+
+func hostname(a *Agent) string { return "ctx-" + a.Name }
+
+// etcOps synthesizes /etc: a tmpfs holding passwd and group that name the
+// agent, hosts, hostname and nsswitch.conf, then the host entries of
+// HostEtcNames (resolv.conf only with the network), read-only.
+func etcOps(a *Agent, in PlanInput, add func(Op)) {
+	add(Op{Kind: OpTmpfs, Target: "/etc", Mode: 0o755, Size: "1m", Why: "/etc"})
+	file := func(name, data string) {
+		add(Op{Kind: OpFile, Target: "/etc/" + name, Data: []byte(data), Mode: 0o644, Why: "/etc"})
+	}
+	passwd := "root:x:0:0:root:/root:/bin/sh\n"
+	group := "root:x:0:\n"
+	if a.UID != 0 && a.UID != 65534 {
+		passwd += fmt.Sprintf("%s:x:%d:%d:ctx agent %s:%s:%s\n", a.Name, a.UID, a.GID, a.Name, SandboxHome, DefaultShell)
+	}
+	if a.GID != 0 && a.GID != 65534 {
+		group += fmt.Sprintf("%s:x:%d:%s\n", a.Name, a.GID, a.Name)
+	}
+	if in.Iso == "uid" {
+		for _, g := range a.Groups {
+			if g != 0 && g != a.GID && g != 65534 {
+				group += fmt.Sprintf("ctx-%d:x:%d:%s\n", g, g, a.Name)
+			}
+		}
+	}
+	passwd += "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+	group += "nogroup:x:65534:\n"
+	file("passwd", passwd)
+	file("group", group)
+	file("hostname", hostname(a)+"\n")
+	file("hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t"+hostname(a)+"\n")
+	file("nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n")
+	for _, e := range in.Etc {
+		if strings.Contains(e.Name, "/") || !validEtcName(e.Name) {
+			continue
+		}
+		target := "/etc/" + e.Name
+		switch {
+		case e.Name == "resolv.conf":
+			if in.Network && e.Data != nil {
+				file(e.Name, string(e.Data))
+			}
+		case e.Symlink != "":
+			add(Op{Kind: OpSymlink, Source: e.Symlink, Target: target, Why: "/etc"})
+		case e.Data != nil:
+			file(e.Name, string(e.Data))
+		default:
+			op := Op{Kind: OpBind, Source: "/etc/" + e.Name, Target: target, ReadOnly: true, NoSuid: true, NoDev: true,
+				Recursive: e.Dir, Optional: true, Why: "/etc"}
+			add(op)
+		}
+	}
+	add(Op{Kind: OpReadOnly, Target: "/etc"})
+}
+
+func validEtcName(name string) bool {
+	for _, n := range HostEtcNames {
+		if n == name {
+			return true
+		}
+	}
+	return false
+}
+
+// mountOp turns a mount entry into a bind operation. Sources written as ABI
+// paths (/ctx/...) are re-rooted under the root on the host.
+func mountOp(m Mount, rootDir, why string) Op {
+	src := m.Source
+	if within(src, SandboxRoot) {
+		src = rebase(src, SandboxRoot, rootDir)
+	}
+	return Op{Kind: OpBind, Source: src, Target: m.Target, ReadOnly: m.ReadOnly,
+		NoSuid: m.NoSuid, NoDev: m.NoDev, NoExec: m.NoExec, Recursive: m.Bind == BindRecursive, Why: why}
+}
