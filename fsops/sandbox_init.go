@@ -281,12 +281,16 @@ func bindMount(base string, op policy.Op, target string) error {
 		if err := mkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
 			return err
 		}
-		f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW, 0o644)
-		if err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
-		}
-		if f != nil {
-			f.Close()
+		// The mount point: made unless there is one (the /mnt skeleton
+		// is read-only and has its own).
+		if st, err := os.Lstat(target); err != nil || !st.Mode().IsRegular() {
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW, 0o644)
+			if err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			if f != nil {
+				f.Close()
+			}
 		}
 	}
 	if done, err := attachBind(srcFD, op, target); done {

@@ -88,6 +88,11 @@ type Namespaces struct {
 
 // Plan is everything the sandbox child needs.
 type Plan struct {
+	// MntDir is the host directory the run host fills with Mnt before the
+	// sandbox starts, bound read-only at /mnt (one mount for the whole
+	// skeleton: the tools' links and toolspecs, the SOP, mount points).
+	MntDir     string     `json:"mnt_dir"`
+	Mnt        []MntEntry `json:"mnt"`
 	Iso        string     `json:"iso"` // userns, uid or shared
 	Namespaces Namespaces `json:"namespaces"`
 	// NewRoot is the host directory the new root is mounted on (inside the
@@ -315,34 +320,51 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	add(Op{Kind: OpReadOnly, Target: SandboxRoot})
 
 	// agentrc's /mnt: tools with their toolspec, skills, MCP tools by
-	// server, the SOP, and the run's live state, all read-only.
-	add(Op{Kind: OpTmpfs, Target: SandboxMnt, Mode: 0o755, Size: "16m", Why: "/mnt"})
-	add(Op{Kind: OpDir, Target: SandboxMnt + "/tools"})
+	// server, the SOP, and the run's live state, all read-only. Its
+	// skeleton is a directory the run host writes before the start
+	// (Plan.Mnt, at in.MntDir), bound whole: one mount instead of two
+	// ops per tool, then the binds that need the host's files.
+	if in.MntDir == "" {
+		return nil, fmt.Errorf("sandbox: no directory for the /mnt skeleton")
+	}
+	var mnt []MntEntry
+	mntAdd := func(e MntEntry) { mnt = append(mnt, e) }
+	mntAdd(MntEntry{Path: "tools", Kind: MntDir})
+	mntAdd(MntEntry{Path: "mcp", Kind: MntDir})
+	mntAdd(MntEntry{Path: "skills", Kind: MntDir})
+	mntAdd(MntEntry{Path: "proc", Kind: MntDir})
+	mntAdd(MntEntry{Path: "SOP", Kind: MntFile, Data: in.SOP})
+	add(ro(in.MntDir, SandboxMnt, "/mnt"))
 	mcpSeen := map[string]bool{}
 	for _, t := range in.Tools {
 		// Every /mnt/tools entry is a link to ctx, which asks the run
 		// host to run the tool of that name (ctx man sandbox, BROKER): a
 		// third-party tool too runs only on the host's decision, from its
 		// tier, and costs no mount here.
-		add(Op{Kind: OpSymlink, Source: SandboxRoot + "/bin/ctx", Target: SandboxMnt + "/tools/" + t.Name, Why: "/mnt/tools"})
-		add(Op{Kind: OpFile, Target: SandboxMnt + "/tools/" + t.Name + ".toolspec.json", Data: t.Schema, Mode: 0o444})
+		mntAdd(MntEntry{Path: "tools/" + t.Name, Kind: MntLink, Link: SandboxRoot + "/bin/ctx"})
+		mntAdd(MntEntry{Path: "tools/" + t.Name + ".toolspec.json", Kind: MntFile, Data: t.Schema})
 		// /mnt/mcp/S/T is the same executable; run by that path it finds
 		// its tool through CTX_PATH (applets/agentrc.go). The first tool
 		// of a server and MCP name wins, as CTX_PATH lookup would.
-		if mcp := SandboxMnt + "/mcp/" + t.MCPServer + "/" + t.MCPTool; t.MCPServer != "" && !mcpSeen[mcp] {
-			mcpSeen[mcp] = true
-			add(ro(t.HostPath, mcp, "/mnt/mcp"))
-			add(Op{Kind: OpFile, Target: mcp + ".toolspec.json", Data: t.Schema, Mode: 0o444})
+		if t.MCPServer == "" {
+			continue
+		}
+		if rel := "mcp/" + t.MCPServer + "/" + t.MCPTool; !mcpSeen[rel] {
+			if !mcpSeen["mcp/"+t.MCPServer] {
+				mcpSeen["mcp/"+t.MCPServer] = true
+				mntAdd(MntEntry{Path: "mcp/" + t.MCPServer, Kind: MntDir})
+			}
+			mcpSeen[rel] = true
+			mntAdd(MntEntry{Path: rel, Kind: MntFile}) // the mount point
+			mntAdd(MntEntry{Path: rel + ".toolspec.json", Kind: MntFile, Data: t.Schema})
+			add(ro(t.HostPath, SandboxMnt+"/"+rel, "/mnt/mcp"))
 		}
 	}
-	add(Op{Kind: OpDir, Target: SandboxMnt + "/mcp"})
-	add(Op{Kind: OpDir, Target: SandboxMnt + "/skills"})
 	for _, s := range in.Skills {
+		mntAdd(MntEntry{Path: "skills/" + s.Name, Kind: MntDir})
 		add(ro(s.HostDir, SandboxMnt+"/skills/"+s.Name, "/mnt/skills"))
 	}
-	add(Op{Kind: OpFile, Target: SandboxMnt + "/SOP", Data: in.SOP, Mode: 0o444})
 	add(ro(in.ProcDir, SandboxMnt+"/proc", "/mnt/proc"))
-	add(Op{Kind: OpReadOnly, Target: SandboxMnt})
 
 	// The agent's home, whose session history it may read but not rewrite:
 	// the run host owns the audit trail.
@@ -426,6 +448,8 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		DenyTCP: false,
 		IDMap:   in.WorkspaceIDMap,
 		Limits:  processLimits(in.Budgets, in.Cgroup),
+		MntDir:  in.MntDir,
+		Mnt:     mnt,
 	}
 	if !canExec {
 		p.ExecPaths = execPaths
