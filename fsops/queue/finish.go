@@ -66,15 +66,14 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 	// wrote its result and then met a foreign request (or a result from an
 	// earlier, interrupted finish) would itself leave the job incomplete.
 	// Only the complete claimed state may be finished. openClaim
-	// gathered the evidence (claimEvidence).
-	if state, _ := Classify(ev); state != StateClaimed {
-		return "", q.refuseFinish(job, ev)
-	}
+	// gathered the evidence (claimEvidence), all but the result in st's
+	// directory: the no-replace rename of the result below is that check.
+	//
 	// A symlink, FIFO or directory at a name finish must create is no
 	// evidence (Classify passes over it) but still blocks the rename.
 	tfd, tdir := q.fd[st.dir()], q.dirPath(st.dir())
-	if blocked.name != "" {
-		return "", q.blockedFinish(job, tdir, blocked)
+	if state, _ := Classify(ev); state != StateClaimed || blocked.name != "" {
+		return "", q.refuseFinishAt(job, st, ev, blocked)
 	}
 	// What remains is a race with another process between that check and
 	// these no-replace renames; the renames refuse it, and the message
@@ -86,6 +85,13 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 	if err := installTemp(tfd, tmp, resultName(job)); err != nil {
 		unix.Unlinkat(tfd, tmp, 0)
 		if err == unix.EEXIST {
+			// Something is at J.result: the result of an earlier
+			// finish (interrupted, or complete), or a blocker. Nothing
+			// was written (the temporary is gone), so the refusal is
+			// the one a lookup before the write would have given.
+			if rerr := q.refuseFinishAt(job, st, ev, blocked); rerr != nil {
+				return "", rerr
+			}
 			return "", conflictf("job %s: %s appeared meanwhile; nothing written; %s", job, q.ResultPath(st, job), q.nextStepNow(job))
 		}
 		return "", pathErr("rename", q.ResultPath(st, job), err)
@@ -112,6 +118,36 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 		return "", err
 	}
 	return q.TerminalPath(st, job), nil
+}
+
+// refuseFinishAt completes the evidence of claimEvidence with the one
+// entry it leaves out, J.result in st's directory, and returns Finish's
+// refusal: the job's state when it is not claimed, else the first blocker
+// of J.result and J in st's directory. It returns nil when the completed
+// evidence is the claimed state with nothing in the way (the result
+// appeared and went again meanwhile).
+func (q *Queue) refuseFinishAt(job string, st Status, ev *Evidence, blocked blocker) error {
+	res := resultName(job)
+	sta, err := lstatAt(q.fd[st.dir()], res)
+	switch {
+	case err == nil && isReg(&sta):
+		if st == Done {
+			ev.DoneResult = true
+		} else {
+			ev.FailedResult = true
+		}
+	case err == nil:
+		blocked = blocker{res, kindOf(&sta)} // J.result comes before J
+	case err != unix.ENOENT:
+		return pathErr("stat", q.ResultPath(st, job), err)
+	}
+	if state, _ := Classify(ev); state != StateClaimed {
+		return q.refuseFinish(job, ev)
+	}
+	if blocked.name != "" {
+		return q.blockedFinish(job, q.dirPath(st.dir()), blocked)
+	}
+	return nil
 }
 
 // refuseFinish is Finish's refusal of a job whose evidence (ev) is not
@@ -144,12 +180,19 @@ type blocker struct{ name, kind string }
 // listed once, by its Finish, and never read before (a second listing
 // would find nothing, and the finish would be refused). It looks at the
 // entries Inspect looks at, through the descriptors this finish acts on:
-// one lstat each for pending/J, done/J, done/J.result, failed/J and
-// failed/J.result, and one listing each of claimed/J and lease/J (the
-// kernel's entry types, lstat only where the filesystem reports none). It
-// leaves out the lease's content, which Classify does not look at.
-// blocked is the first of J.result and J in st's directory that exists
-// but is not a regular file: no evidence, yet it would block the rename.
+// one lstat each for pending/J, done/J, failed/J and the J.result of the
+// other terminal status, and one listing each of claimed/J and lease/J
+// (the kernel's entry types, lstat only where the filesystem reports
+// none). It leaves out the lease's content, which Classify does not look
+// at, and J.result in st's directory: Finish renames its result there
+// without replacement before it changes anything else, so that rename's
+// EEXIST is this lookup, made atomically, and only then does Finish look
+// (refuseFinishAt). The protocol stays as safe: whatever is at J.result,
+// the rename fails, its temporary is removed, and the job is exactly as
+// it was, with the refusal a lookup would have given. (A negative lookup
+// costs a dentry allocation on tmpfs, which keeps no negative dentries.)
+// blocked is J in st's directory when it exists but is not a regular
+// file: no evidence, yet it would block the rename.
 func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, blocked blocker, err error) {
 	ev = &Evidence{Job: job, ClaimDir: true, LeaseDir: true}
 	res := resultName(job)
@@ -163,6 +206,9 @@ func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, 
 		{&ev.DoneResult, dDone, res}, {&ev.Done, dDone, job},
 		{&ev.FailedResult, dFailed, res}, {&ev.Failed, dFailed, job}}
 	for _, c := range checks {
+		if c.d == st.dir() && c.name == res {
+			continue // the result's rename checks it (see above)
+		}
 		sta, err := lstatAt(q.fd[c.d], c.name)
 		if err == unix.ENOENT {
 			continue

@@ -2,7 +2,6 @@ package queue
 
 import (
 	"bytes"
-	"ctx/fsops"
 	"encoding/json"
 	"errors"
 	"os"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
 )
 
 func TestLifecycle(t *testing.T) {
@@ -529,4 +530,62 @@ func TestTempNames(t *testing.T) {
 			t.Errorf("parseTempName(%q) accepted", bad)
 		}
 	}
+}
+
+// TestFinishResultCheckedByRename: Finish does not look up J.result in
+// its own terminal directory before it writes; the no-replace rename of
+// its result is that check. Whatever is there, the refusal is the one a
+// lookup would have given, nothing is left behind (no temporary, the
+// claim as it was), and a blocker at J.result is named before one at J.
+func TestFinishResultCheckedByRename(t *testing.T) {
+	root, q := newQueue(t, t.TempDir())
+	const J = "a.req.json"
+	mustPublish(t, q, J)
+	if _, _, err := q.Claim(Owner{Worker: "w"}); err != nil {
+		t.Fatal(err)
+	}
+	noTemps := func() {
+		t.Helper()
+		for _, d := range []string{"done", "failed"} {
+			names, _ := os.ReadDir(qpath(root, d))
+			for _, n := range names {
+				if strings.HasPrefix(n.Name(), ".") {
+					t.Errorf("left in %s/: %s", d, n.Name())
+				}
+			}
+		}
+	}
+	res := qpath(root, "done", J+ResultSuffix)
+	os.WriteFile(res, []byte("earlier"), 0o640)
+	_, err := q.Finish(J, Done, []byte("mine"), FinishOptions{})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "is interrupted-finish (result written, request not yet moved beside it") || !strings.Contains(err.Error(), "nothing written") {
+		t.Fatalf("over an earlier result: %v", err)
+	}
+	mustFile(t, res, []byte("earlier"))
+	noTemps()
+	os.Remove(res)
+
+	// A FIFO at J.result and a directory at J: J.result is named.
+	unix.Mkfifo(res, 0o640)
+	os.Mkdir(qpath(root, "done", J), 0o750)
+	_, err = q.Finish(J, Done, []byte("mine"), FinishOptions{})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), J+ResultSuffix+" already exists and is a fifo") {
+		t.Fatalf("blocked: %v", err)
+	}
+	os.Remove(res)
+	// The directory at J alone is refused before anything is written.
+	_, err = q.Finish(J, Done, []byte("mine"), FinishOptions{})
+	if !errors.Is(err, ErrConflict) || !strings.Contains(err.Error(), "/done/"+J+" already exists and is a directory") {
+		t.Fatalf("blocked at J: %v", err)
+	}
+	if _, err := os.Lstat(res); !os.IsNotExist(err) {
+		t.Fatalf("a result was written: %v", err)
+	}
+	noTemps()
+	os.Remove(qpath(root, "done", J))
+	mustState(t, q, J, StateClaimed)
+	if _, err := q.Finish(J, Done, []byte("mine"), FinishOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	mustFile(t, res, []byte("mine"))
 }
