@@ -26,10 +26,10 @@ const (
 	TempFail    = 75  // nothing to do now, try again later (EX_TEMPFAIL): ctx queue claim/exec
 	NotExec     = 126 // found but not executable
 	NotFound    = 127 // unknown applet, command, agent or tool (POSIX shells use 127 too)
-	signalBase  = 128 // 128+N: killed by signal N (proc.Signaled)
 )
 
-// Signaled is the status of a program killed by signal sig: 128+N.
+// Signaled is the status of a program killed by signal sig: 128+N (the
+// one mapping, fsops/proc, which the process runner uses too).
 func Signaled(sig syscall.Signal) int { return proc.Signaled(sig) }
 
 // ErrnoExit is the one mapping from an errno to an exit status. It is
