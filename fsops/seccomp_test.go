@@ -496,25 +496,28 @@ func denyOnAnotherThread() string {
 	if err != nil {
 		return err.Error()
 	}
-	filtered := 0
+	filtered, alive := 0, 0
 	for _, task := range tasks {
 		status, err := os.ReadFile("/proc/self/task/" + task.Name() + "/status")
 		if err != nil {
-			continue // the thread has exited
+			// The thread exited since the listing (a loaded machine
+			// retires runtime threads): it is not counted either way.
+			continue
 		}
+		alive++
 		if seccompFilters(string(status)) > parentSeccompFilters() {
 			filtered++
 		}
 	}
 	switch {
-	case len(tasks) < 2:
+	case alive < 2:
 		return "only one thread"
-	case filtered == len(tasks):
+	case filtered == alive:
 		return got + " on another thread, all filtered"
 	case filtered == 0:
 		return got + " on another thread, none filtered"
 	}
-	return fmt.Sprintf("%s on another thread, %d of %d threads filtered", got, filtered, len(tasks))
+	return fmt.Sprintf("%s on another thread, %d of %d threads filtered", got, filtered, alive)
 }
 
 // seccompFilters is the number of filters a /proc/*/status shows. Results
