@@ -23,22 +23,30 @@ const tshSchema = `{
 }
 `
 
-func init() {
-	tsh.InProcess = runToolInProcess
-	tsh.Brokered = brokerToolCall
-	tsh.HostRecords = func(getenv func(string) string, tool string) bool {
-		_, ok := askDecision(&Env{Name: "tsh", Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: getenv}, tool, false)
-		return ok
-	}
-}
+// tshTools is the tool runtime tsh is given (tsh.Tools): the broker, the
+// in-process builtins and the host's record of tsh's refusals.
+type tshTools struct{}
 
-// brokerToolCall asks the run host to run a tool call for tsh (see
-// tsh.Brokered): builtin, third-party or MCP-projected alike.
-func brokerToolCall(name string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool) {
-	if t, ok := builtinTools[name]; ok && t.Passthrough {
+// Brokered asks the run host to run a tool call for tsh: builtin,
+// third-party or MCP-projected alike.
+func (tshTools) Brokered(c tsh.ToolCall) (int, bool) {
+	if t, ok := builtinTools[c.Name]; ok && t.Passthrough {
 		return 0, false
 	}
-	return brokeredCall(envFromList(name, "", env, stdin, stdout, stderr), name, args)
+	return brokeredCall(envFromList(c.Name, "", c.Env, c.Stdin, c.Stdout, c.Stderr), c.Name, c.Args)
+}
+
+// HostRecords has the run host decide and record a call tsh refused.
+func (tshTools) HostRecords(getenv func(string) string, tool string) bool {
+	_, ok := askDecision(&Env{Name: "tsh", Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: getenv}, tool, false)
+	return ok
+}
+
+// InProcess runs a builtin tool for tsh without a new process.
+// Interactive tools and tools with their own applet runner are left to a
+// real exec.
+func (tshTools) InProcess(c tsh.ToolCall) (int, bool) {
+	return runToolInProcess(c.Name, c.Object, c.Args, c.Env, c.Stdin, c.Stdout, c.Stderr)
 }
 
 // envFromList is an applet Env whose environment is the list env, not the
@@ -55,8 +63,7 @@ func envFromList(name, argv0 string, env []string, stdin io.Reader, stdout, stde
 }
 
 // runToolInProcess runs a builtin tool for tsh without a new process (see
-// tsh.InProcess). Interactive tools and tools with their own applet runner
-// are left to a real exec.
+// tsh.Tools).
 func runToolInProcess(name, object string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool) {
 	t, ok := builtinTools[name]
 	if !ok || t.Run == nil || t.Passthrough {
@@ -71,7 +78,7 @@ func runTsh(e *Env, args []string) int {
 }
 
 func tshEnv(e *Env) *tsh.Env {
-	return &tsh.Env{Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr, Getenv: e.Getenv}
+	return &tsh.Env{Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr, Getenv: e.Getenv, Tools: tshTools{}}
 }
 
 // tshTool is the metadata bootstrap writes for tool/tsh.

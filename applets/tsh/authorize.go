@@ -10,10 +10,14 @@ import (
 	"ctx/policy"
 )
 
-// authorize is the authority check run before every execution. It is a
-// variable only so that this package's tests can install an allowing check
-// to exercise the exec mechanics; the production binary never assigns it.
-var authorize = authorizeExec
+// authorize is the authority check run before every execution:
+// authorizeExec, or the allowing check a test of this package put in Env.
+func authorize(e *Env, root fsops.Root, hit fsops.ToolHit) (errno string, layer string, ok bool) {
+	if e.authorize != nil {
+		return e.authorize(e, root, hit)
+	}
+	return authorizeExec(e, root, hit)
+}
 
 // authorizeExec runs the full authority check of DESIGN §6 for executing
 // hit in the current agent context: Linux mode and owner, mount visibility
@@ -58,10 +62,6 @@ func caller(e *Env, root fsops.Root) (authority.Caller, error) {
 	return authority.Caller{Context: ctx, Agent: a, Root: root}, nil
 }
 
-// HostRecords, when set (by package applets), has the run host decide and
-// record a call tsh refused (fsops.BrokerDecide); false without a broker.
-var HostRecords func(getenv func(string) string, tool string) bool
-
 // refused records a call tsh ended before the tool ran, as the one
 // tool.call event every call leaves (the tool never runs to record it):
 // status denied for a refusal (exit 13, or 69 without an agent context),
@@ -70,7 +70,7 @@ var HostRecords func(getenv func(string) string, tool string) bool
 func (sh *Shell) refused(hit fsops.ToolHit, status, errno, layer string, exit int, detail string) {
 	// Inside a run with a broker the run host decides the call itself and
 	// records its own refusal: nothing tsh says becomes an event there.
-	if HostRecords != nil && HostRecords(sh.env.Getenv, hit.Name) {
+	if sh.env.Tools != nil && sh.env.Tools.HostRecords(sh.env.Getenv, hit.Name) {
 		return
 	}
 	ev := fsops.Event{Object: "tool/" + hit.Name, Status: status, Errno: errno, Layer: layer, Exit: &exit, Detail: detail}

@@ -2,7 +2,6 @@ package tsh
 
 import (
 	"errors"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -187,8 +186,10 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 	}
 	// Inside a run with a broker the run host runs the call: asked from
 	// here, no process of tsh's own is started for it.
-	if Brokered != nil {
-		if code, ok := Brokered(hit.Name, args, toolEnviron(sh.env, sh.root, sh.dirs, hit), stdin, sh.env.Stdout, sh.env.Stderr); ok {
+	if sh.env.Tools != nil {
+		call := ToolCall{Name: hit.Name, Object: hit.Path, Args: args, Env: toolEnviron(sh.env, sh.root, sh.dirs, hit),
+			Stdin: stdin, Stdout: sh.env.Stdout, Stderr: sh.env.Stderr}
+		if code, ok := sh.env.Tools.Brokered(call); ok {
 			return code
 		}
 	}
@@ -232,25 +233,9 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 	return cmd.ProcessState.ExitCode()
 }
 
-// InProcess, when set (by package applets), runs a tool that this very
-// binary implements without starting a process: busybox's NOFORK. tsh uses
-// it only for one command (`tsh TOOL ARGS`), never in the REPL, and only
-// when the authorized executable is the running binary's own inode, so
-// the code that runs is exactly the code the exec would have run, with the
-// same argv, stdio and environment. It reports false when it does not
-// implement name in-process.
-var InProcess func(name, object string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool)
-
-// Brokered, when set (by package applets), asks the run host's broker to
-// run the tool call, as the tool's own process would first thing (ctx man
-// sandbox, BROKER): tsh saves that process. It reports false outside a
-// run with a broker and for terminal tools (bash, tmux, zellij), which
-// keep tsh's terminal and are executed.
-var Brokered func(name string, args, env []string, stdin io.Reader, stdout, stderr io.Writer) (int, bool)
-
-// runInProcess runs hit through InProcess when it may.
+// runInProcess runs hit through Tools.InProcess when it may.
 func (sh *Shell) runInProcess(hit fsops.ToolHit, args []string, st *unix.Stat_t) (int, bool) {
-	if InProcess == nil || sh.interactive {
+	if sh.env.Tools == nil || sh.interactive {
 		return 0, false
 	}
 	var self unix.Stat_t
@@ -268,7 +253,8 @@ func (sh *Shell) runInProcess(hit fsops.ToolHit, args []string, st *unix.Stat_t)
 	if runFD, ok := runCapability(sh.env); ok {
 		env = append(env, "CTX_RUN_FD="+strconv.Itoa(runFD))
 	}
-	return InProcess(hit.Name, hit.Path, args, env, sh.env.Stdin, sh.env.Stdout, sh.env.Stderr)
+	return sh.env.Tools.InProcess(ToolCall{Name: hit.Name, Object: hit.Path, Args: args, Env: env,
+		Stdin: sh.env.Stdin, Stdout: sh.env.Stdout, Stderr: sh.env.Stderr})
 }
 
 // toolEnvKeys are the variables a tool inherits from tsh's environment

@@ -20,8 +20,8 @@ import (
 // authority check is wired in.
 
 func TestExecArgvEnvDescriptors(t *testing.T) {
-	withAuthorizer(t, allowAll)
 	f := newFixture(t)
+	f.authorize = allowAll
 	probe := f.probe(t, f.sys)
 
 	// A descriptor standing for the run capability, above stderr.
@@ -93,8 +93,8 @@ func TestExecArgvEnvDescriptors(t *testing.T) {
 }
 
 func TestExecExitCodesAndSignals(t *testing.T) {
-	withAuthorizer(t, allowAll)
 	f := newFixture(t)
+	f.authorize = allowAll
 	agent := map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}
 	f.script(t, f.sys, "code", `exit "$1"`)
 	f.script(t, f.sys, "killself", `kill -"$1" $$; sleep 5`)
@@ -124,8 +124,8 @@ func TestExecExitCodesAndSignals(t *testing.T) {
 }
 
 func TestExecExecuteOnlyBinary(t *testing.T) {
-	withAuthorizer(t, allowAll)
 	f := newFixture(t)
+	f.authorize = allowAll
 	b, err := os.ReadFile("/bin/true")
 	if err != nil {
 		t.Skip("no /bin/true")
@@ -139,11 +139,11 @@ func TestExecExecuteOnlyBinary(t *testing.T) {
 // The executable run is the inode that was looked up (and authorized):
 // replacing it or swapping in a symlink afterwards is refused.
 func TestExecRefusesChangedExecutable(t *testing.T) {
-	withAuthorizer(t, allowAll)
 	f := newFixture(t)
+	f.authorize = allowAll
 	marker := filepath.Join(f.root.Dir, "marker")
 	p := f.script(t, f.sys, "tool", "exit 0")
-	sh, _ := NewShell(&Env{Getenv: func(string) string { return "" }, Stdout: &strings.Builder{}, Stderr: &strings.Builder{}}, f.root)
+	sh, _ := NewShell(&Env{Getenv: func(string) string { return "" }, Stdout: &strings.Builder{}, Stderr: &strings.Builder{}, authorize: f.authorize}, f.root)
 	errs := &strings.Builder{}
 	sh.env.Stderr = errs
 
@@ -223,8 +223,8 @@ func TestResolveRevalidatesCache(t *testing.T) {
 // so a tool given arguments that shares stdin finds the rest of the input
 // unread; a tool given none gets an empty stdin and the script goes on.
 func TestREPLSharesStdinWithTools(t *testing.T) {
-	withAuthorizer(t, allowAll)
 	f := newFixture(t)
+	f.authorize = allowAll
 	f.script(t, f.sys, "readone", `read line; echo "tool $1 got: $line"`)
 	r, w, _ := os.Pipe()
 	w.WriteString("readone a\nfor the tool\nreadone\nwhich readone\n")
@@ -236,7 +236,7 @@ func TestREPLSharesStdinWithTools(t *testing.T) {
 	defer outF.Close()
 	e := &Env{Stdin: r, Stdout: outF, Stderr: &errb, Getenv: func(k string) string {
 		return map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}[k]
-	}}
+	}, authorize: f.authorize}
 	code := Run(e, []string{"--root", f.root.Dir})
 	out.WriteString(readFile(t, outF.Name()))
 	want := "tool a got: for the tool\ntool  got: \n" + f.sys + "/readone\n"
@@ -249,8 +249,8 @@ func TestREPLSharesStdinWithTools(t *testing.T) {
 // on a terminal (they would wait) or from a pipe (they would read the
 // script); the lines after them still run.
 func TestNeedsInputInREPL(t *testing.T) {
-	withAuthorizer(t, allowAll)
 	f := newFixture(t)
+	f.authorize = allowAll
 	marker := filepath.Join(f.root.Dir, "ran")
 	f.script(t, f.sys, "fs.read", "touch "+marker)
 	f.tsh(t, map[string]string{"CTX_AGENT": "coder", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}, "fs.read\nwhich fs.read\n").check(t, 0,
@@ -264,9 +264,6 @@ func TestNeedsInputInREPL(t *testing.T) {
 // config, CTX_PATH choice, lookup, open, fd exec, wait) with executing the
 // same tool directly, in the same loop, and reports the ratio.
 func BenchmarkOneShotOverhead(b *testing.B) {
-	old := authorize
-	authorize = allowAll
-	defer func() { authorize = old }()
 	dir := b.TempDir()
 	root := fsops.Root{Dir: dir}
 	os.MkdirAll(root.ToolDir(), 0o755)
@@ -278,7 +275,7 @@ func BenchmarkOneShotOverhead(b *testing.B) {
 	os.WriteFile(tool, bin, 0o755)
 	env := &Env{Getenv: func(k string) string {
 		return map[string]string{"CTX_AGENT": "bench", "CTX_SESSION": "default", "CTX_RUN_ID": "r1"}[k]
-	}}
+	}, authorize: allowAll}
 	var direct, viaTsh time.Duration
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()

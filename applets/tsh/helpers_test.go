@@ -26,10 +26,11 @@ func TestMain(m *testing.M) {
 	case filepath.Base(os.Args[0]) == "tsh-probe":
 		os.Exit(probeMain())
 	case os.Getenv("TSH_TEST_HELPER") == "1":
+		e := &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 		if os.Getenv("TSH_TEST_ALLOW") == "1" {
-			authorize = allowAll
+			e.authorize = allowAll
 		}
-		os.Exit(Run(&Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}, os.Args[1:]))
+		os.Exit(Run(e, os.Args[1:]))
 	}
 	os.Exit(m.Run())
 }
@@ -37,12 +38,6 @@ func TestMain(m *testing.M) {
 // allowAll is the test-only authorizer.
 func allowAll(*Env, fsops.Root, fsops.ToolHit) (string, string, bool) { return "", "", true }
 
-// withAuthorizer installs a for the duration of the test.
-func withAuthorizer(t *testing.T, a func(*Env, fsops.Root, fsops.ToolHit) (string, string, bool)) {
-	old := authorize
-	authorize = a
-	t.Cleanup(func() { authorize = old })
-}
 
 // probeReport is what tsh-probe prints.
 type probeReport struct {
@@ -79,6 +74,9 @@ type fixture struct {
 	root      fsops.Root
 	sys, user string // ROOT/tool and ROOT/home/UID/tool
 	home      string // ROOT/home/UID
+	// authorize, when set, is the check tsh runs instead of the real
+	// one (allowAll exercises the exec mechanics).
+	authorize func(*Env, fsops.Root, fsops.ToolHit) (string, string, bool)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -158,6 +156,8 @@ func (f *fixture) tsh(t *testing.T, env map[string]string, stdin string, args ..
 		Stdout: &out,
 		Stderr: &errb,
 		Getenv: func(k string) string { return env[k] },
+
+		authorize: f.authorize,
 	}
 	code := Run(e, append([]string{"--root", f.root.Dir}, args...))
 	return result{code, out.String(), errb.String()}

@@ -210,7 +210,7 @@ func TestExecutionRefusedWithoutAgentContext(t *testing.T) {
 	marker := filepath.Join(f.root.Dir, "marker")
 	f.script(t, f.sys, "fs.write", "touch "+marker)
 	// Even with an authorizer that would allow it: no context, no exec.
-	withAuthorizer(t, allowAll)
+	f.authorize = allowAll
 	refusal := "tsh: cannot execute fs.write: no agent context; run it inside an agent sandbox (ctx agent start --root " + f.root.Dir + " AGENT) or join one with ctx agent attach --root " + f.root.Dir + " AGENT\n"
 	f.tsh(t, map[string]string{"CTX_PATH": f.sys}, "", "fs.write", "x").check(t, 69, "", refusal)
 	f.tsh(t, nil, "fs.write\nexit\n").check(t, 69, "", refusal)

@@ -37,6 +37,47 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Tools is the tool runtime of the binary tsh is part of (package
+	// applets passes its own): nil runs every tool as a process of its
+	// own and records every refusal itself.
+	Tools Tools
+
+	// authorize replaces the authority check (authorizeExec). Only this
+	// package's tests set it, to exercise the exec mechanics with an
+	// allowing check; unexported so that no caller outside can.
+	authorize func(*Env, fsops.Root, fsops.ToolHit) (errno, layer string, ok bool)
+}
+
+// Tools is what tsh needs of the tool runtime it runs in. It is an explicit
+// dependency, passed in Env, so that tsh never reaches back into the
+// package that starts it.
+type Tools interface {
+	// InProcess runs a tool that this very binary implements without
+	// starting a process: busybox's NOFORK. tsh asks it only for one
+	// command (`tsh TOOL ARGS`), never in the REPL, and only when the
+	// authorized executable is the running binary's own inode, so the code
+	// that runs is exactly the code the exec would have run, with the
+	// same argv, stdio and environment. It reports false when it does not
+	// implement the tool in-process.
+	InProcess(c ToolCall) (int, bool)
+	// Brokered asks the run host's broker to run the call, as the tool's
+	// own process would first thing (ctx man sandbox, BROKER): tsh saves
+	// that process. It reports false outside a run with a broker and for
+	// terminal tools (bash, tmux, zellij), which keep tsh's terminal and
+	// are executed.
+	Brokered(c ToolCall) (int, bool)
+	// HostRecords has the run host decide and record a call tsh refused
+	// (fsops.BrokerDecide); false without a broker.
+	HostRecords(getenv func(string) string, tool string) bool
+}
+
+// ToolCall is one call tsh hands to Tools: the tool's name, the executable
+// it was authorized as, its arguments and environment, and its stdio.
+type ToolCall struct {
+	Name, Object   string
+	Args, Env      []string
+	Stdin          io.Reader
+	Stdout, Stderr io.Writer
 }
 
 // Exit codes of tsh itself are package cli's (ctx man tsh, EXIT STATUS): 1
