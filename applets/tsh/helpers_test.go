@@ -38,7 +38,6 @@ func TestMain(m *testing.M) {
 // allowAll is the test-only authorizer.
 func allowAll(*Env, fsops.Root, fsops.ToolHit) (string, string, bool) { return "", "", true }
 
-
 // probeReport is what tsh-probe prints.
 type probeReport struct {
 	Argv []string          `json:"argv"`
