@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"golang.org/x/term"
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
@@ -511,7 +510,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 
 	var status int
 	stdinTTY := false
-	if f, ok := e.Stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+	if ptyterm.IsTerminal(e.Stdin) {
 		stdinTTY = true
 	}
 	if stdinTTY || forceTerminal {

@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/term"
-
 	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
@@ -195,15 +193,10 @@ func (op runOp) fresh(e *Env, root fsops.Root, a *policy.Agent, session string, 
 	args = append(args, op.argv...)
 	start := *e
 	start.Name = "ctx run"
-	if op.verb != "tool" || (isTerminal(e.Stdin) && !isTerminal(e.Stdout)) {
+	if op.verb != "tool" || (ptyterm.IsTerminal(e.Stdin) && !ptyterm.IsTerminal(e.Stdout)) {
 		start.Stdin = strings.NewReader("")
 	}
 	return runAgentStart(&start, args)
-}
-
-func isTerminal(s any) bool {
-	f, ok := s.(*os.File)
-	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 // catRunFile copies one file of a run directory to stdout.

@@ -95,7 +95,7 @@ func Connect(socketPath string, mode Mode, in io.Reader, out io.Writer, opts Cli
 	}
 
 	var tty *os.File
-	if f, ok := in.(*os.File); ok && mode == Attach && isTerminal(f) {
+	if f, ok := in.(*os.File); ok && mode == Attach && IsTerminal(f) {
 		tty = f
 	}
 	hello := []byte(mode.String() + "\n")

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // ConsoleMode says what ctxterm does with its own standard input and
@@ -32,18 +33,30 @@ const (
 // ConsoleModeFor returns ConsoleTTY when in is a terminal and ConsolePipe
 // otherwise.
 func ConsoleModeFor(in io.Reader) ConsoleMode {
-	if f, ok := in.(*os.File); ok && isTerminal(f) {
+	if IsTerminal(in) {
 		return ConsoleTTY
 	}
 	return ConsolePipe
 }
 
-func isTerminal(f *os.File) bool {
-	err := fileIoctl(f, "TCGETS", func(fd int) error {
-		_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
-		return err
-	})
-	return err == nil
+// IsTerminal reports whether v is a file open on a terminal: the one test
+// ctx uses everywhere (x/term's). It reaches the descriptor through its raw
+// connection, not Fd(), which would put a non-blocking file (a terminal
+// shared with the shell that started us) into blocking mode.
+func IsTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	if !ok || f == nil {
+		return false
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	is := false
+	if rc.Control(func(fd uintptr) { is = term.IsTerminal(int(fd)) }) != nil {
+		return false
+	}
+	return is
 }
 
 var errStopped = errors.New("console input stopped")

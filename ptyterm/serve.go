@@ -112,7 +112,7 @@ func Serve(cfg Config) (int, error) {
 	var ttyIn *os.File
 	if cfg.Console == ConsoleTTY {
 		f, ok := cfg.ConsoleIn.(*os.File)
-		if !ok || !isTerminal(f) {
+		if !ok || !IsTerminal(f) {
 			return 1, &SetupError{1, errors.New("console input is not a terminal")}
 		}
 		ttyIn = f

@@ -15,6 +15,7 @@ import (
 	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/ptyterm"
 )
 
 // cachedTool is what the path cache holds for a name: the lookup hit and
@@ -106,7 +107,7 @@ func (sh *Shell) runTool(name string, args []string) int {
 		return cli.Denied
 	}
 	if sh.interactive && len(args) == 0 && needsInput[name] {
-		if isTerminal(sh.env.Stdin) {
+		if ptyterm.IsTerminal(sh.env.Stdin) {
 			sh.errorf("%s needs input; pass arguments instead of leaving stdin open (see: help %s)", name, name)
 		} else {
 			sh.errorf("%s needs input; pass it as arguments: stdin is the rest of this script (see: help %s)", name, name)
@@ -174,7 +175,7 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 	// object from stdin when argv has none): it gets an empty stdin, a pipe
 	// already closed (no /dev/null needed), and the script goes on.
 	stdin := sh.env.Stdin
-	if sh.interactive && len(args) == 0 && !isTerminal(stdin) {
+	if sh.interactive && len(args) == 0 && !ptyterm.IsTerminal(stdin) {
 		r, w, err := os.Pipe()
 		if err != nil {
 			sh.errorf("cannot execute %s: %v", hit.Name, err)
@@ -335,14 +336,4 @@ func eventErrno(err error) string {
 		}
 	}
 	return "EIO"
-}
-
-// isTerminal reports whether r is a file open on a terminal.
-func isTerminal(r any) bool {
-	f, ok := r.(*os.File)
-	if !ok {
-		return false
-	}
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
-	return err == nil
 }

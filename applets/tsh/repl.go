@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"ctx/applets/cli"
+	"ctx/ptyterm"
 )
 
 // Prompt is the REPL prompt.
@@ -38,7 +39,7 @@ func (sh *Shell) REPL() int {
 			sh.errorf("reading commands: %v", err)
 			return cli.Failure
 		}
-		if sh.echo && !isTerminal(sh.env.Stdin) {
+		if sh.echo && !ptyterm.IsTerminal(sh.env.Stdin) {
 			// A script's reader sees each command above its output, the
 			// way a person at the prompt would have typed it (sh -v).
 			io.WriteString(sh.env.Stdout, Prompt+line+"\n")
@@ -65,8 +66,8 @@ func (sh *Shell) REPL() int {
 // pipe or a file.
 func newLineReader(e *Env) lineReader {
 	in, _ := e.Stdin.(*os.File)
-	if in != nil && isTerminal(in) {
-		if out, ok := e.Stdout.(*os.File); ok && isTerminal(out) {
+	if in != nil && ptyterm.IsTerminal(in) {
+		if out, ok := e.Stdout.(*os.File); ok && ptyterm.IsTerminal(out) {
 			return newEditor(in, out)
 		}
 		return &plainReader{file: in, prompt: e.Stderr}
