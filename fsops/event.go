@@ -52,7 +52,10 @@ func (ev Event) Line() []byte {
 		ev.TS = Timestamp(time.Now())
 	}
 	for {
-		b, _ := json.Marshal(ev)
+		b, ok := ev.appendJSON(make([]byte, 0, 256))
+		if !ok {
+			b, _ = json.Marshal(ev)
+		}
 		if len(b) < maxEventLine {
 			return append(b, '\n')
 		}

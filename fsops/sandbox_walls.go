@@ -1,7 +1,6 @@
 package fsops
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
@@ -63,23 +62,8 @@ func programFiles(exe string) []string {
 		return nil
 	}
 	files := []string{real}
-	f, err := elf.Open(real)
-	if err != nil {
-		return files
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_INTERP {
-			continue
-		}
-		buf := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(buf, 0); err != nil {
-			break
-		}
-		for len(buf) > 0 && buf[len(buf)-1] == 0 {
-			buf = buf[:len(buf)-1]
-		}
-		if interp, err := filepath.EvalSymlinks(string(buf)); err == nil {
+	if interp := elfInterp(real); interp != "" {
+		if interp, err := filepath.EvalSymlinks(interp); err == nil {
 			files = append(files, interp)
 		}
 	}

@@ -1,6 +1,9 @@
 package ptyterm
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sync"
+)
 
 // The record's pty.output lines carry base64 (standard alphabet, padded),
 // and encoding it is most of what recording a fast stream costs. This
@@ -11,16 +14,23 @@ import "encoding/binary"
 const b64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 
 // b64Pairs[v] is the two characters of the 12-bit value v, the first in
-// the low byte (little-endian order, as stored).
-var b64Pairs = func() (t [4096]uint16) {
-	for v := range t {
-		t[v] = uint16(b64Alphabet[v>>6]) | uint16(b64Alphabet[v&63])<<8
+// the low byte (little-endian order, as stored). It is filled on the first
+// encoding, not at package initialisation: every applet's start would
+// otherwise compute and touch these 8 KiB.
+var (
+	b64Pairs     [4096]uint16
+	b64PairsOnce sync.Once
+)
+
+func fillB64Pairs() {
+	for v := range b64Pairs {
+		b64Pairs[v] = uint16(b64Alphabet[v>>6]) | uint16(b64Alphabet[v&63])<<8
 	}
-	return t
-}()
+}
 
 // appendBase64 appends the padded standard base64 encoding of src to dst.
 func appendBase64(dst, src []byte) []byte {
+	b64PairsOnce.Do(fillB64Pairs)
 	n := (len(src) + 2) / 3 * 4
 	start := len(dst)
 	if cap(dst)-start < n {

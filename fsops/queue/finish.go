@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -419,13 +418,23 @@ func (q *Queue) command(verb string, args ...string) string {
 	return strings.Join(append([]string{"ctx queue", verb, "--root", shellWord(root), q.Space}, args...), " ")
 }
 
-// plainWord matches what a POSIX shell reads back as itself.
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./,:@%+=-]+$`)
+// plainWord reports whether a POSIX shell reads s back as itself: one or
+// more of A-Z a-z 0-9 _ . / , : @ % + = -. A loop, not a regexp compiled
+// at package initialisation, which every applet's start would pay.
+func plainWord(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("_./,:@%+=-", c) >= 0) {
+			return false
+		}
+	}
+	return s != ""
+}
 
 // shellWord quotes s for a POSIX shell when it needs quoting, so a printed
 // command can be pasted as it is.
 func shellWord(s string) string {
-	if plainWord.MatchString(s) {
+	if plainWord(s) {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"

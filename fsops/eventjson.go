@@ -1,0 +1,125 @@
+package fsops
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+)
+
+// appendJSON appends ev as encoding/json's Marshal writes it, byte for
+// byte (the fields in order, omitempty, HTML-safe escapes), without
+// reflection: a tool call writes one event per process, and Marshal's
+// first call on a struct type (its field cache) cost about as much as the
+// rest of the event. ok is false for what Marshal refuses (a DurMS that is
+// NaN or infinite).
+func (ev *Event) appendJSON(b []byte) (_ []byte, ok bool) {
+	if math.IsNaN(ev.DurMS) || math.IsInf(ev.DurMS, 0) {
+		return b, false
+	}
+	b = appendJSONField(b, `{"ts":`, ev.TS)
+	b = appendJSONField(b, `,"type":`, ev.Type)
+	b = appendJSONField(b, `,"agent":`, ev.Agent)
+	b = appendJSONField(b, `,"session":`, ev.Session)
+	b = appendJSONField(b, `,"object":`, ev.Object)
+	b = appendJSONField(b, `,"status":`, ev.Status)
+	for _, f := range [...]struct{ key, v string }{{`,"run":`, ev.Run}, {`,"errno":`, ev.Errno}, {`,"layer":`, ev.Layer}} {
+		if f.v != "" {
+			b = appendJSONField(b, f.key, f.v)
+		}
+	}
+	if ev.Exit != nil {
+		b = strconv.AppendInt(append(b, `,"exit":`...), int64(*ev.Exit), 10)
+	}
+	if ev.DurMS != 0 {
+		b = appendJSONFloat(append(b, `,"dur_ms":`...), ev.DurMS)
+	}
+	if ev.UID != nil {
+		b = strconv.AppendInt(append(b, `,"uid":`...), int64(*ev.UID), 10)
+	}
+	if ev.PID != 0 {
+		b = strconv.AppendInt(append(b, `,"pid":`...), int64(ev.PID), 10)
+	}
+	if ev.Worker != "" {
+		b = appendJSONField(b, `,"worker":`, ev.Worker)
+	}
+	if ev.Detail != "" {
+		b = appendJSONField(b, `,"detail":`, ev.Detail)
+	}
+	return append(b, '}'), true
+}
+
+func appendJSONField(b []byte, key, v string) []byte {
+	return appendJSONString(append(b, key...), v)
+}
+
+// appendJSONFloat is encoding/json's float64 encoding: 'f' format between
+// 1e-6 and 1e21, else 'e' with a one-digit negative exponent unpadded.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendJSONString is encoding/json's string encoding with HTML escaping
+// on, as Marshal does it: the short escapes, \u00XX for other control
+// characters and for < > &, \ufffd for invalid UTF-8, and U+2028 and
+// U+2029 escaped.
+func appendJSONString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(append(b, s[start:]...), '"')
+}
