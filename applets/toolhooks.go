@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"ctx/fsops"
 	"ctx/fsops/proc"
 )
 
@@ -41,17 +42,18 @@ func toolHooks(controlDir, phase string) []string {
 		return nil
 	}
 	dir := filepath.Join(controlDir, "hooks", phase+".d")
-	entries, err := os.ReadDir(dir)
+	names, err := fsops.DirNames(dir)
 	if err != nil {
 		return nil
 	}
 	var out []string
-	for _, en := range entries {
-		info, err := en.Info()
+	for _, name := range names {
+		p := filepath.Join(dir, name)
+		info, err := os.Lstat(p)
 		if err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
 			continue
 		}
-		out = append(out, filepath.Join(dir, en.Name()))
+		out = append(out, p)
 	}
 	sort.Strings(out)
 	return out

@@ -3,6 +3,7 @@ package fsops
 import (
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"os"
 	"time"
 	"unicode/utf8"
@@ -94,23 +95,37 @@ func AppendEvent(path string, ev Event) error {
 	return AppendLine(path, ev.Line())
 }
 
-// AppendLine appends one complete line to path, as AppendEvent does.
+// AppendLine appends one complete line to path, as AppendEvent does. It
+// works on the bare descriptor, as ReadRegular does, so that a tool's one
+// event does not set up Go's poller.
 func AppendLine(path string, line []byte) error {
 	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o644)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o644)
+	}
 	if err != nil {
 		return &os.PathError{Op: "open", Path: path, Err: noFollowErr(err)}
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := fstatRetry(fd, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: path, Err: err}
 	}
-	if !st.Mode().IsRegular() {
-		return &os.PathError{Op: "append", Path: path, Err: notRegular(st.Mode())}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return &os.PathError{Op: "append", Path: path, Err: notRegular(fileMode(st.Mode))}
 	}
-	if _, err := f.Write(line); err != nil {
-		return &os.PathError{Op: "append", Path: path, Err: err}
+	for len(line) > 0 {
+		n, err := unix.Write(fd, line)
+		if err == unix.EINTR {
+			continue
+		}
+		if err == nil && n == 0 {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return &os.PathError{Op: "append", Path: path, Err: err}
+		}
+		line = line[n:]
 	}
 	return nil
 }

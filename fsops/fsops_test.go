@@ -36,6 +36,43 @@ func TestReadRegular(t *testing.T) {
 	}
 }
 
+// TestReadRegularSizes reads files at and around the limit, an empty one,
+// and a file whose size stat reports as 0 though it has content (a /proc
+// file): the size is only where the buffer starts.
+func TestReadRegularSizes(t *testing.T) {
+	dir := t.TempDir()
+	big := bytes.Repeat([]byte("0123456789abcdef"), 100000) // 1.6 MB
+	for _, c := range []struct {
+		size  int
+		limit int64
+		ok    bool
+	}{{0, 0, true}, {0, 10, true}, {1, 0, false}, {10, 10, true}, {11, 10, false}, {len(big), int64(len(big)), true},
+		{len(big), int64(len(big)) - 1, false}, {len(big), 1 << 30, true}, {100, 1 << 20, true}} {
+		p := filepath.Join(dir, "f")
+		if err := os.WriteFile(p, big[:c.size], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b, err := ReadRegular(p, c.limit)
+		if c.ok && (err != nil || !bytes.Equal(b, big[:c.size])) {
+			t.Errorf("size %d, limit %d: %d bytes, %v", c.size, c.limit, len(b), err)
+		}
+		if !c.ok && (!errors.Is(err, syscall.EFBIG) || b != nil) {
+			t.Errorf("size %d, limit %d: %d bytes, %v; want EFBIG", c.size, c.limit, len(b), err)
+		}
+	}
+	want, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Skip(err)
+	}
+	got, err := ReadRegular("/proc/self/mountinfo", 1<<20)
+	if err != nil || len(got) == 0 || !bytes.Equal(got[:bytes.IndexByte(got, '\n')], want[:bytes.IndexByte(want, '\n')]) {
+		t.Errorf("/proc/self/mountinfo: %q, %v", got, err)
+	}
+	if _, err := ReadRegular("/proc/self/mountinfo", 3); !errors.Is(err, syscall.EFBIG) {
+		t.Errorf("/proc/self/mountinfo over 3 bytes: %v, want EFBIG", err)
+	}
+}
+
 func TestWriteAtomic(t *testing.T) {
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f")

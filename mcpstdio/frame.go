@@ -13,8 +13,10 @@ import (
 // MaxFrame bounds one JSON-RPC message line.
 const MaxFrame = 1 << 20
 
-// ErrFrameTooLarge is returned for a line longer than MaxFrame.
-var ErrFrameTooLarge = fmt.Errorf("frame exceeds %d bytes", MaxFrame)
+// ErrFrameTooLarge is returned for a line longer than MaxFrame. Its text
+// is spelled out (errors.New, not fmt.Errorf, which every applet's start
+// would run at package initialisation).
+var ErrFrameTooLarge = errors.New("frame exceeds 1048576 bytes")
 
 // readFrame reads one newline-terminated line of at most MaxFrame bytes
 // (the newline excluded). A longer line is consumed up to its newline and
