@@ -36,7 +36,6 @@ type agentRun struct {
 	sess       fsops.SessionFiles
 	runtime    string // the caller's runtime directory
 	runDir     string // RUNTIME/run/RUN: the files shown at /mnt/proc
-	mntDir     string // RUNTIME/run/RUN.mnt: the /mnt skeleton (Plan.Mnt)
 	bornInside bool   // the first process was started inside the run's cgroup
 	socket     string // the terminal socket (runtime path)
 	tools      []policy.ProjectedTool

@@ -86,9 +86,6 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 		if r.runDir != "" {
 			defer os.RemoveAll(r.runDir)
 		}
-		if r.mntDir != "" {
-			defer os.RemoveAll(r.mntDir)
-		}
 		b, _ := json.MarshalIndent(r.plan, "", "  ")
 		fmt.Fprintf(e.Stdout, "%s\n", b)
 		return exitOK
@@ -278,15 +275,9 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
 	}
 	in.Protect = &r.protect.wp
-	in.MntDir = r.runDir + ".mnt"
 	if r.plan, err = policy.BuildPlan(in); err != nil {
 		return fail(e, exitUnavailable, "%v", err), false
 	}
-	if err := fsops.WriteMntSkeleton(r.plan.MntDir, r.plan.Mnt); err != nil {
-		os.RemoveAll(r.plan.MntDir)
-		return fail(e, exitUnavailable, "run directory: /mnt skeleton: %v", err), false
-	}
-	r.mntDir = r.plan.MntDir
 	r.plan.Worker = r.workerPath(policy.SandboxRoot + "/bin/ctx")
 	return 0, true
 }
@@ -664,9 +655,6 @@ func (r *agentRun) finish(status int) {
 	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "updated_at"), []byte(strconv.FormatInt(time.Now().Unix(), 10)+"\n"), r.sess.FileMode)
 	if r.runDir != "" {
 		os.RemoveAll(r.runDir)
-	}
-	if r.mntDir != "" {
-		os.RemoveAll(r.mntDir)
 	}
 }
 

@@ -193,7 +193,10 @@ func applyOp(base string, op policy.Op) error {
 		if op.NoExec {
 			flags |= unix.MS_NOEXEC
 		}
-		return unix.Mount("tmpfs", target, "tmpfs", flags, opts)
+		if err := unix.Mount("tmpfs", target, "tmpfs", flags, opts); err != nil {
+			return err
+		}
+		return fillTmpfs(target, op.Fill)
 	case policy.OpProc:
 		if err := mkdirAll(base, op.Target, 0o555); err != nil {
 			return err

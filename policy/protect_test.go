@@ -184,7 +184,7 @@ func TestProtectOps(t *testing.T) {
 
 func TestBuildPlanProtect(t *testing.T) {
 	in := PlanInput{Agent: mustAgent(t, "coder", coderControls()), Iso: "userns", RootDir: "/ctx", NewRoot: "/ctx/home/1000/agent/coder/root",
-		Workspace: "/home/me/project", AgentHome: "/ctx/home/1000/agent/coder", ProcDir: "/run/user/1000/cortexfs/run/x", MntDir: "/run/user/1000/cortexfs/run/x.mnt", Argv: []string{"true"}}
+		Workspace: "/home/me/project", AgentHome: "/ctx/home/1000/agent/coder", ProcDir: "/run/user/1000/cortexfs/run/x", Argv: []string{"true"}}
 	in.Protect = &WorkspaceProtect{Paths: []string{".git"}}
 	p, err := BuildPlan(in)
 	if err != nil {

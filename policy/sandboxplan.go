@@ -55,7 +55,30 @@ type Op struct {
 	// shown as the agent's own (uid mode workspace), where the kernel and
 	// filesystem allow it; otherwise the bind is made as is and the run says so.
 	IDMap bool `json:"idmap,omitempty"`
+	// Fill is what a tmpfs op writes into its new tmpfs before anything
+	// is mounted over it: one op instead of one per file, link and
+	// directory (/mnt holds two per tool), each entry created relative to
+	// the tmpfs's own descriptor.
+	Fill []FillEntry `json:"fill,omitempty"`
 }
+
+// FillEntry is one entry of a tmpfs op's Fill, by its path under the op's
+// target: a directory (0755), a file holding Data (Mode, else 0444), or a
+// symlink to Link. Parents come before their entries.
+type FillEntry struct {
+	Path string `json:"path"`
+	Kind string `json:"kind"`
+	Data []byte `json:"data,omitempty"`
+	Link string `json:"link,omitempty"`
+	Mode uint32 `json:"mode,omitempty"`
+}
+
+// The kinds of FillEntry.
+const (
+	FillDir  = "dir"
+	FillFile = "file"
+	FillLink = "link"
+)
 
 // AccessRule is one path of the second wall (Landlock in fsops): reading
 // is allowed beneath Path, and writing, executing and device ioctls when
@@ -88,11 +111,6 @@ type Namespaces struct {
 
 // Plan is everything the sandbox child needs.
 type Plan struct {
-	// MntDir is the host directory the run host fills with Mnt before the
-	// sandbox starts, bound read-only at /mnt (one mount for the whole
-	// skeleton: the tools' links and toolspecs, the SOP, mount points).
-	MntDir     string     `json:"mnt_dir"`
-	Mnt        []MntEntry `json:"mnt"`
 	Iso        string     `json:"iso"` // userns, uid or shared
 	Namespaces Namespaces `json:"namespaces"`
 	// NewRoot is the host directory the new root is mounted on (inside the
@@ -175,11 +193,30 @@ func (p *Plan) Validate() error {
 		if op.Kind == OpBind && !path.IsAbs(op.Source) {
 			return fmt.Errorf("plan: op %d: bind source %q is not absolute", i, op.Source)
 		}
+		if len(op.Fill) > 0 && op.Kind != OpTmpfs {
+			return fmt.Errorf("plan: op %d (%s): only a tmpfs is filled", i, op.Kind)
+		}
+		for _, e := range op.Fill {
+			if !FillPathClean(e.Path) {
+				return fmt.Errorf("plan: op %d (%s %s): fill path %q is not a clean relative path", i, op.Kind, op.Target, e.Path)
+			}
+		}
 	}
 	if p.Namespaces.Mount && !sawPivot {
 		return fmt.Errorf("plan: a mount namespace without pivot_root")
 	}
 	return nil
+}
+
+// FillPathClean reports whether p is a relative path of names, none of
+// them empty, "." or "..".
+func FillPathClean(p string) bool {
+	for _, c := range strings.Split(p, "/") {
+		if c == "" || c == "." || c == ".." || strings.IndexByte(c, 0) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Sandbox paths.
@@ -258,16 +295,16 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 
 	// A minimal /dev, a fresh /proc with the kernel's knobs read-only and
 	// its sensitive files masked, a private /tmp.
-	add(Op{Kind: OpTmpfs, Target: "/dev", Mode: 0o755, Size: "1m", Why: "/dev"})
+	devFill := []FillEntry{{Path: "pts", Kind: FillDir}, {Path: "ptmx", Kind: FillLink, Link: "pts/ptmx"},
+		{Path: "fd", Kind: FillLink, Link: "/proc/self/fd"}}
+	for i, n := range []string{"stdin", "stdout", "stderr"} {
+		devFill = append(devFill, FillEntry{Path: n, Kind: FillLink, Link: "/proc/self/fd/" + strconv.Itoa(i)})
+	}
+	add(Op{Kind: OpTmpfs, Target: "/dev", Mode: 0o755, Size: "1m", Why: "/dev", Fill: devFill})
 	for _, n := range devNodes {
 		add(Op{Kind: OpBind, Source: "/dev/" + n, Target: "/dev/" + n, NoSuid: true, NoExec: true, Why: "/dev"})
 	}
 	add(Op{Kind: OpDevpts, Target: "/dev/pts", Why: "/dev/pts"})
-	add(Op{Kind: OpSymlink, Source: "pts/ptmx", Target: "/dev/ptmx"})
-	add(Op{Kind: OpSymlink, Source: "/proc/self/fd", Target: "/dev/fd"})
-	for i, n := range []string{"stdin", "stdout", "stderr"} {
-		add(Op{Kind: OpSymlink, Source: "/proc/self/fd/" + strconv.Itoa(i), Target: "/dev/" + n})
-	}
 	add(Op{Kind: OpTmpfs, Target: "/dev/shm", Mode: 0o1777, Size: "64m", NoExec: !canExec})
 	add(Op{Kind: OpReadOnly, Target: "/dev"})
 	access = append(access, AccessRule{Path: "/dev", Write: true, Dev: true})
@@ -320,29 +357,23 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	add(Op{Kind: OpReadOnly, Target: SandboxRoot})
 
 	// agentrc's /mnt: tools with their toolspec, skills, MCP tools by
-	// server, the SOP, and the run's live state, all read-only. Its
-	// skeleton is a directory the run host writes before the start
-	// (Plan.Mnt, at in.MntDir), bound whole: one mount instead of two
-	// ops per tool, then the binds that need the host's files.
-	if in.MntDir == "" {
-		return nil, fmt.Errorf("sandbox: no directory for the /mnt skeleton")
-	}
-	var mnt []MntEntry
-	mntAdd := func(e MntEntry) { mnt = append(mnt, e) }
-	mntAdd(MntEntry{Path: "tools", Kind: MntDir})
-	mntAdd(MntEntry{Path: "mcp", Kind: MntDir})
-	mntAdd(MntEntry{Path: "skills", Kind: MntDir})
-	mntAdd(MntEntry{Path: "proc", Kind: MntDir})
-	mntAdd(MntEntry{Path: "SOP", Kind: MntFile, Data: in.SOP})
-	add(ro(in.MntDir, SandboxMnt, "/mnt"))
+	// server, the SOP, and the run's live state, all read-only: a tmpfs
+	// filled in one op, then the binds that need the host's files.
+	var mnt []FillEntry
+	fill := func(e FillEntry) { mnt = append(mnt, e) }
+	fill(FillEntry{Path: "tools", Kind: FillDir})
+	fill(FillEntry{Path: "mcp", Kind: FillDir})
+	fill(FillEntry{Path: "skills", Kind: FillDir})
+	fill(FillEntry{Path: "SOP", Kind: FillFile, Data: in.SOP})
+	var mntBinds []Op
 	mcpSeen := map[string]bool{}
 	for _, t := range in.Tools {
 		// Every /mnt/tools entry is a link to ctx, which asks the run
 		// host to run the tool of that name (ctx man sandbox, BROKER): a
 		// third-party tool too runs only on the host's decision, from its
 		// tier, and costs no mount here.
-		mntAdd(MntEntry{Path: "tools/" + t.Name, Kind: MntLink, Link: SandboxRoot + "/bin/ctx"})
-		mntAdd(MntEntry{Path: "tools/" + t.Name + ".toolspec.json", Kind: MntFile, Data: t.Schema})
+		fill(FillEntry{Path: "tools/" + t.Name, Kind: FillLink, Link: SandboxRoot + "/bin/ctx"})
+		fill(FillEntry{Path: "tools/" + t.Name + ".toolspec.json", Kind: FillFile, Data: t.Schema})
 		// /mnt/mcp/S/T is the same executable; run by that path it finds
 		// its tool through CTX_PATH (applets/agentrc.go). The first tool
 		// of a server and MCP name wins, as CTX_PATH lookup would.
@@ -352,19 +383,22 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		if rel := "mcp/" + t.MCPServer + "/" + t.MCPTool; !mcpSeen[rel] {
 			if !mcpSeen["mcp/"+t.MCPServer] {
 				mcpSeen["mcp/"+t.MCPServer] = true
-				mntAdd(MntEntry{Path: "mcp/" + t.MCPServer, Kind: MntDir})
+				fill(FillEntry{Path: "mcp/" + t.MCPServer, Kind: FillDir})
 			}
 			mcpSeen[rel] = true
-			mntAdd(MntEntry{Path: rel, Kind: MntFile}) // the mount point
-			mntAdd(MntEntry{Path: rel + ".toolspec.json", Kind: MntFile, Data: t.Schema})
-			add(ro(t.HostPath, SandboxMnt+"/"+rel, "/mnt/mcp"))
+			fill(FillEntry{Path: rel + ".toolspec.json", Kind: FillFile, Data: t.Schema})
+			mntBinds = append(mntBinds, ro(t.HostPath, SandboxMnt+"/"+rel, "/mnt/mcp"))
 		}
 	}
+	add(Op{Kind: OpTmpfs, Target: SandboxMnt, Mode: 0o755, Size: "16m", Why: "/mnt", Fill: mnt})
+	for _, op := range mntBinds {
+		add(op)
+	}
 	for _, s := range in.Skills {
-		mntAdd(MntEntry{Path: "skills/" + s.Name, Kind: MntDir})
 		add(ro(s.HostDir, SandboxMnt+"/skills/"+s.Name, "/mnt/skills"))
 	}
 	add(ro(in.ProcDir, SandboxMnt+"/proc", "/mnt/proc"))
+	add(Op{Kind: OpReadOnly, Target: SandboxMnt})
 
 	// The agent's home, whose session history it may read but not rewrite:
 	// the run host owns the audit trail.
@@ -448,8 +482,6 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		DenyTCP: false,
 		IDMap:   in.WorkspaceIDMap,
 		Limits:  processLimits(in.Budgets, in.Cgroup),
-		MntDir:  in.MntDir,
-		Mnt:     mnt,
 	}
 	if !canExec {
 		p.ExecPaths = execPaths

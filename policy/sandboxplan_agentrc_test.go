@@ -14,7 +14,6 @@ func TestBuildPlanAgentrc(t *testing.T) {
 	home := "/ctx/home/1000/agent/coder"
 	in := PlanInput{Agent: mustAgent(t, "coder", coderControls()), Iso: "userns", RootDir: "/ctx", NewRoot: home + "/root",
 		Workspace: "/home/me/project", AgentHome: home, ProcDir: "/run/user/1000/cortexfs/run/x", Argv: []string{"true"},
-		MntDir:    "/run/user/1000/cortexfs/run/x.mnt",
 		SkillsDir: home + "/skills",
 		Skills:    []Skill{{Name: "review", HostDir: home + "/skills/review"}, {Name: "lint", HostDir: "/ctx/shared/proj/skills/lint"}},
 		Tools: []ProjectedTool{
@@ -55,30 +54,35 @@ func TestBuildPlanAgentrc(t *testing.T) {
 	if n := count["bind /mnt/mcp/gh/search"]; n != 1 {
 		t.Errorf("/mnt/mcp/gh/search bound %d times", n)
 	}
-	// The skeleton: the toolspec beside the MCP tool's mount point, a
-	// link and a toolspec per tool in tools/, each skill's mount point;
-	// bound read-only at /mnt before the binds that go into it.
-	mnt := map[string]MntEntry{}
-	for _, e := range p.Mnt {
-		if _, dup := mnt[e.Path]; dup {
-			t.Errorf("skeleton entry %s twice", e.Path)
+	// The /mnt tmpfs's Fill: the toolspec beside the MCP tool's mount
+	// point, a link and a toolspec per tool in tools/; the tmpfs comes
+	// before the binds that go into it, and is made read-only after them.
+	tmpfs := p.Ops[want(OpTmpfs, "/mnt", "", false)]
+	fill := map[string]FillEntry{}
+	for _, e := range tmpfs.Fill {
+		if _, dup := fill[e.Path]; dup {
+			t.Errorf("fill entry %s twice", e.Path)
 		}
-		mnt[e.Path] = e
+		fill[e.Path] = e
 	}
-	for path, kind := range map[string]string{"mcp/gh": MntDir, "mcp/gh/search": MntFile, "tools/gh.search": MntLink,
-		"tools/other.search.toolspec.json": MntFile, "skills/review": MntDir, "skills/lint": MntDir, "proc": MntDir, "SOP": MntFile} {
-		if mnt[path].Kind != kind {
-			t.Errorf("skeleton entry %s: %+v, want kind %s", path, mnt[path], kind)
+	for path, kind := range map[string]string{"mcp/gh": FillDir, "tools/gh.search": FillLink,
+		"tools/other.search.toolspec.json": FillFile, "skills": FillDir, "SOP": FillFile} {
+		if fill[path].Kind != kind {
+			t.Errorf("fill entry %s: %+v, want kind %s", path, fill[path], kind)
 		}
 	}
-	if spec := mnt["mcp/gh/search.toolspec.json"]; string(spec.Data) != `{"name":"gh.search"}` {
+	if spec := fill["mcp/gh/search.toolspec.json"]; string(spec.Data) != `{"name":"gh.search"}` {
 		t.Errorf("toolspec %+v", spec)
 	}
-	if link := mnt["tools/gh.search"].Link; link != SandboxRoot+"/bin/ctx" {
+	if link := fill["tools/gh.search"].Link; link != SandboxRoot+"/bin/ctx" {
 		t.Errorf("tools/gh.search links to %q", link)
 	}
-	if i := want(OpBind, "/mnt", in.MntDir, true); i > index["bind /mnt/skills/lint"] || i > index["bind /mnt/mcp/gh/search"] || i > index["bind /mnt/proc"] {
-		t.Errorf("the skeleton is bound at /mnt after the binds that go into it")
+	i := index["tmpfs /mnt"]
+	if i > index["bind /mnt/skills/lint"] || i > index["bind /mnt/mcp/gh/search"] || i > index["bind /mnt/proc"] {
+		t.Errorf("the /mnt tmpfs comes after the binds that go into it")
+	}
+	if i := index["readonly /mnt"]; i < index["bind /mnt/skills/lint"] || i < index["bind /mnt/mcp/gh/search"] {
+		t.Errorf("/mnt is made read-only before its binds")
 	}
 
 	// Without a skills directory (iso modes that have none) nothing covers

@@ -32,23 +32,6 @@ var HostEtcNames = []string{
 	"resolv.conf", "services", "ssl", "timezone",
 }
 
-// MntEntry is one entry of the /mnt skeleton (Plan.Mnt), by its path under
-// /mnt: a directory, a read-only file holding Data, or a symlink to Link.
-// Parents come before their entries.
-type MntEntry struct {
-	Path string `json:"path"`
-	Kind string `json:"kind"`
-	Data []byte `json:"data,omitempty"`
-	Link string `json:"link,omitempty"`
-}
-
-// The kinds of MntEntry.
-const (
-	MntDir  = "dir"
-	MntFile = "file"
-	MntLink = "link"
-)
-
 // ProjectedTool is a tool the agent may execute, as the host found it.
 type ProjectedTool struct {
 	Name       string
@@ -98,7 +81,6 @@ type PlanInput struct {
 	Tools          []ProjectedTool
 	Shared         []SharedGrant
 	ProcDir        string // host directory shown read-only at /mnt/proc
-	MntDir         string // host directory the run host writes Plan.Mnt into, shown read-only at /mnt
 	SkillsDir      string // home/UID/agent/NAME/skills, bound read-only over /home/agent/skills, or ""
 	SOP            []byte // /mnt/SOP
 	Network        bool   // network:default connect is granted

@@ -47,9 +47,11 @@ func hostname(a *Agent) string { return "ctx-" + a.Name }
 // agent, hosts, hostname and nsswitch.conf, then the host entries of
 // HostEtcNames (resolv.conf only with the network), read-only.
 func etcOps(a *Agent, in PlanInput, add func(Op)) {
-	add(Op{Kind: OpTmpfs, Target: "/etc", Mode: 0o755, Size: "1m", Why: "/etc"})
+	// Files and links are the tmpfs's Fill; host entries are bound after.
+	var fill []FillEntry
+	var binds []Op
 	file := func(name, data string) {
-		add(Op{Kind: OpFile, Target: "/etc/" + name, Data: []byte(data), Mode: 0o644, Why: "/etc"})
+		fill = append(fill, FillEntry{Path: name, Kind: FillFile, Data: []byte(data), Mode: 0o644})
 	}
 	passwd := "root:x:0:0:root:/root:/bin/sh\n"
 	group := "root:x:0:\n"
@@ -84,14 +86,18 @@ func etcOps(a *Agent, in PlanInput, add func(Op)) {
 				file(e.Name, string(e.Data))
 			}
 		case e.Symlink != "":
-			add(Op{Kind: OpSymlink, Source: e.Symlink, Target: target, Why: "/etc"})
+			fill = append(fill, FillEntry{Path: e.Name, Kind: FillLink, Link: e.Symlink})
 		case e.Data != nil:
 			file(e.Name, string(e.Data))
 		default:
 			op := Op{Kind: OpBind, Source: "/etc/" + e.Name, Target: target, ReadOnly: true, NoSuid: true, NoDev: true,
 				Recursive: e.Dir, Optional: true, Why: "/etc"}
-			add(op)
+			binds = append(binds, op)
 		}
+	}
+	add(Op{Kind: OpTmpfs, Target: "/etc", Mode: 0o755, Size: "1m", Why: "/etc", Fill: fill})
+	for _, op := range binds {
+		add(op)
 	}
 	add(Op{Kind: OpReadOnly, Target: "/etc"})
 }
