@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"ctx/policy"
 )
 
@@ -183,48 +185,85 @@ func OwnerChain(top, target string) (facts []policy.FileFacts, missing bool, err
 // every entry below it (lstat, never following a symlink), each directory
 // before its entries, at most MaxControlEntries: more reports that the
 // walk stopped there. A directory that does not exist yields nothing.
+//
+// It walks by descriptor: each directory is opened once (O_NOFOLLOW) and
+// its entries are examined relative to it, not by their whole path from /
+// (an agent start examines every projected tool's tree: by path that was
+// a fifth of its host-side work).
 func ControlTreeFacts(dir string) (facts []policy.FileFacts, more bool, err error) {
-	var walk func(p string, info fs.FileInfo) error
-	walk = func(p string, info fs.FileInfo) error {
-		if len(facts) == MaxControlEntries {
-			more = true
-			return nil
+	var st unix.Stat_t
+	if err := unix.Lstat(dir, &st); err != nil {
+		if err == unix.ENOENT {
+			return nil, false, nil
 		}
-		facts = append(facts, ownerFacts(p, info))
-		if !info.IsDir() {
-			return nil
+		return nil, false, &os.PathError{Op: "lstat", Path: dir, Err: err}
+	}
+	facts = append(facts, statFacts(dir, &st))
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return facts, false, nil
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false, &os.PathError{Op: "open", Path: dir, Err: noFollowErr(err)}
+	}
+	more, err = controlDirFacts(fd, dir, &facts)
+	return facts, more, err
+}
+
+// controlDirFacts appends the facts of the entries of the directory open
+// as fd (at p), sorted by name, recursing into directories; it closes fd.
+func controlDirFacts(fd int, p string, facts *[]policy.FileFacts) (more bool, err error) {
+	d := os.NewFile(uintptr(fd), p)
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		d.Close()
+		return false, err
+	}
+	sort.Strings(names)
+	defer d.Close()
+	for _, name := range names {
+		if len(*facts) == MaxControlEntries {
+			return true, nil
 		}
-		entries, err := os.ReadDir(p)
-		if err != nil {
-			return err
-		}
-		for _, en := range entries {
-			ep := filepath.Join(p, en.Name())
-			info, err := os.Lstat(ep)
-			if errors.Is(err, fs.ErrNotExist) {
+		ep := p + "/" + name
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if err == unix.ENOENT {
 				continue // removed meanwhile
 			}
-			if err != nil {
-				return err
-			}
-			if err := walk(ep, info); err != nil {
-				return err
-			}
-			if more {
-				return nil
-			}
+			return false, &os.PathError{Op: "lstat", Path: ep, Err: err}
 		}
-		return nil
+		*facts = append(*facts, statFacts(ep, &st))
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			continue
+		}
+		sub, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == unix.ENOENT {
+			continue
+		}
+		if err != nil {
+			return false, &os.PathError{Op: "open", Path: ep, Err: noFollowErr(err)}
+		}
+		if more, err := controlDirFacts(sub, ep, facts); more || err != nil {
+			return more, err
+		}
 	}
-	info, err := os.Lstat(dir)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false, nil
+	return false, nil
+}
+
+// statFacts is ownerFacts for a raw lstat result.
+func statFacts(p string, st *unix.Stat_t) policy.FileFacts {
+	mode := fileMode(st.Mode) | os.FileMode(st.Mode&0o777)
+	if st.Mode&unix.S_ISUID != 0 {
+		mode |= os.ModeSetuid
 	}
-	if err != nil {
-		return nil, false, err
+	if st.Mode&unix.S_ISGID != 0 {
+		mode |= os.ModeSetgid
 	}
-	err = walk(dir, info)
-	return facts, more, err
+	if st.Mode&unix.S_ISVTX != 0 {
+		mode |= os.ModeSticky
+	}
+	return policy.FileFacts{Path: p, Mode: mode, UID: st.Uid, GID: st.Gid}
 }
 
 // ownerFacts converts an lstat (or stat) result.

@@ -16,8 +16,10 @@ import (
 // where the kernel has it (5.6), else one O_NOFOLLOW step per component.
 // A symlink anywhere on the way is ELOOP. The caller closes the descriptor.
 func OpenNoSymlinks(path string) (int, error) {
-	if !filepath.IsAbs(path) {
-		return -1, fmt.Errorf("%s: not an absolute path", path)
+	// A relative path is taken from the current directory (the sandbox
+	// init works inside its new root); it must be clean, never "..".
+	if !filepath.IsAbs(path) && (path != filepath.Clean(path) || path == ".." || strings.HasPrefix(path, "../")) {
+		return -1, fmt.Errorf("%s: not an absolute or clean relative path", path)
 	}
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
@@ -41,7 +43,11 @@ func OpenNoSymlinks(path string) (int, error) {
 // an openat with O_NOFOLLOW relative to the last: no component is ever
 // resolved through a symlink, and ".." never appears (the path is clean).
 func openNoSymlinksByComponent(path string) (int, error) {
-	fd, err := unix.Open("/", unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
+	start := "/"
+	if !filepath.IsAbs(path) {
+		start = "."
+	}
+	fd, err := unix.Open(start, unix.O_PATH|unix.O_CLOEXEC|unix.O_DIRECTORY, 0)
 	if err != nil {
 		return -1, err
 	}
@@ -89,25 +95,38 @@ func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 // is a mount on top of the directory fd holds (another mount id), so the
 // path the plan goes on to use is the mount just made.
 func sameMountAs(path string, fd int) error {
+	now, err := openMountOver(path, fd)
+	if err == nil {
+		unix.Close(now)
+	}
+	return err
+}
+
+// openMountOver opens path without following a symlink and checks that
+// it is not the directory fd was opened on but a mount made over it; it
+// returns the descriptor of what path leads to.
+func openMountOver(path string, fd int) (int, error) {
 	now, err := OpenNoSymlinks(path)
 	if err != nil {
-		return err
+		return -1, err
 	}
-	defer unix.Close(now)
 	var under, over unix.Statx_t
 	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &under); err != nil {
-		return err
+		unix.Close(now)
+		return -1, err
 	}
 	if err := unix.Statx(now, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &over); err != nil {
-		return err
+		unix.Close(now)
+		return -1, err
 	}
 	if under.Mask&unix.STATX_MNT_ID == 0 {
-		return nil // a kernel before 5.8 does not say; the mount was made through fd
+		return now, nil // a kernel before 5.8 does not say; the mount was made through fd
 	}
 	if under.Mnt_id == over.Mnt_id {
-		return errors.New("the path does not lead to the mount just made")
+		unix.Close(now)
+		return -1, errors.New("the path does not lead to the mount just made")
 	}
-	return nil
+	return now, nil
 }
 
 // CloseInheritedOnExec marks every descriptor from 3 up close-on-exec, so

@@ -63,3 +63,28 @@ func TestCloseInheritedOnExec(t *testing.T) {
 		t.Error("stderr became close-on-exec")
 	}
 }
+
+// A relative path is resolved from the current directory, with the same
+// refusal of a symlink on the way, and ".." is refused outright (the
+// sandbox init opens its targets relative to the new root it entered).
+func TestOpenNoSymlinksRelative(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a", filepath.Join(dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	fd, err := OpenNoSymlinks("a/b")
+	if err != nil {
+		t.Fatalf("a/b: %v", err)
+	}
+	unix.Close(fd)
+	for _, bad := range []string{"link/b", "link", "../x", "a/../a", "./a"} {
+		if fd, err := OpenNoSymlinks(bad); err == nil {
+			unix.Close(fd)
+			t.Errorf("%s opened", bad)
+		}
+	}
+}
