@@ -36,6 +36,8 @@ type agentRun struct {
 	sess       fsops.SessionFiles
 	runtime    string // the caller's runtime directory
 	runDir     string // RUNTIME/run/RUN: the files shown at /mnt/proc
+	pid        int    // what setStatus last wrote to the agent's pid control
+	pidWritten bool
 	bornInside bool   // the first process was started inside the run's cgroup
 	socket     string // the terminal socket (runtime path)
 	tools      []policy.ProjectedTool
@@ -282,11 +284,15 @@ func (r *agentRun) recordEvent(ev fsops.Event) {
 func (r *agentRun) setStatus(status string, pid int) {
 	dir := r.root.AgentControl(r.agent.Name)
 	fsops.WriteVolatile(filepath.Join(dir, "status"), []byte(status+"\n"), 0o644)
+	if r.pidWritten && pid == r.pid {
+		return // the same pid (start, then ready): a replace costs a flush on ext4
+	}
 	p := ""
 	if pid > 0 {
 		p = strconv.Itoa(pid) + "\n"
 	}
 	fsops.WriteVolatile(filepath.Join(dir, "pid"), []byte(p), 0o644)
+	r.pid, r.pidWritten = pid, true
 }
 
 // handleRunMessage accepts one message from the run capability: a tool
