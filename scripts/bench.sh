@@ -148,7 +148,15 @@ for op in plan["ops"]:
         if op.get("optional") and not os.path.exists(s): continue
         if not os.path.exists(s): s = files                    # the run's /mnt/proc, gone after --plan
         args += ["--ro-bind" if op.get("ro") else "--bind", s, t]
-    elif k == "tmpfs": args += ["--dev", t] if t == "/dev" else ["--tmpfs", t]
+    elif k == "tmpfs":
+        args += ["--dev", t] if t == "/dev" else ["--tmpfs", t]
+        for e in ([] if t == "/dev" else op.get("fill") or []):  # the tmpfs's Fill (--dev has /dev's)
+            p = t + "/" + e["path"]
+            if e["kind"] == "dir": args += ["--dir", p]
+            elif e["kind"] == "link": args += ["--symlink", e["link"], p]
+            else:
+                n += 1; f = os.path.join(files, str(n)); open(f, "wb").write(__import__("base64").b64decode(e.get("data") or ""))
+                args += ["--ro-bind", f, p]
     elif k == "proc": args += ["--proc", t]
     elif k == "dir": args += ["--dir", t]
     elif k == "symlink": args += ["--symlink", s, t]
@@ -157,7 +165,10 @@ for op in plan["ops"]:
         args += ["--ro-bind", p, t]
     elif k == "mask" and os.path.exists(t): args += ["--ro-bind", "/dev/null", t] if os.path.isfile(t) else ["--tmpfs", t, "--remount-ro", t]
     elif k == "readonly" and t != "/": args += ["--remount-ro", t]
-args += ["--unshare-all", "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", plan["cwd"], "/bin/true"]
+# No user namespace, as ctx's uid mode: the plan binds the agent's own
+# files (its session, 0700), which root in a new user namespace may not read.
+args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+         "--die-with-parent", "--new-session", "--cap-drop", "ALL", "--chdir", plan["cwd"], "/bin/true"]
 print(" ".join(args))
 PY
 	# The practical sandbox, as the speed issue gives it.
