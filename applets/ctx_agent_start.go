@@ -186,14 +186,39 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		return fail(e, exitUnavailable, "agent %s home: %v", a.Name, err), false
 	}
 	r.runID = fsops.NewRunID()
+	// Two parts of the preparation that depend on nothing else run beside
+	// the rest, on another core: reading the tools the agent may run (the
+	// trust rule examines each one's control tree) and, in uid mode, the
+	// idmapped workspace (a process started and killed for its user
+	// namespace). Each was a quarter of the run host's work before the
+	// sandbox starts. Both are waited for before prepare returns.
+	var tools []policy.ProjectedTool
+	var policyLines []string
+	toolsRead := make(chan struct{})
+	go func() {
+		defer close(toolsRead)
+		tools, policyLines = projectTools(r.root, a)
+		withToolSpecs(tools)
+	}()
+	defer func() { <-toolsRead }()
+	var idmap *policy.IDMap
+	idmapWhy := ""
+	idmapMade := make(chan struct{})
+	go func() {
+		defer close(idmapMade)
+		if r.iso == policy.IsoUID {
+			op := policy.WritableBind(a, policy.Op{Kind: policy.OpBind})
+			idmap, r.idmapTree, idmapWhy = r.workspaceIDMap(op)
+		}
+	}()
+	defer func() { <-idmapMade }()
 	r.startBudgets(r.planOnly)
 	r.sess, err = r.root.EnsureSessionAt(place, a.Name, session, policy.SandboxWorkspace, cwd)
 	if err != nil {
 		return fail(e, exitUnavailable, "session %s: %v", session, err), false
 	}
 
-	tools, policyLines := projectTools(r.root, a)
-	withToolSpecs(tools)
+	<-toolsRead
 	r.tools = tools
 	shared, sharedLines := sharedGrants(r.root, a)
 	network := networkGranted(a)
@@ -225,12 +250,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		return r.prepareShared(e, exe)
 	}
 
-	var idmap *policy.IDMap
-	idmapWhy := ""
-	if r.iso == policy.IsoUID {
-		op := policy.WritableBind(a, policy.Op{Kind: policy.OpBind})
-		idmap, r.idmapTree, idmapWhy = r.workspaceIDMap(op)
-	}
+	<-idmapMade
 	protectLines, err := r.gatherProtect()
 	if err != nil {
 		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
