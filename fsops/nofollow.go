@@ -91,17 +91,6 @@ func explainNoSymlinks(err error) error {
 // /proc/self/fd/N mounts exactly the object the descriptor holds.
 func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
-// sameMountAs checks that path, opened again without following symlinks,
-// is a mount on top of the directory fd holds (another mount id), so the
-// path the plan goes on to use is the mount just made.
-func sameMountAs(path string, fd int) error {
-	now, err := openMountOver(path, fd)
-	if err == nil {
-		unix.Close(now)
-	}
-	return err
-}
-
 // openMountOver opens path without following a symlink and checks that
 // it is not the directory fd was opened on but a mount made over it; it
 // returns the descriptor of what path leads to.
