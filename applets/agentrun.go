@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
@@ -240,8 +239,7 @@ func (r *agentRun) writeRunDir(policyLines []string) error {
 func (r *agentRun) collectExecutables() {
 	r.exes = map[[2]uint64]bool{}
 	add := func(p string) {
-		var st syscall.Stat_t
-		if syscall.Stat(p, &st) == nil {
+		if st, err := fsops.Stat(p); err == nil {
 			r.exes[[2]uint64{st.Dev, st.Ino}] = true
 		}
 	}
@@ -301,8 +299,8 @@ func (r *agentRun) setStatus(status string, pid int) {
 // and inode while the sender waits) is still recorded, since refusals are
 // worth keeping, but marked unverified: it may be invented.
 func (r *agentRun) handleRunMessage(pid int, data []byte) error {
-	var st syscall.Stat_t
-	verified := syscall.Stat("/proc/"+strconv.Itoa(pid)+"/exe", &st) == nil && r.exes[[2]uint64{st.Dev, st.Ino}]
+	st, err := fsops.Stat("/proc/" + strconv.Itoa(pid) + "/exe")
+	verified := err == nil && r.exes[[2]uint64{st.Dev, st.Ino}]
 	var msg authority.RunMessage
 	if err := json.Unmarshal(data, &msg); err != nil {
 		return fmt.Errorf("malformed message: %v", err)

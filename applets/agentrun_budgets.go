@@ -277,11 +277,11 @@ func (r *agentRun) endBudgets() {
 // killRun ends the run as a stop does: SIGTERM to the sandbox's init (or
 // the program's group), SIGKILL after the grace period.
 func (r *agentRun) killRun(pid int) {
-	syscall.Kill(pid, syscall.SIGTERM)
-	syscall.Kill(-pid, syscall.SIGTERM)
+	fsops.SignalProcess(pid, syscall.SIGTERM)
+	fsops.SignalGroup(pid, syscall.SIGTERM)
 	time.AfterFunc(stopGrace, func() {
-		syscall.Kill(pid, syscall.SIGKILL)
-		syscall.Kill(-pid, syscall.SIGKILL)
+		fsops.SignalProcess(pid, syscall.SIGKILL)
+		fsops.SignalGroup(pid, syscall.SIGKILL)
 		if r.budgets != nil && r.budgets.cgroup != nil {
 			r.budgets.cgroup.KillAll()
 		}

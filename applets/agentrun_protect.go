@@ -284,18 +284,12 @@ func (g *protectGather) match(rel string) error {
 		return nil
 	}
 	host := filepath.Join(g.ws, rel)
-	fd, err := fsops.OpenNoSymlinks(host)
+	st, err := fsops.StatNoSymlinks(host)
 	if err != nil {
 		if errors.Is(err, unix.ELOOP) {
 			return g.symlinkOnTheWay(rel)
 		}
 		return nil // absent (or unreadable to the caller, so not the agent's either)
-	}
-	var st unix.Stat_t
-	err = unix.Fstat(fd, &st)
-	unix.Close(fd)
-	if err != nil {
-		return nil
 	}
 	if !g.sameMount(rel) {
 		g.notes = append(g.notes, rel+" is on another mount, which the sandbox does not show")
@@ -526,8 +520,7 @@ func readSmallNoFollow(p string) ([]byte, error) {
 // watch records what stands at rel now.
 func watch(ws, rel string) watchedPath {
 	w := watchedPath{rel: rel}
-	var st unix.Stat_t
-	if unix.Lstat(filepath.Join(ws, rel), &st) == nil {
+	if st, err := fsops.Lstat(filepath.Join(ws, rel)); err == nil {
 		w.present, w.dev, w.ino, w.mode = true, st.Dev, st.Ino, st.Mode&unix.S_IFMT
 	}
 	return w

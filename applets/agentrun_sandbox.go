@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -61,8 +60,8 @@ func hostEtc() []policy.HostEtc {
 // (a kernel or filesystem without idmapped mounts), which /mnt/proc/policy
 // states.
 func (r *agentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string) {
-	var st syscall.Stat_t
-	if err := syscall.Stat(r.workspace, &st); err != nil {
+	st, err := fsops.Stat(r.workspace)
+	if err != nil {
 		return nil, nil, err.Error()
 	}
 	m := fsops.IDMapping{DiskUID: st.Uid, DiskGID: st.Gid, UID: r.agent.UID, GID: r.agent.GID}
@@ -133,8 +132,8 @@ func canonicalDir(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var st unix.Stat_t
-	if err := unix.Stat(p, &st); err != nil {
+	st, err := fsops.Stat(p)
+	if err != nil {
 		return "", err
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {

@@ -5,8 +5,6 @@ import (
 	"io/fs"
 	"os"
 
-	"golang.org/x/sys/unix"
-
 	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
@@ -33,7 +31,7 @@ func startSessionPlace(e *Env, root fsops.Root, a *policy.Agent, space string) (
 	if d := authority.SharedDecision(root, a, space, policy.PermWrite); !d.Allowed {
 		return place, fail(e, exitDenied, "agent %s: shared:%s write: permission denied (%s): %s", a.Name, space, d.Layer, d.Reason), false
 	}
-	if err := unix.Access(root.SharedDir(space), unix.W_OK|unix.X_OK); err != nil {
+	if !fsops.MayCreateIn(root.SharedDir(space)) {
 		return place, fail(e, exitDenied, "agent %s: shared:%s write: permission denied (linux-permission): the caller, uid %d, who writes the session, cannot write %s",
 			a.Name, space, os.Getuid(), root.SharedDir(space)), false
 	}

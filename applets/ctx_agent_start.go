@@ -412,7 +412,7 @@ func lockAgent(root fsops.Root, name string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := fsops.TryLock(f); err != nil {
 		f.Close()
 		pid, _ := fsops.ReadControl(filepath.Join(root.AgentControl(name), "pid"))
 		return nil, fmt.Errorf("agent %s is already running (pid %s); stop it with ctx agent stop%s %s", name, strings.TrimSpace(string(pid)), root.Option(), name)
@@ -502,7 +502,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		if cg := r.budgets.cgroup; cg != nil && !r.bornInside {
 			if err := cg.Add(pid); err != nil {
 				cli.Errorf(e.Stderr, "ctx agent", "%s: run cgroup: %v; ending the run", r.agent.Name, err)
-				syscall.Kill(pid, syscall.SIGKILL)
+				fsops.SignalProcess(pid, syscall.SIGKILL)
 			}
 		}
 		if sandbox != nil {
@@ -570,13 +570,13 @@ func (r *agentRun) startFirst(cmd *exec.Cmd) error {
 // grace period.
 func (r *agentRun) forwardSignals(sigs <-chan os.Signal, pid int) {
 	for sig := range sigs {
-		syscall.Kill(pid, syscall.SIGTERM)
+		fsops.SignalProcess(pid, syscall.SIGTERM)
 		if r.plan == nil {
-			syscall.Kill(-pid, sig.(syscall.Signal))
+			fsops.SignalGroup(pid, sig.(syscall.Signal))
 		}
 		time.AfterFunc(stopGrace, func() {
-			syscall.Kill(pid, syscall.SIGKILL)
-			syscall.Kill(-pid, syscall.SIGKILL)
+			fsops.SignalProcess(pid, syscall.SIGKILL)
+			fsops.SignalGroup(pid, syscall.SIGKILL)
 		})
 	}
 }

@@ -90,7 +90,7 @@ func (r *agentRun) startBroker(static []string) error {
 	}
 	host, init, err := fsops.NewBrokerChannel()
 	if err != nil {
-		unix.Close(fd)
+		fsops.CloseFD(fd)
 		return err
 	}
 	r.broker = &broker{r: r, listen: fd, host: host, init: init,
@@ -104,8 +104,7 @@ func (r *agentRun) startBroker(static []string) error {
 // closeBroker stops accepting calls and closes the order channel.
 func (r *agentRun) closeBroker() {
 	if b := r.broker; b != nil {
-		unix.Shutdown(b.listen, unix.SHUT_RDWR)
-		unix.Close(b.listen)
+		fsops.CloseBrokerListener(b.listen)
 		b.host.Close()
 		b.stopWatch()
 		if b.init != nil {
@@ -151,10 +150,7 @@ func (b *broker) sandboxStarted() {
 
 func (b *broker) serve() {
 	for {
-		conn, _, err := unix.Accept4(b.listen, unix.SOCK_CLOEXEC)
-		if err == unix.EINTR || err == unix.ECONNABORTED {
-			continue
-		}
+		conn, err := fsops.AcceptBroker(b.listen)
 		if err != nil {
 			return
 		}
@@ -166,7 +162,7 @@ func (b *broker) serve() {
 			}()
 		default:
 			fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUnavailable, Error: "too many tool calls in flight"}, nil)
-			unix.Close(conn)
+			fsops.CloseFD(conn)
 		}
 	}
 }
@@ -204,14 +200,14 @@ func (b *broker) readInit() {
 // handle serves one call from request to reply. Every call, allowed,
 // refused or failed, leaves one tool.call event written by the host.
 func (b *broker) handle(conn int) {
-	defer unix.Close(conn)
+	defer fsops.CloseFD(conn)
 	began := time.Now()
 	// A caller has requestTimeout to send its request: a connection that
 	// says nothing does not hold one of the run's call slots for long.
-	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: int64(requestTimeout / time.Second)})
+	fsops.SetBrokerRecvTimeout(conn, requestTimeout)
 	var req fsops.BrokerRequest
 	files, err := fsops.RecvBrokerMessage(conn, &req, 3)
-	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{})
+	fsops.SetBrokerRecvTimeout(conn, 0)
 	defer func() {
 		for _, f := range files {
 			f.Close()
@@ -231,8 +227,8 @@ func (b *broker) handle(conn int) {
 		return
 	}
 	pid, peerUID := 0, -1
-	if cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
-		pid, peerUID = int(cred.Pid), int(cred.Uid)
+	if p, u, err := fsops.BrokerPeer(conn); err == nil {
+		pid, peerUID = p, u
 	}
 	// In iso landlock the socket is a host path: another agent running as
 	// the same uid (a user's tree) could reach it where Landlock does not
@@ -397,17 +393,8 @@ func (b *broker) handle(conn int) {
 func (b *broker) await(conn int, id uint64, done chan fsops.BrokerOrder) (o fsops.BrokerOrder, cancelled bool) {
 	gone := make(chan struct{})
 	go func() {
-		buf := make([]byte, 1)
-		for {
-			n, _, err := unix.Recvfrom(conn, buf, 0)
-			if err == unix.EINTR {
-				continue
-			}
-			if n <= 0 || err != nil {
-				close(gone)
-				return
-			}
-		}
+		fsops.AwaitBrokerHangup(conn)
+		close(gone)
 	}()
 	select {
 	case o := <-done:
@@ -750,11 +737,9 @@ func (b *broker) canRecord() error {
 		return fmt.Errorf("the run's log budget (log_bytes) is spent: tool calls are not run unrecorded")
 	}
 	if b.r.sess.Events != "" {
-		fd, err := unix.Open(b.r.sess.Events, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-		if err != nil {
+		if err := fsops.CheckAppendable(b.r.sess.Events); err != nil {
 			return fmt.Errorf("the session's events cannot be written (%v): tool calls are not run unrecorded", err)
 		}
-		unix.Close(fd)
 	}
 	return nil
 }
@@ -771,11 +756,7 @@ func (r *agentRun) workerPath(inside string) string {
 // isCtxFile reports whether file is the run's own ctx binary (a builtin
 // tool's file, or an MCP-projected tool's hard link of it).
 func isCtxFile(r *agentRun, file string) bool {
-	var self, st unix.Stat_t
-	if unix.Stat(r.root.Path("bin", "ctx"), &self) != nil || unix.Stat(file, &st) != nil {
-		return false
-	}
-	return self.Dev == st.Dev && self.Ino == st.Ino
+	return fsops.SameInode(r.root.Path("bin", "ctx"), file)
 }
 
 // projectedAtStart reports whether t was mounted into the sandbox when the
