@@ -30,10 +30,8 @@ const (
 // so the list only shrinks.
 var overLimitOwnedElsewhere = map[string]bool{
 	"applets/agentrun_protect.go": true, // file; gatherProtect, gitFile, protectLandlockLines
-	"applets/ctx_agent_start.go":  true, // file; prepare, run
 	"applets/ctx_queue.go":        true, // file
 	"applets/mcptool.go":          true, // file; runProjectedTool
-	"applets/runhost_broker.go":   true, // file; handle
 	"applets/shell_exec.go":       true, // shellExec
 	"applets/tool.go":             true, // runBuiltinTool
 	"applets/tsh/exec.go":         true, // execTool

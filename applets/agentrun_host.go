@@ -1,0 +1,231 @@
+package applets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/fsops"
+	"ctx/fsops/proc"
+	"ctx/ptyterm"
+)
+
+// Hosting a run (ctx agent start, once prepared): the run host starts the
+// sandbox's init (or the confined program), serves the run capability,
+// forwards signals, watches the budgets, and records the end.
+
+// stopGrace is how long a run gets between SIGTERM and SIGKILL.
+const stopGrace = 5 * time.Second
+
+// run starts the program and hosts the run until it ends.
+func (r *agentRun) run(e *Env, forceTerminal bool) int {
+	runcap, err := fsops.NewRunCapability()
+	if err != nil {
+		return fail(e, exitUnavailable, "run capability: %v", err)
+	}
+	defer runcap.Close()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		runcap.Serve(authority.MaxRunMessage, func(pid int, msg []byte, ack *os.File) {
+			err := r.handleRunMessage(pid, msg)
+			fsops.Acknowledge(ack, err == nil)
+			if err != nil {
+				cli.Errorf(e.Stderr, "ctx agent", "run capability: %v", err)
+			}
+		})
+	}()
+	cmd, sandbox, code, ok := r.firstCommand(e, runcap)
+	if !ok {
+		return code
+	}
+
+	r.setStatus("start", os.Getpid())
+	r.recordEvent(fsops.Event{Type: "agent.start", Object: "agent/" + r.agent.Name, Status: "ok",
+		Detail: fmt.Sprintf("iso=%s%s workspace=%s model=%s life=%s", r.iso, r.isoNote(), r.workspace, r.agent.Model, r.agent.Life) + r.protectEventNote()})
+
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	stopWatch := make(chan struct{})
+	started := r.onStarted(e, sandbox, runcap, stopWatch, sigs)
+	var status int
+	stdinTTY := false
+	if ptyterm.IsTerminal(e.Stdin) {
+		stdinTTY = true
+	}
+	if stdinTTY || forceTerminal {
+		status = r.runOnTerminal(e, cmd, stdinTTY, started)
+	} else {
+		// The caller's terminal or files reach the agent only as pipes.
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
+		if err := r.startFirst(cmd); err != nil {
+			runcap.CloseChild()
+			status = fail(e, exitUnavailable, "starting agent %s: %v", r.agent.Name, err)
+		} else {
+			started(cmd.Process.Pid)
+			status = waitStatus(cmd.Wait())
+		}
+	}
+	runcap.CloseChild()
+	close(stopWatch)
+	r.endChildren()
+	r.endBudgets()
+	// Every holder of the run capability is gone with the sandbox; wait
+	// for the last events before recording the stop.
+	select {
+	case <-served:
+	case <-time.After(2 * time.Second):
+	}
+	r.warnProtect(e)
+	r.finish(status)
+	return status
+}
+
+// firstCommand is the run's first process, not yet started: the
+// sandbox's init with the plan (sandbox), or, without a plan (iso
+// shared), the program behind ctx's confining trampoline.
+func (r *agentRun) firstCommand(e *Env, runcap *fsops.RunCapability) (*exec.Cmd, *fsops.Sandbox, int, bool) {
+	if r.plan != nil {
+		sandbox, err := fsops.NewSandbox(r.plan)
+		if err != nil {
+			return nil, nil, fail(e, exitUnavailable, "%v", err), false
+		}
+		if r.broker == nil {
+			// Without a broker tools report their calls over the run
+			// capability; with one, no agent process holds it.
+			sandbox.SetRunFile(runcap.Child)
+		}
+		if r.idmapTree != nil {
+			sandbox.SetIDMappedWorkspace(r.idmapTree)
+		}
+		if r.broker != nil {
+			sandbox.SetBrokerChannel(r.broker.init)
+		}
+		return sandbox.Cmd, sandbox, 0, true
+	}
+	// The program is looked up in the caller's PATH; not found, it
+	// is left as named, for the trampoline's exec to fail on.
+	cmd := &exec.Cmd{Path: r.argv[0], Args: append([]string(nil), r.argv...)}
+	if p, err := proc.LookPath(r.argv[0], e.Getenv("PATH")); err == nil && r.argv[0] != "" {
+		cmd.Path = p
+	}
+	cmd.Args[0] = filepath.Base(r.argv[0])
+	// No namespaces, but no new privileges and the seccomp filter:
+	// the program starts through ctx's confining trampoline.
+	self, err := fsops.Executable()
+	if err != nil {
+		return nil, nil, fail(e, exitUnavailable, "agent %s: cannot find ctx itself to confine the program: %v", r.agent.Name, err), false
+	}
+	network := fsops.ConfineNoNetwork
+	if networkGranted(r.agent) {
+		network = fsops.ConfineNetwork
+	}
+	cmd = &exec.Cmd{Path: self, Args: append([]string{fsops.ConfineApplet, network, cmd.Path}, cmd.Args...)}
+	cmd.Env, cmd.Dir = r.env, r.workspace
+	cmd.ExtraFiles = []*os.File{runcap.Child}
+	// A session of its own: never the caller's controlling terminal.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	return cmd, nil, 0, true
+}
+
+// onStarted is what the run host does the moment the first process has
+// started (pid): the plan to the init, the process into the run's
+// cgroup, the release, and then the budgets watch, the broker's knowledge
+// of its init, the status ready and the forwarding of sigs.
+func (r *agentRun) onStarted(e *Env, sandbox *fsops.Sandbox, runcap *fsops.RunCapability, stopWatch chan struct{}, sigs <-chan os.Signal) func(pid int) {
+	return func(pid int) {
+		// The plan goes at once: the init builds the sandbox while it is
+		// put into the run's cgroup (a cgroup v1 attach can take
+		// milliseconds), and starts the program only when released, so
+		// every process of the run is born inside.
+		if sandbox != nil {
+			sandbox.SendPlan()
+		}
+		if cg := r.budgets.cgroup; cg != nil && !r.bornInside {
+			if err := cg.Add(pid); err != nil {
+				cli.Errorf(e.Stderr, "ctx agent", "%s: run cgroup: %v; ending the run", r.agent.Name, err)
+				fsops.SignalProcess(pid, syscall.SIGKILL)
+			}
+		}
+		if sandbox != nil {
+			sandbox.Release()
+		}
+		go r.watchBudgets(stopWatch, func() { r.killRun(pid) })
+		if r.broker != nil {
+			r.broker.initPid.Store(int64(pid))
+			r.broker.sandboxStarted()
+		}
+		r.closeIDMap()
+		runcap.CloseChild()
+		r.setStatus("ready", os.Getpid())
+		go r.forwardSignals(sigs, pid)
+	}
+}
+
+// startFirst starts the run's first process (the sandbox's init, or the
+// confined program) inside the run's cgroup when it can (see
+// fsops.RunCgroup.StartInside); started moves it in otherwise.
+func (r *agentRun) startFirst(cmd *exec.Cmd) error {
+	cg := r.budgets.cgroup
+	if cg == nil {
+		return cmd.Start()
+	}
+	inside, err := cg.StartInside(cmd.Start)
+	r.bornInside = inside
+	return err
+}
+
+// forwardSignals passes SIGTERM, SIGHUP and SIGINT to the sandbox's init
+// (which passes them to every process of the run), then kills it after the
+// grace period.
+func (r *agentRun) forwardSignals(sigs <-chan os.Signal, pid int) {
+	for sig := range sigs {
+		fsops.SignalProcess(pid, syscall.SIGTERM)
+		if r.plan == nil {
+			fsops.SignalGroup(pid, sig.(syscall.Signal))
+		}
+		time.AfterFunc(stopGrace, func() {
+			fsops.SignalProcess(pid, syscall.SIGKILL)
+			fsops.SignalGroup(pid, syscall.SIGKILL)
+		})
+	}
+}
+
+// finish records the end of the run: status dead, no pid, agent.stop, the
+// session idle, and the run's runtime files gone (the session keeps
+// everything durable).
+func (r *agentRun) finish(status int) {
+	r.setStatus("dead", 0)
+	st := "ok"
+	if status != 0 {
+		st = "error"
+	}
+	r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + r.agent.Name, Status: st, Exit: &status, Detail: r.protectDetail()})
+	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "state"), []byte("idle\n"), r.sess.FileMode)
+	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "updated_at"), []byte(strconv.FormatInt(time.Now().Unix(), 10)+"\n"), r.sess.FileMode)
+	if r.runDir != "" {
+		os.RemoveAll(r.runDir)
+	}
+}
+
+// waitStatus turns cmd.Wait's result into a shell-style status.
+func waitStatus(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return exitStatus(ee.ProcessState)
+	}
+	return exitInternal
+}

@@ -1,0 +1,326 @@
+package applets
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// Preparing a run (ctx agent start, before anything starts): who may
+// start it and in which isolation mode, its session and workspace, the
+// tools, grants and skills it gets, the run directory and broker, and the
+// sandbox plan. Nothing of the run starts here; a step that fails has
+// printed one line and returns the exit status.
+
+// prepare resolves everything the run needs and builds the plan. On
+// failure it has printed one line and returns the exit status.
+func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [][]string, command []string) (int, bool) {
+	a := r.agent
+	if code, ok := r.checkStart(e); !ok {
+		return code, false
+	}
+	place, code, ok := r.resolveSession(e, session, sharedSpace)
+	if !ok {
+		return code, false
+	}
+	extra, code, ok := r.resolveWorkspace(e, cwd, mountArgs)
+	if !ok {
+		return code, false
+	}
+	if code, ok := r.resolveRuntime(e); !ok {
+		return code, false
+	}
+	// Two parts of the preparation that depend on nothing else run beside
+	// the rest, on another core: reading the tools the agent may run (the
+	// trust rule examines each one's control tree) and, in uid mode, the
+	// idmapped workspace (a process started and killed for its user
+	// namespace). Each was a quarter of the run host's work before the
+	// sandbox starts. Both are waited for before prepare returns.
+	var tools []policy.ProjectedTool
+	var policyLines []string
+	toolsRead := make(chan struct{})
+	go func() {
+		defer close(toolsRead)
+		tools, policyLines = projectTools(r.root, a)
+		withToolSpecs(tools)
+	}()
+	defer func() { <-toolsRead }()
+	var idmap *policy.IDMap
+	idmapWhy := ""
+	idmapMade := make(chan struct{})
+	go func() {
+		defer close(idmapMade)
+		if r.iso == policy.IsoUID {
+			op := policy.WritableBind(a, policy.Op{Kind: policy.OpBind})
+			idmap, r.idmapTree, idmapWhy = r.workspaceIDMap(op)
+		}
+	}()
+	defer func() { <-idmapMade }()
+	r.startBudgets(r.planOnly)
+	var err error
+	r.sess, err = r.root.EnsureSessionAt(place, a.Name, r.session, policy.SandboxWorkspace, r.workspace)
+	if err != nil {
+		return fail(e, exitUnavailable, "session %s: %v", r.session, err), false
+	}
+
+	<-toolsRead
+	r.tools = tools
+	g, grantLines, code, ok := r.gatherGrants(e)
+	if !ok {
+		return code, false
+	}
+	policyLines = append(policyLines, grantLines...)
+	r.collectExecutables()
+	exe := r.programEnv(e, command)
+	if r.iso == policy.IsoShared {
+		return r.prepareShared(e, exe)
+	}
+
+	<-idmapMade
+	if code, ok := r.prepareRunDir(e, policyLines, idmapWhy); !ok {
+		return code, false
+	}
+	home := r.root.AgentHome(int(a.UID), a.Name)
+	if r.iso == policy.IsoLandlock {
+		return r.prepareLandlock(e, exe, home, extra, tools, g.shared, g.network)
+	}
+	return r.prepareNamespaces(e, exe, home, extra, idmap, g)
+}
+
+// checkStart refuses a start the caller may not make or this host cannot
+// host, before anything is written or logged, and chooses the run's
+// isolation mode.
+func (r *agentRun) checkStart(e *Env) (int, bool) {
+	a := r.agent
+	if r.callerUID != 0 && uint32(r.callerUID) != a.Owner {
+		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may start it", a.Name, a.Owner), false
+	}
+	// A run needs /proc: its init finds the run's processes there to end
+	// them, and the broker checks who calls it. Refused before anything
+	// is written, as ctx doctor says.
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		return fail(e, exitUnavailable, "agent %s: /proc is not mounted, and a run needs it (its init ends the run's processes and its broker checks its callers there); mount -t proc proc /proc", a.Name), false
+	}
+	if a.RunsAsHostRoot(uint32(r.callerUID)) && !r.allowHostRoot {
+		why := "its uid is 0"
+		if a.Isolation(uint32(r.callerUID)) == policy.IsoShared {
+			why = "iso shared runs it as the caller, root"
+		}
+		return fail(e, exitDenied, "agent %s would run as host root (%s); give it an unprivileged uid (ctx set%s agent/%s.d/uid N) or start it with --allow-host-root", a.Name, why, r.root.Option(), a.Name), false
+	}
+	// The mode this run gets: the agent's iso control, auto without one
+	// (the strongest this host allows: userns or uid, then landlock; never
+	// shared unless asked for by name). A mode that cannot work here is
+	// refused with the reason and what would work, before anything is
+	// written or logged.
+	req := a.Isolation(uint32(r.callerUID))
+	iso, err := policy.ChooseIso(req, uint32(r.callerUID), fsops.ProbeIsolation(req == policy.IsoAuto))
+	if err != nil {
+		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
+	}
+	r.iso, r.isoAsked = iso, req
+	canonical, err := canonicalDir(r.root.Dir)
+	if err != nil {
+		return fail(e, exitUnavailable, "root %s: %v", r.root.Dir, err), false
+	}
+	r.root.Dir = canonical
+	return 0, true
+}
+
+// resolveSession finds where the run's session lives (with the agent's
+// own, or in a shared space) and its name: --session, else the place's
+// current one, else "default".
+func (r *agentRun) resolveSession(e *Env, session, sharedSpace string) (fsops.SessionPlace, int, bool) {
+	place, code, ok := startSessionPlace(e, r.root, r.agent, sharedSpace)
+	if !ok {
+		return place, code, false
+	}
+	if session == "" {
+		session = place.Current()
+	}
+	if session == "" {
+		session = "default"
+	}
+	if err := policy.ValidName(session); err != nil {
+		return place, usageError(e, "--session: %v", err), false
+	}
+	r.session = session
+	return place, 0, true
+}
+
+// resolveWorkspace settles the workspace (--cwd, else the current
+// directory, canonical) and parses the --mount arguments.
+func (r *agentRun) resolveWorkspace(e *Env, cwd string, mountArgs [][]string) ([]policy.Mount, int, bool) {
+	a := r.agent
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fail(e, exitUnavailable, "current directory: %v", err), false
+		}
+		cwd = wd
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() || !filepath.IsAbs(cwd) {
+		return nil, usageError(e, "--cwd %s: not an existing absolute directory", cwd), false
+	}
+	cwd, err := canonicalDir(cwd)
+	if err != nil {
+		return nil, fail(e, exitUnavailable, "workspace: %v", err), false
+	}
+	r.workspace = cwd
+	// The workspace is the agent's to write: it must not hold the ctx
+	// tree (the agent would rewrite its own controls, policy and tools)
+	// nor lie inside it (it would write into the tree).
+	if within(r.root.Dir, cwd) || within(cwd, r.root.Dir) {
+		return nil, fail(e, exitUnavailable, "agent %s: the workspace %s and the ctx tree %s overlap: the agent could rewrite its own controls; start it from a directory outside the tree (or use --cwd)", a.Name, cwd, r.root.Dir), false
+	}
+	var extra []policy.Mount
+	for i, m := range mountArgs {
+		mm, err := policy.ParseMounts([]byte(strings.Join(m, "\t") + "\t-\n"))
+		if err != nil {
+			return nil, usageError(e, "--mount %d: %v", i+1, err), false
+		}
+		extra = append(extra, mm...)
+	}
+	return extra, 0, true
+}
+
+// resolveRuntime finds the caller's runtime directory, makes sure the
+// agent's home exists, and names the run.
+func (r *agentRun) resolveRuntime(e *Env) (int, bool) {
+	a := r.agent
+	var err error
+	if r.runtime, err = fsops.RuntimeDir(r.callerUID); err != nil {
+		return fail(e, exitUnavailable, "runtime directory: %v", err), false
+	}
+	if r.runtime, err = canonicalDir(r.runtime); err != nil {
+		return fail(e, exitUnavailable, "runtime directory: %v", err), false
+	}
+	// The agent's home exists whatever its uid was set to since bootstrap;
+	// in uid mode the agent owns the parts of it that it writes.
+	if _, err := r.root.EnsureAgentHome(int(a.UID), int(a.GID), a.Name, r.callerUID == 0 && a.UID != 0); err != nil {
+		return fail(e, exitUnavailable, "agent %s home: %v", a.Name, err), false
+	}
+	r.runID = fsops.NewRunID()
+	return 0, true
+}
+
+// runGrants are what the agent is granted beside its tools: shared
+// spaces, the network, and (but in iso shared) its skills.
+type runGrants struct {
+	shared  []policy.SharedGrant
+	network bool
+	skills  runSkills
+}
+
+// gatherGrants reads the agent's grants and returns them with their
+// /mnt/proc/policy lines.
+func (r *agentRun) gatherGrants(e *Env) (runGrants, []string, int, bool) {
+	a := r.agent
+	var g runGrants
+	var lines []string
+	g.shared, lines = sharedGrants(r.root, a)
+	g.network = networkGranted(a)
+	if r.iso != policy.IsoShared {
+		skills, skillLines, err := gatherSkills(r.root, a, g.shared)
+		if err != nil {
+			return g, nil, fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
+		}
+		g.skills = skills
+		lines = append(lines, skillLines...)
+	}
+	if g.network {
+		lines = append(lines, "network:default connect granted")
+	} else {
+		lines = append(lines, "network:default connect rejected agent-policy")
+	}
+	return g, lines, 0, true
+}
+
+// programEnv sets the program's environment and argv (the command, else
+// the tool shell), and returns the file to execute for the tool shell
+// ("" for a command, which is looked up).
+func (r *agentRun) programEnv(e *Env, command []string) (exe string) {
+	r.env = policy.SandboxEnv(r.agent, policy.RunSettings{Session: r.session, Run: r.runID,
+		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
+	r.env = append(r.env, "CTX_RUN_FD="+strconv.Itoa(fsops.RunFD))
+	r.argv = command
+	if len(r.argv) == 0 {
+		r.argv, exe = []string{"tsh"}, policy.SandboxRoot+"/bin/ctx"
+	}
+	return exe
+}
+
+// prepareRunDir completes the run's policy lines (protected paths, walls),
+// writes the run directory, and starts the broker.
+func (r *agentRun) prepareRunDir(e *Env, policyLines []string, idmapWhy string) (int, bool) {
+	protectLines, err := r.gatherProtect()
+	if err != nil {
+		return fail(e, exitUnavailable, "agent %s: %v", r.agent.Name, err), false
+	}
+	policyLines = append(policyLines, protectLines...)
+	policyLines = append(policyLines, r.wallLines(idmapWhy)...)
+	if err := r.writeRunDir(policyLines); err != nil {
+		return fail(e, exitUnavailable, "run directory: %v", err), false
+	}
+	var static []string
+	for _, l := range policyLines {
+		if !strings.HasPrefix(l, "tool:") && !strings.HasPrefix(l, "tool ") && !strings.HasPrefix(l, "tier ") {
+			static = append(static, l)
+		}
+	}
+	if !r.planOnly {
+		if err := r.startBroker(static); err != nil {
+			// Tools then run in the calling process, as before the broker.
+			fsops.AppendLine(filepath.Join(r.runDir, "policy"), []byte("sandbox broker unavailable: "+err.Error()+"\n"))
+		} else {
+			// Every call is the broker's to record: no run capability.
+			r.env = withoutVar(r.env, "CTX_RUN_FD")
+		}
+	}
+	return 0, true
+}
+
+// prepareNamespaces builds the plan of a sandbox with namespaces (iso
+// userns, uid): a new root (the agent's own root filesystem, or a fresh
+// tmpfs) with what the agent is given mounted into it.
+func (r *agentRun) prepareNamespaces(e *Env, exe, home string, extra []policy.Mount, idmap *policy.IDMap, g runGrants) (int, bool) {
+	a := r.agent
+	newRoot := filepath.Join(home, "root")
+	if a.Root != "" {
+		newRoot = authority.Reroot(r.root, a.Root)
+	}
+	if err := fsops.MkdirNoFollow(newRoot, 0o700); err != nil {
+		return fail(e, exitUnavailable, "agent root %s: %v", newRoot, err), false
+	}
+	in := policy.PlanInput{
+		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
+		RootDir: r.root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(), Etc: hostEtc(),
+		Workspace: r.workspace, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: r.tools, Shared: g.shared,
+		ProcDir: r.runDir, SkillsDir: g.skills.Dir, Skills: g.skills.List, SOP: r.sop, Network: g.network,
+		Budgets: r.budgets.limits, Cgroup: r.budgets.cgroup != nil,
+		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
+	}
+	in.Protect = &r.protect.wp
+	var err error
+	if r.plan, err = policy.BuildPlan(in); err != nil {
+		return fail(e, exitUnavailable, "%v", err), false
+	}
+	r.plan.Worker = r.workerPath(policy.SandboxRoot + "/bin/ctx")
+	return 0, true
+}
+
+// hasRootFS reports whether an agent's root directory holds a root
+// filesystem of its own (then it is the new root; else a fresh tmpfs is).
+func hasRootFS(dir string) bool {
+	for _, d := range []string{"usr", "bin"} {
+		if _, err := os.Lstat(filepath.Join(dir, d)); err == nil {
+			return true
+		}
+	}
+	return false
+}

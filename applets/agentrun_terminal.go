@@ -1,0 +1,94 @@
+package applets
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"ctx/applets/cli"
+	"ctx/fsops"
+	"ctx/policy"
+	"ctx/ptyterm"
+)
+
+// runOnTerminal runs the program on a PTY that ctxterm (package ptyterm)
+// owns for the whole run: the caller's terminal is its console, the
+// session's terminal socket lets others watch or attach, and the output is
+// recorded in the session.
+func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(int)) int {
+	id := "terminal-" + r.agent.Name + "-" + r.session
+	termDir := filepath.Join(r.sess.TerminalDir, id)
+	if err := fsops.MkdirNoFollow(termDir, r.sess.DirMode); err != nil {
+		return fail(e, exitUnavailable, "terminal %s: %v", termDir, err)
+	}
+	sockets, err := fsops.TerminalDir(r.callerUID)
+	if err != nil {
+		return fail(e, exitUnavailable, "terminal socket directory: %v", err)
+	}
+	r.socket = fsops.TerminalSocketPath(sockets, r.agent.Name, r.session)
+	link := filepath.Join(r.sess.TerminalDir, "main.sock")
+	if err := replaceSymlink(r.socket, link); err != nil {
+		return fail(e, exitUnavailable, "terminal locator %s: %v", link, err)
+	}
+	defer os.Remove(link)
+	cfg := ptyterm.Config{
+		Cmd:        cmd,
+		Socket:     r.socket,
+		Owner:      r.callerUID,
+		Events:     filepath.Join(termDir, "events.jsonl"),
+		ID:         id,
+		ConsoleIn:  e.Stdin,
+		ConsoleOut: e.Stdout,
+		Log:        e.Stderr,
+		Started:    started,
+		Start:      r.startFirst,
+	}
+	// record_bytes: past it the recording stops and the run goes on.
+	if v := r.budgets.limits.Get("record_bytes"); v != policy.Unlimited {
+		cfg.RecordLimit = int64(min(v, 1<<62))
+		cfg.OnRecordLimit = func() {
+			r.budgetExceeded("record_bytes", "terminal recording stopped; the run goes on")
+		}
+	}
+	if r.iso == policy.IsoUID && r.plan != nil {
+		// The agent runs as its own uid: its terminal is its own.
+		cfg.TTYOwner = &[2]int{int(r.agent.UID), int(r.agent.GID)}
+	}
+	switch {
+	case r.noConsole:
+		// A background session: reachable only through its socket.
+		cfg.Console = ptyterm.ConsoleNone
+	case tty:
+		cfg.Console = ptyterm.ConsoleTTY
+	default:
+		cfg.Console = ptyterm.ConsolePipe
+	}
+	status, err := ptyterm.Serve(cfg)
+	if err != nil {
+		var se *ptyterm.SetupError
+		if errors.As(err, &se) {
+			return fail(e, exitUnavailable, "terminal: %v", err)
+		}
+		cli.Errorf(e.Stderr, "ctx agent", "terminal: %v", err)
+	}
+	return status
+}
+
+// replaceSymlink points link at target, replacing an earlier symlink
+// atomically (never a file that is not a symlink).
+func replaceSymlink(target, link string) error {
+	if st, err := os.Lstat(link); err == nil && st.Mode()&os.ModeSymlink == 0 {
+		return fmt.Errorf("exists and is not a symlink")
+	}
+	tmp := fsops.TempName(link)
+	if err := os.Symlink(target, tmp); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, link); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}

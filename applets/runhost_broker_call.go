@@ -1,0 +1,355 @@
+package applets
+
+import (
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/applets/cli"
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// One brokered tool call, from the request on the broker socket to the
+// reply: who may call, the host's decision (decide, runhost_broker.go),
+// the order the sandbox's init runs, the wait for its exit or for the
+// caller to go away, and the one tool.call event every call leaves.
+
+// brokerCall is a call in flight, by its token.
+type brokerCall struct {
+	tool   string
+	report *fsops.BrokerReport // what the tool reported, once
+	opDone bool                // its host operation was done (one per call)
+}
+
+// requestTimeout bounds the wait for a caller's request after it connects.
+const requestTimeout = 10 * time.Second
+
+// cancelWait bounds how long a cancelled call waits for the init's report
+// that its process group is gone.
+const cancelWait = 5 * time.Second
+
+// handle serves one connection: a tool's report on its call, a host
+// operation, a program joining the run (join), or a tool call (call).
+func (b *broker) handle(conn int) {
+	defer fsops.CloseFD(conn)
+	began := time.Now()
+	// A caller has requestTimeout to send its request: a connection that
+	// says nothing does not hold one of the run's call slots for long.
+	fsops.SetBrokerRecvTimeout(conn, requestTimeout)
+	var req fsops.BrokerRequest
+	files, err := fsops.RecvBrokerMessage(conn, &req, 3)
+	fsops.SetBrokerRecvTimeout(conn, 0)
+	// A call closes them as soon as the sandbox has them (closing an
+	// *os.File again does nothing).
+	defer closeFiles(files)
+	if err != nil {
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUsage, Error: err.Error()}, nil)
+		return
+	}
+	if req.Report != nil {
+		b.takeReport(req.Report)
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{}, nil)
+		return
+	}
+	if req.HostOp != nil {
+		fsops.SendBrokerMessage(conn, b.hostOperation(req.HostOp), nil)
+		return
+	}
+	pid, peerUID := 0, -1
+	if p, u, err := fsops.BrokerPeer(conn); err == nil {
+		pid, peerUID = p, u
+	}
+	// In iso landlock the socket is a host path: another agent running as
+	// the same uid (a user's tree) could reach it where Landlock does not
+	// guard unix sockets (before ABI 9). Only the run's own processes, the
+	// descendants of its init, are served.
+	// The person who started the run (ctx run from the host) is served
+	// too where no agent can share their uid: a root caller's agents run
+	// as uids of their own.
+	fromRun := b.r.iso != policy.IsoLandlock || descendsFrom(pid, int(b.initPid.Load()))
+	if req.Join != nil {
+		b.join(conn, req.Join, files, pid, peerUID)
+		return
+	}
+	if !fromRun && !(peerUID == b.r.callerUID && uint32(b.r.callerUID) != b.r.agent.UID) {
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied, Error: "the broker serves only the processes of its own run"}, nil)
+		return
+	}
+	c := &callReply{b: b, conn: conn, began: began, ev: fsops.Event{Type: "tool.call", Object: "tool/" + req.Tool, PID: pid}}
+	b.call(c, &req, files, fromRun)
+}
+
+// callReply is the answer to one tool call in progress: the tool.call
+// event it will leave and the connection the reply goes to.
+type callReply struct {
+	b     *broker
+	conn  int
+	began time.Time
+	ev    fsops.Event
+	token string // the call's token once it has one: what its tool reported
+}
+
+// send records the call's event, with what its tool reported and a status
+// from its exit unless one was set, and replies exit and msg to the
+// caller. Every call, allowed, refused or failed, ends here once.
+func (c *callReply) send(exit int, msg string) {
+	b, ev := c.b, &c.ev
+	ev.Exit = &exit
+	if c.token != "" {
+		b.mu.Lock()
+		if call := b.calls[c.token]; call != nil && call.report != nil {
+			ev.Errno, ev.Layer, ev.Detail = call.report.Errno, call.report.Layer, call.report.Detail
+		}
+		delete(b.calls, c.token)
+		b.mu.Unlock()
+	}
+	ev.DurMS = float64(time.Since(c.began).Microseconds()) / 1000
+	if ev.Status == "" {
+		switch {
+		case exit == 0:
+			ev.Status = "ok"
+		case exit == exitDenied:
+			ev.Status = "denied"
+		case ev.Errno == "ETIMEDOUT":
+			ev.Status = "timeout" // the tool's own limit (tool_timeout_s)
+		case ev.Errno == "ECANCELED":
+			ev.Status = "cancelled"
+		default:
+			ev.Status = "error"
+		}
+	}
+	b.r.recordEvent(*ev)
+	fsops.SendBrokerMessage(c.conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
+}
+
+// call serves a tool call from a caller handle has let in: decided
+// (admit), given a token, run by the sandbox's init with the caller's
+// descriptors, and answered with its exit.
+func (b *broker) call(c *callReply, req *fsops.BrokerRequest, files []*os.File, fromRun bool) {
+	dec, ok := b.admit(c, req, files)
+	if !ok {
+		return
+	}
+	var rnd [16]byte
+	if err := fsops.RandomBytes(rnd[:]); err != nil {
+		c.send(exitInternal, "no entropy for the call's token")
+		return
+	}
+	c.token = hex.EncodeToString(rnd[:])
+	id, done := b.expect()
+	b.mu.Lock()
+	b.calls[c.token] = &brokerCall{tool: req.Tool}
+	b.mu.Unlock()
+	order := b.execOrder(req, dec, id, c.token, fromRun)
+	if err := b.sendOrder(order, files); err != nil {
+		c.send(exitUnavailable, fmt.Sprintf("%s: the sandbox cannot take the call: %v", req.Tool, err))
+		return
+	}
+	o, cancelled := b.await(c.conn, id, done)
+	switch {
+	case cancelled:
+		c.ev.Status = "cancelled"
+		c.send(o.Status, "")
+	case o.Error != "":
+		c.send(o.Status, fmt.Sprintf("%s: %s", req.Tool, o.Error))
+	default:
+		c.send(o.Status, "")
+	}
+}
+
+// admit decides a call before anything runs: a valid request, a tool the
+// agent may run now (decide), a host that can record it, input its schema
+// accepts. A caller that only asks for the decision (req.Decide) is
+// answered here. It returns false once it has replied.
+func (b *broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File) (decision, bool) {
+	if policy.ValidName(req.Tool) != nil || (len(files) != 3 && req.Decide == nil) {
+		c.ev.Object = "tool/-"
+		c.send(exitUsage, "a broker request names a valid tool and passes three descriptors")
+		return decision{}, false
+	}
+	dec := b.decide(req.Tool)
+	if dec.path == "" {
+		c.ev.Errno, c.ev.Layer = "EACCES", dec.layer
+		exit := exitDenied
+		if dec.layer == "" {
+			c.ev.Errno, exit = "ENOENT", exitNotFound
+		}
+		c.send(exit, fmt.Sprintf("%s: %s", req.Tool, dec.why))
+		return dec, false
+	}
+	// Fail closed: a call the host cannot record is not run. Its refusal
+	// is not written either once the log budget is spent (the budget's
+	// own event says so, once).
+	if err := b.canRecord(); err != nil {
+		c.ev.Errno = "ENOSPC"
+		c.send(exitUnavailable, fmt.Sprintf("%s: refused: %v", req.Tool, err))
+		return dec, false
+	}
+	// A program that is not ctx does not check its input against its
+	// schema itself: given one JSON object, the host does, before it runs
+	// (ctx's own tools and MCP-projected ones validate their input).
+	if err := dec.validate(req.Args); err != nil {
+		c.ev.Errno = "EINVAL"
+		c.send(exitUsage, fmt.Sprintf("%s: EINVAL: %v", req.Tool, err))
+		return dec, false
+	}
+	if d := req.Decide; d != nil {
+		// Allowed, but the caller runs it (a terminal tool) or has
+		// refused it itself: recorded from this decision, not run here.
+		if t, ok := builtinTools[req.Tool]; ok && t.Passthrough && d.Terminal {
+			c.ev.Status, c.ev.Detail = "started", "a terminal tool: it runs in the caller's process, its exit is not observed"
+			c.send(exitOK, "")
+			return dec, false
+		}
+		c.ev.Status, c.ev.Errno, c.ev.Layer, c.ev.Detail = "denied", "EACCES", "caller", "refused by the caller before it ran"
+		c.send(exitDenied, fmt.Sprintf("%s: refused by the caller", req.Tool))
+		return dec, false
+	}
+	return dec, true
+}
+
+// execOrder is the order that has the sandbox's init run an allowed call:
+// the tool's file as decided, in the caller's working directory and
+// environment (bounded), directly, in a warm worker, or through
+// ctx-hooked-tool.
+func (b *broker) execOrder(req *fsops.BrokerRequest, dec decision, id uint64, token string, fromRun bool) fsops.BrokerOrder {
+	cwd := req.Cwd
+	if b.r.iso == policy.IsoLandlock && within(cwd, policy.SandboxWorkspace) {
+		// A caller outside the run (ctx run from the host) names the
+		// sandbox's workspace; a landlock run has only the host's path.
+		cwd = b.r.workspace + strings.TrimPrefix(cwd, policy.SandboxWorkspace)
+	}
+	env := brokerEnv(req.Env)
+	if !fromRun {
+		// The person's call into a landlock run: the run's own environment,
+		// whose paths are the host's (a caller outside names the sandbox's).
+		env = b.r.env
+	}
+	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: dec.path, Argv: append([]string{req.Tool}, req.Args...),
+		Env: env, Cwd: cwd, Token: token, Warm: dec.warm}
+	if dec.warm && !dec.builtin {
+		// An MCP-projected tool finds its control directory beside the
+		// path it runs as (applets/mcptool.go), not beside the worker's
+		// binary.
+		order.Argv[0] = dec.path
+	}
+	if dec.hooked && b.r.plan.Worker != "" {
+		// A tool that is not a builtin has its pre and post hooks run
+		// around it by ctx (hooked_tool.go), as a builtin runs its own.
+		order.Path = b.r.plan.Worker
+		order.Argv = append([]string{hookedToolApplet, req.Tool, dec.path}, req.Args...)
+	}
+	return order
+}
+
+// expect makes a new order id and the channel its exit report (readInit)
+// arrives on.
+func (b *broker) expect() (uint64, chan fsops.BrokerOrder) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nextID++
+	done := make(chan fsops.BrokerOrder, 1)
+	b.waiting[b.nextID] = done
+	return b.nextID, done
+}
+
+// sendOrder hands order and the caller's three descriptors to the
+// sandbox's init, and closes this process's copies once the init has
+// them (the tool's pipes end when the tool's ends close). An order the
+// init cannot take is no longer waited for.
+func (b *broker) sendOrder(order fsops.BrokerOrder, files []*os.File) error {
+	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
+	if err := fsops.SendBrokerMessage(int(b.host.Fd()), order, fds); err != nil {
+		b.mu.Lock()
+		delete(b.waiting, order.ID)
+		b.mu.Unlock()
+		return err
+	}
+	closeFiles(files)
+	return nil
+}
+
+// closeFiles closes the descriptors a caller passed.
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// await waits for the init's report of order id on done. The caller going
+// away first (Ctrl-C, a kill, an MCP cancel closing conn) cancels it: the
+// init kills the order's whole process group, and the report that it has
+// ended (or, after cancelWait, a SIGKILL status) is returned with
+// cancelled true.
+func (b *broker) await(conn int, id uint64, done chan fsops.BrokerOrder) (o fsops.BrokerOrder, cancelled bool) {
+	gone := make(chan struct{})
+	go func() {
+		fsops.AwaitBrokerHangup(conn)
+		close(gone)
+	}()
+	select {
+	case o := <-done:
+		return o, false
+	case <-gone:
+		fsops.SendBrokerMessage(int(b.host.Fd()), fsops.BrokerOrder{Op: "kill", ID: id}, nil)
+		select {
+		case o := <-done:
+			o.Error = ""
+			return o, true
+		case <-time.After(cancelWait):
+			return fsops.BrokerOrder{Op: "exit", ID: id, Status: cli.Signaled(unix.SIGKILL)}, true
+		}
+	}
+}
+
+// takeReport keeps what a brokered tool reported for its call, bounded,
+// if the token names a call in flight; anything else is dropped.
+func (b *broker) takeReport(rep *fsops.BrokerReport) {
+	bound := func(s string, n int) string {
+		if len(s) > n {
+			return s[:n]
+		}
+		return s
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c, ok := b.calls[rep.Token]; ok && c.report == nil {
+		c.report = &fsops.BrokerReport{Errno: bound(rep.Errno, 32), Layer: bound(rep.Layer, 64), Detail: bound(rep.Detail, 512)}
+	}
+}
+
+// canRecord says why the host could not record a call now: the run's
+// log_bytes budget is spent, or the session's events file cannot be
+// appended to.
+func (b *broker) canRecord() error {
+	if b.r.logSpent() {
+		return fmt.Errorf("the run's log budget (log_bytes) is spent: tool calls are not run unrecorded")
+	}
+	if b.r.sess.Events != "" {
+		if err := fsops.CheckAppendable(b.r.sess.Events); err != nil {
+			return fmt.Errorf("the session's events cannot be written (%v): tool calls are not run unrecorded", err)
+		}
+	}
+	return nil
+}
+
+// brokerEnv bounds the caller's environment passed to the tool and drops
+// the brokered marker, which only the init sets.
+func brokerEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, fsops.BrokeredEnv+"=") || strings.IndexByte(kv, 0) >= 0 {
+			continue
+		}
+		if len(out) == 1024 {
+			break
+		}
+		out = append(out, kv)
+	}
+	return out
+}

@@ -1,0 +1,77 @@
+package applets
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// maxJoinArgs bounds the argv of a program joining a run.
+const maxJoinArgs = 1024
+
+// join starts a program in this run for a caller outside it: a second ctx
+// agent start (or MCP server) for the running agent. The program runs as
+// the agent's own program does (its environment, working directory, uid
+// and walls), with the caller's descriptors, in a process group of its
+// own; the run lasts until it has ended too. Closing the connection ends
+// it. One agent.join event records it, with its exit.
+func (b *broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, pid, peerUID int) {
+	began := time.Now()
+	ev := fsops.Event{Type: "agent.join", Object: "agent/" + b.r.agent.Name, PID: pid}
+	reply := func(exit int, msg string) {
+		ev.Exit = &exit
+		ev.DurMS = float64(time.Since(began).Microseconds()) / 1000
+		if ev.Status == "" {
+			ev.Status = "ok"
+			if exit != 0 {
+				ev.Status = "error"
+			}
+		}
+		b.r.recordEvent(ev)
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
+	}
+	switch {
+	case descendsFrom(pid, int(b.initPid.Load())):
+		// A process of the run starts programs itself; one joined would
+		// keep the run alive past its program.
+		ev.Status = "denied"
+		reply(exitDenied, "a program joins a run from outside it (ctx agent start on the host)")
+		return
+	case peerUID != b.r.callerUID && peerUID != 0:
+		ev.Status = "denied"
+		reply(exitDenied, "only the user who started the run, or root, may join it")
+		return
+	case b.r.iso == policy.IsoLandlock && peerUID != 0 && uint32(peerUID) == b.r.agent.UID:
+		// The socket is a host path: a process of another run of the
+		// same uid (another agent of this user) could ask too, and
+		// nothing tells it from the person.
+		ev.Status = "denied"
+		reply(exitDenied, "an iso landlock run of an agent with its user's uid cannot be joined: nothing tells that user from another agent of the same uid")
+		return
+	case len(files) != 3 || len(j.Argv) == 0 || len(j.Argv) > maxJoinArgs:
+		reply(exitUsage, "a join names a program and passes three descriptors")
+		return
+	}
+	ev.Detail = "program " + j.Argv[0] // bounded by the event's line builder
+	var env []string
+	for _, kv := range b.r.env {
+		if !strings.HasPrefix(kv, "CTX_RUN_FD=") {
+			env = append(env, kv)
+		}
+	}
+	id, done := b.expect()
+	order := fsops.BrokerOrder{Op: "run", ID: id, Argv: j.Argv, Env: env, Cwd: b.r.plan.Cwd}
+	if err := b.sendOrder(order, files); err != nil {
+		reply(exitUnavailable, fmt.Sprintf("the sandbox cannot take the program: %v", err))
+		return
+	}
+	o, cancelled := b.await(conn, id, done)
+	if cancelled {
+		ev.Status = "cancelled"
+	}
+	reply(o.Status, o.Error)
+}
