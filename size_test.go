@@ -31,9 +31,7 @@ const (
 var overLimitOwnedElsewhere = map[string]bool{
 	"applets/agentrun_protect.go": true, // file; gatherProtect, gitFile, protectLandlockLines
 	"applets/ctx_queue.go":        true, // file
-	"applets/mcptool.go":          true, // file; runProjectedTool
 	"applets/shell_exec.go":       true, // shellExec
-	"applets/tool.go":             true, // runBuiltinTool
 	"applets/tsh/exec.go":         true, // execTool
 	"applets/tsh/lineedit.go":     true, // ReadLine
 	"fsops/queue/finish.go":       true, // Finish

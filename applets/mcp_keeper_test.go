@@ -160,7 +160,7 @@ func warmSetup(tb testing.TB) (bin, work, tools, pids, events string) {
 	return bin, work, filepath.Join(root, "tool"), pids, events
 }
 
-func runTool(t *testing.T, dir string, env []string, tool string, args ...string) (string, string, int) {
+func execTool(t *testing.T, dir string, env []string, tool string, args ...string) (string, string, int) {
 	t.Helper()
 	return run(t, dir, env, append([]string{tool}, args...)...)
 }
@@ -175,7 +175,7 @@ func TestProjectedToolWarm(t *testing.T) {
 	echo := filepath.Join(tools, "good.echo")
 
 	for i := 0; i < 3; i++ {
-		if out, errOut, code := runTool(t, work, nil, echo, `{"message":"cold"}`); code != 0 || out != "Echo: cold\n{\"echoed\":\"cold\"}\n" {
+		if out, errOut, code := execTool(t, work, nil, echo, `{"message":"cold"}`); code != 0 || out != "Echo: cold\n{\"echoed\":\"cold\"}\n" {
 			t.Fatalf("cold call: %d %q %q", code, out, errOut)
 		}
 	}
@@ -187,7 +187,7 @@ func TestProjectedToolWarm(t *testing.T) {
 
 	r := newFakeRun(t, work)
 	for i := 0; i < 5; i++ {
-		if out, errOut, code := runTool(t, work, r.env, echo, `{"message":"warm`+strconv.Itoa(i)+`"}`); code != 0 || !strings.HasPrefix(out, "Echo: warm"+strconv.Itoa(i)+"\n") {
+		if out, errOut, code := execTool(t, work, r.env, echo, `{"message":"warm`+strconv.Itoa(i)+`"}`); code != 0 || !strings.HasPrefix(out, "Echo: warm"+strconv.Itoa(i)+"\n") {
 			t.Fatalf("warm call %d: %d %q %q", i, code, out, errOut)
 		}
 	}
@@ -203,7 +203,7 @@ func TestProjectedToolWarm(t *testing.T) {
 	first := serverPids(t, pids)[0]
 	syscall.Kill(first, syscall.SIGKILL)
 	waitGone(t, "killed server", first)
-	if out, errOut, code := runTool(t, work, r.env, echo, `{"message":"again"}`); code != 0 || !strings.HasPrefix(out, "Echo: again\n") {
+	if out, errOut, code := execTool(t, work, r.env, echo, `{"message":"again"}`); code != 0 || !strings.HasPrefix(out, "Echo: again\n") {
 		t.Fatalf("after the server's kill: %d %q %q", code, out, errOut)
 	}
 	if got := serverPids(t, pids); len(got) != 2 {
@@ -215,7 +215,7 @@ func TestProjectedToolWarm(t *testing.T) {
 	syscall.Kill(keepers[0], syscall.SIGKILL)
 	waitGone(t, "killed keeper", keepers[0])
 	waitGone(t, "the killed keeper's server", serverPids(t, pids)[1])
-	if out, errOut, code := runTool(t, work, r.env, echo, `{"message":"new keeper"}`); code != 0 || !strings.HasPrefix(out, "Echo: new keeper\n") {
+	if out, errOut, code := execTool(t, work, r.env, echo, `{"message":"new keeper"}`); code != 0 || !strings.HasPrefix(out, "Echo: new keeper\n") {
 		t.Fatalf("after the keeper's kill: %d %q %q", code, out, errOut)
 	}
 	if got := serverPids(t, pids); len(got) != 3 {
@@ -252,7 +252,7 @@ func TestProjectedToolWarm(t *testing.T) {
 		io.Copy(io.Discard, c)
 		c.Close()
 	}()
-	if out, errOut, code := runTool(t, work, r.env, echo, `{"message":"not fooled"}`); code != 0 || !strings.HasPrefix(out, "Echo: not fooled\n") {
+	if out, errOut, code := execTool(t, work, r.env, echo, `{"message":"not fooled"}`); code != 0 || !strings.HasPrefix(out, "Echo: not fooled\n") {
 		t.Fatalf("with an impostor: %d %q %q", code, out, errOut)
 	}
 	impostor.Close()
@@ -343,7 +343,7 @@ func TestProjectedToolWarmCancel(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	out, errOut, code := runTool(t, work, r.env, filepath.Join(tools, "rich.rich"))
+	out, errOut, code := execTool(t, work, r.env, filepath.Join(tools, "rich.rich"))
 	if code != 0 || !strings.HasPrefix(out, "rich result\n[image: image/png") {
 		t.Fatalf("the next call: %d %q %q", code, out, errOut)
 	}

@@ -17,18 +17,13 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
-	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
 	"ctx/policy"
-	"ctx/policy/schema"
 	"ctx/ptyterm"
-
-	"golang.org/x/sys/unix"
 )
 
 // projectedToolApplet returns the applet that runs an installed tool whose
@@ -75,88 +70,11 @@ func executableDir(e *Env, name string) (string, bool) {
 	return filepath.Dir(self), true
 }
 
-// toolOutput writes a tool's results in CLI or native (JSONL frames) mode.
-type toolOutput struct {
-	e      *Env
-	name   string
-	native bool
-	run    string
-	ctl    string // the tool's control directory
-	errno  string // of the failure reported, for the event
-	layer  string // the authority layer that refused, for the event
-}
-
-// toolFrame is one JSONL frame of native mode; fields in ABI order. A
-// projected tool's message frame carries the remote content blocks as they
-// came and the remote structuredContent; progress frames (only when
-// CTX_TOOL_PROGRESS=1 asks for them) carry progress, total and message.
-type toolFrame struct {
-	Type       string            `json:"type"`
-	Run        string            `json:"run"`
-	Tool       string            `json:"tool,omitempty"`
-	Role       string            `json:"role,omitempty"`
-	Content    []json.RawMessage `json:"content,omitempty"`
-	Structured json.RawMessage   `json:"structuredContent,omitempty"`
-	Code       string            `json:"code,omitempty"`
-	Message    string            `json:"message,omitempty"`
-	Status     string            `json:"status,omitempty"`
-	Progress   *float64          `json:"progress,omitempty"`
-	Total      *float64          `json:"total,omitempty"`
-}
-
-func (o *toolOutput) frame(f toolFrame) {
-	f.Run = o.run
-	b, _ := json.Marshal(f)
-	o.e.Stdout.Write(append(b, '\n'))
-}
-
-func (o *toolOutput) start() {
-	if o.native {
-		o.frame(toolFrame{Type: "start", Tool: o.name})
-	}
-}
-
-// record appends the call's tool.call event (see recordToolEvent).
-func (o *toolOutput) record(began time.Time, code int) {
-	ev := fsops.Event{Type: "tool.call", Object: "tool/" + o.name, Status: "ok", Exit: &code,
-		DurMS: float64(time.Since(began).Microseconds()) / 1000}
-	if code != exitOK {
-		ev.Status, ev.Errno = "error", o.errno
-		switch {
-		case o.layer != "":
-			ev.Status, ev.Layer = "denied", o.layer
-		case o.errno == "ECANCELED":
-			ev.Status = "cancelled"
-		}
-	}
-	recordToolEvent(o.e, o.ctl, ev)
-}
-
-// fail reports an error (errno name in native frames, one line on stderr
-// in CLI mode) and returns code.
-func (o *toolOutput) fail(code int, errno, format string, args ...any) int {
-	o.errno = errno
-	msg := fmt.Sprintf(format, args...)
-	if o.native {
-		o.frame(toolFrame{Type: "error", Code: errno, Message: msg})
-		o.frame(toolFrame{Type: "done", Status: "error"})
-		return code
-	}
-	line := fmt.Sprintf("%s: %s", errno, ptyterm.EscapeLines(msg))
-	if code == exitDenied {
-		fmt.Fprint(o.e.Stderr, authority.DeniedLine(o.name, line))
-		return code
-	}
-	fmt.Fprintf(o.e.Stderr, "%s: %s\n", o.name, line)
-	return code
-}
-
-func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code int) {
+// runProjectedTool runs an MCP-projected tool: its --help and
+// --agentrc-schema here, every call through the one runner (runTool) with
+// the remote call as its Run.
+func runProjectedTool(e *Env, ctl string, locData []byte, args []string) int {
 	name := e.Name
-	o := &toolOutput{e: e, name: name, native: e.Getenv("CTX_TOOL_MODE") == "native", run: e.Getenv("CTX_RUN_ID"), ctl: ctl}
-	if o.run == "" {
-		o.run = "r1"
-	}
 	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
 		desc, _ := fsops.ReadControl(filepath.Join(ctl, "description"))
 		fmt.Fprintf(e.Stdout, "%s - %s\n\nMCP tool projected by ctxmcp. Input: one JSON object, as the only\nargument or on standard input. See `ctx man ctx.mcp`.\n",
@@ -171,35 +89,41 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code i
 		e.Stdout.Write(s)
 		return exitOK
 	}
-	// Inside a sandbox the run host runs the call, as for every tool.
-	if code, ok := brokeredCall(e, name, args); ok {
-		return code
+	p := projectedCall{name: name, ctl: ctl, loc: locData}
+	return runTool(e, &builtinTool{Name: name, Ctl: ctl, CLI: projectedArgs, NoTerminalInput: true, ErrnoInLines: true, Run: p.run}, args)
+}
+
+// projectedArgs is a projected tool's answer to input that is not one JSON
+// object: none at all (empty stdin) is {}; arguments are bad input.
+func projectedArgs(args []string, _ io.Reader) (map[string]any, error) {
+	switch {
+	case args == nil:
+		return map[string]any{}, nil
+	case len(args) == 1:
+		return nil, inputErr("input is not a JSON object")
 	}
-	o.start()
-	// Every call, allowed, refused or failed, leaves one tool.call event.
-	began := time.Now()
-	defer func() { o.record(began, code) }()
-	if te := authorizeTool(e, name); te != nil {
-		o.layer = te.Layer
-		return o.fail(te.Exit, errnoName(te.Errno), "%s", te.Msg)
-	}
-	loc, err := object.ParseLocator(locData)
+	return nil, inputErr("input must be one JSON object argument, or JSON on standard input")
+}
+
+// projectedCall is the Run of an MCP-projected tool: the tools/call of its
+// server, found through the locator control.
+type projectedCall struct {
+	name, ctl string
+	loc       []byte
+}
+
+func (p projectedCall) run(c *toolCall) error {
+	loc, err := object.ParseLocator(p.loc)
 	if err != nil {
-		return o.fail(exitUnavailable, "EIO", "%s/mcp: %v", ctl, err)
+		return toolErr(syscall.EIO, exitUnavailable, "%s/mcp: %v", p.ctl, err)
 	}
-	input, code, msg := projectedInput(e, args)
-	if code != exitOK {
-		return o.fail(code, "EINVAL", "%s", msg)
-	}
-	if err := validateToolInput(ctl, input); err != nil {
-		if errors.Is(err, errBadSchemaControl) {
-			return o.fail(exitUnavailable, "EIO", "%v", err)
-		}
-		return o.fail(exitUsage, "EINVAL", "input %v", err)
-	}
-	srv, err := lockedServer(loc, name, ctl)
+	srv, err := lockedServer(loc, p.name, p.ctl)
 	if err != nil {
-		return o.fail(exitUnavailable, "EIO", "%v", err)
+		return toolErr(syscall.EIO, exitUnavailable, "%v", err)
+	}
+	input := c.rawInput
+	if input == nil {
+		input, _ = json.Marshal(c.input)
 	}
 	// SIGINT, SIGTERM or SIGHUP (a person's ^C, ctxmcp serve cancelling
 	// the call its client cancelled, a timeout) cancels the remote call:
@@ -219,14 +143,11 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code i
 		}
 	}()
 	var onProgress func(mcpstdio.Progress)
-	if o.native && e.Getenv(mcpstdio.ProgressEnv) == "1" {
-		onProgress = func(p mcpstdio.Progress) {
-			v := p.Progress
-			o.frame(toolFrame{Type: "progress", Progress: &v, Total: p.Total, Message: p.Message})
-		}
+	if c.native && c.env.Getenv(mcpstdio.ProgressEnv) == "1" {
+		onProgress = c.frames.progress
 	}
 	var res *mcpstdio.CallResult
-	if kc := warmKeeper(ctx, e, loc, srv); kc != nil {
+	if kc := warmKeeper(ctx, c.env, loc, srv); kc != nil {
 		// Inside a run: the run's live session of the server (WARM
 		// SERVERS in ctx man ctxmcp).
 		res, err = kc.Call(ctx, loc.Tool, input, onProgress)
@@ -234,78 +155,24 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) (code i
 	} else if ctx.Err() != nil {
 		err = mcpstdio.ErrCancelled // while it waited for the keeper
 	} else {
-		c, serr := mcpstdio.Start(loc.Server, srv, mcpstdio.Options{})
+		cl, serr := mcpstdio.Start(loc.Server, srv, mcpstdio.Options{})
 		if serr != nil {
-			return o.fail(exitUnavailable, "EIO", "%v", serr)
+			return toolErr(syscall.EIO, exitUnavailable, "%v", serr)
 		}
-		res, err = c.CallToolContext(ctx, loc.Tool, input, onProgress)
-		c.Close()
+		res, err = cl.CallToolContext(ctx, loc.Tool, input, onProgress)
+		cl.Close()
 	}
 	if errors.Is(err, mcpstdio.ErrCancelled) {
 		code := exitFailure
 		if sig, ok := caught.(syscall.Signal); ok {
 			code = cli.Signaled(sig)
 		}
-		return o.fail(code, "ECANCELED", "cancelled: the server was told to stop the call")
+		return toolErr(syscall.ECANCELED, code, "cancelled: the server was told to stop the call")
 	}
 	if err != nil {
-		return o.fail(exitUnavailable, "EIO", "%v", err)
+		return toolErr(syscall.EIO, exitUnavailable, "%v", err)
 	}
-	return o.result(res)
-}
-
-var errBadSchemaControl = errors.New("schema control")
-
-// toolInput returns the JSON object input: the only argument when there is
-// one, else standard input (at most 1 MiB; empty means {}). A terminal on
-// stdin with no argument gets a usage message instead of a wait.
-func projectedInput(e *Env, args []string) (json.RawMessage, int, string) {
-	var data []byte
-	switch {
-	case len(args) == 1:
-		data = []byte(args[0])
-	case len(args) > 1:
-		return nil, exitUsage, "input must be one JSON object argument, or JSON on standard input"
-	default:
-		if f, ok := e.Stdin.(*os.File); ok {
-			if _, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS); err == nil {
-				return nil, exitUsage, "no input: give a JSON object as the argument or on standard input (see --help)"
-			}
-		}
-		b, err := readStdin(e.Stdin, maxToolInput)
-		if err != nil {
-			return nil, exitUsage, err.Error()
-		}
-		data = bytes.TrimSpace(b)
-		if len(data) == 0 {
-			data = []byte("{}")
-		}
-	}
-	var obj map[string]json.RawMessage
-	if !bytes.HasPrefix(bytes.TrimSpace(data), []byte("{")) || json.Unmarshal(data, &obj) != nil {
-		return nil, exitUsage, "input is not a JSON object"
-	}
-	var compact bytes.Buffer
-	_ = json.Compact(&compact, data)
-	return compact.Bytes(), exitOK, ""
-}
-
-// validateToolInput checks input against the tool's schema control. A
-// missing control means no constraint; an unusable one is the object's
-// fault, not the caller's.
-func validateToolInput(ctl string, input json.RawMessage) error {
-	s, err := fsops.ReadControl(filepath.Join(ctl, "schema"))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("%w: %v", errBadSchemaControl, err)
-	}
-	compiled, err := schema.Compile(s)
-	if err != nil {
-		return fmt.Errorf("%w %s: %v", errBadSchemaControl, filepath.Join(ctl, "schema"), err)
-	}
-	return compiled.ValidateJSON(input)
+	return projectedResult(c, res)
 }
 
 // lockedServer reads the locator's config and returns the named server.
@@ -357,7 +224,7 @@ func reprojectHint(loc object.Locator, name, ctl string) string {
 		loc.Config, loc.Config, loc.Server, out, root, tier, name, root, tier, out, name)
 }
 
-// result maps tools/call to output.
+// projectedResult maps tools/call to output.
 //
 // Native: one message frame with the content blocks as the server sent
 // them (text, image, audio, resource, resource_link) and its
@@ -369,61 +236,59 @@ func reprojectHint(loc object.Locator, name, ctl string) string {
 // note for every other block (contentNote), and structuredContent as one
 // JSON line unless a text block already holds the same JSON value. For
 // isError the same goes to standard error, then `NAME: EIO: TEXT`.
-func (o *toolOutput) result(res *mcpstdio.CallResult) int {
+func projectedResult(c *toolCall, res *mcpstdio.CallResult) error {
 	var texts []string
 	for _, b := range res.Content {
-		var blk struct {
-			Type string  `json:"type"`
-			Text *string `json:"text"`
-		}
-		_ = json.Unmarshal(b, &blk)
-		if blk.Type == "text" && blk.Text != nil {
-			texts = append(texts, *blk.Text)
+		if t, ok := textOf(b); ok {
+			texts = append(texts, t)
 		}
 	}
 	errMsg := strings.Join(texts, "\n")
 	if errMsg == "" {
 		errMsg = "remote MCP tool returned an error"
 	}
-	if o.native {
+	if c.native {
 		if len(res.Content) > 0 || res.Structured != nil {
-			o.frame(toolFrame{Type: "message", Role: "tool", Content: res.Content, Structured: compactRaw(res.Structured)})
+			c.frames.content(res.Content, compactRaw(res.Structured))
 		}
+	} else {
+		w := c.out
 		if res.IsError {
-			return o.fail(exitFailure, "EIO", "%s", errMsg)
+			w = c.env.Stderr
 		}
-		o.frame(toolFrame{Type: "done", Status: "ok"})
-		return exitOK
-	}
-	w := o.e.Stdout
-	if res.IsError {
-		w = o.e.Stderr
-	}
-	for _, b := range res.Content {
-		var blk struct {
-			Type string  `json:"type"`
-			Text *string `json:"text"`
-		}
-		_ = json.Unmarshal(b, &blk)
-		if blk.Type == "text" && blk.Text != nil {
-			if res.IsError {
-				continue // the EIO line below carries the text
+		for _, b := range res.Content {
+			if t, ok := textOf(b); ok {
+				if !res.IsError { // else the EIO line carries the text
+					io.WriteString(w, t)
+					if !strings.HasSuffix(t, "\n") {
+						io.WriteString(w, "\n")
+					}
+				}
+				continue
 			}
-			io.WriteString(w, *blk.Text)
-			if !strings.HasSuffix(*blk.Text, "\n") {
-				io.WriteString(w, "\n")
-			}
-			continue
+			io.WriteString(w, ptyterm.Escape(contentNote(b))+"\n")
 		}
-		io.WriteString(w, ptyterm.Escape(contentNote(b))+"\n")
-	}
-	if res.Structured != nil && !sameJSONAsAny(res.Structured, texts) {
-		w.Write(append(compactRaw(res.Structured), '\n'))
+		if res.Structured != nil && !sameJSONAsAny(res.Structured, texts) {
+			w.Write(append(compactRaw(res.Structured), '\n'))
+		}
 	}
 	if res.IsError {
-		return o.fail(exitFailure, "EIO", "%s", errMsg)
+		return toolErr(syscall.EIO, exitFailure, "%s", errMsg)
 	}
-	return exitOK
+	return nil
+}
+
+// textOf returns the text of a text content block.
+func textOf(b json.RawMessage) (string, bool) {
+	var blk struct {
+		Type string  `json:"type"`
+		Text *string `json:"text"`
+	}
+	_ = json.Unmarshal(b, &blk)
+	if blk.Type == "text" && blk.Text != nil {
+		return *blk.Text, true
+	}
+	return "", false
 }
 
 func compactRaw(v json.RawMessage) json.RawMessage {

@@ -195,8 +195,8 @@ type decision struct {
 // tiers as they are on disk now (a grant revoked during the run refuses
 // the next call; /mnt/proc/policy is refreshed before a refusal is
 // answered), and says how the allowed call is run: in a warm worker (a
-// builtin, or an MCP-projected tool, a link of ctx, without hooks), through
-// ctx-hooked-tool (any other tool with hooks), or executed.
+// builtin, or an MCP-projected tool, a link of ctx: both run their own
+// hooks), through ctx-hooked-tool (any other tool with hooks), or executed.
 func (b *broker) decide(tool string) decision {
 	r := b.r
 	a, hit, tier, found, err := b.lookupTool(tool)
@@ -214,7 +214,8 @@ func (b *broker) decide(tool string) decision {
 			applet, isApplet := lookup(tool)
 			d.builtin = ctx && isApplet && applet.Tool
 			d.thirdParty = !ctx
-			d.hooked = !d.builtin && hasHooks(hit.ControlDir) // a builtin runs its own (tool.go)
+			ownHooks := ctx && (!isApplet || applet.Tool) // a builtin or MCP-projected tool runs its own (runTool)
+			d.hooked = !ownHooks && hasHooks(hit.ControlDir)
 			d.warm = r.plan.Worker != "" && ctx && !d.hooked
 			return d
 		}
@@ -244,7 +245,7 @@ func (d decision) validate(args []string) error {
 	if !d.thirdParty || len(args) != 1 || !strings.HasPrefix(strings.TrimSpace(args[0]), "{") {
 		return nil
 	}
-	return validateToolInput(d.ctl, json.RawMessage(args[0]))
+	return validateJSONInput(d.ctl, json.RawMessage(args[0]))
 }
 
 // workerPath is the run's ctx binary as the init finds it (inside), which

@@ -22,7 +22,7 @@ var builtinTools = map[string]*builtinTool{}
 // toolApplet makes the applet row of a builtin tool.
 func toolApplet(t *builtinTool) Applet {
 	builtinTools[t.Name] = t
-	return Applet{Name: t.Name, Tool: true, Run: func(e *Env, args []string) int { return runBuiltinTool(e, t, args) }}
+	return Applet{Name: t.Name, Tool: true, Run: func(e *Env, args []string) int { return runTool(e, t, args) }}
 }
 
 // ownRunner makes the row of a tool implemented by its own applet (tsh,

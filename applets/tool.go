@@ -16,25 +16,42 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/ptyterm"
 )
 
 // maxToolInput bounds the JSON input a tool reads from argv or stdin.
 const maxToolInput = 1 << 20
 
-// builtinTool describes a tool implemented inside ctx. Its Schema,
-// Description and Cap are what bootstrap writes into tool/NAME.d/.
+// builtinTool is a tool ctx runs in its own process: a builtin (fs.read,
+// shell.exec, ...) or an MCP-projected tool (projectedToolApplet). Either
+// supplies its Run and what describes it; runTool does everything around
+// the call once, for both. Its Schema, Description and Cap are what
+// bootstrap writes into tool/NAME.d/ for a builtin.
 type builtinTool struct {
 	Name        string
 	Description string
 	Cap         string
-	Schema      string
+	// Schema is the compiled-in input schema, used when the control
+	// directory has no schema control; empty means no constraint.
+	Schema string
 	// Bare names the input field that a bare, non-JSON argument or stdin
 	// text fills ("path" for fs.read, "cmd" for shell.exec); empty when the
 	// tool takes only JSON.
 	Bare string
 	// CLI turns terminal-style argv (`fs.write PATH TEXT...`) into an input
-	// object. Nil means: argv must be one JSON object or one bare value.
+	// object; it is also asked, with nil args, for the input of an empty
+	// stdin. Nil means: argv must be one JSON object or one bare value.
 	CLI func(args []string, stdin io.Reader) (map[string]any, error)
+	// NoTerminalInput: with no arguments, a terminal on stdin is bad input
+	// (a person would sit waiting on a JSON object), not where the input
+	// is read from.
+	NoTerminalInput bool
+	// ErrnoInLines: terminal-mode error lines name the errno, "NAME: EIO:
+	// why", as an MCP-projected tool's always have.
+	ErrnoInLines bool
+	// Ctl is the tool's control directory when the tool found it already
+	// (a projected tool); empty means the runner finds it (toolControlDir).
+	Ctl string
 	// Passthrough tools (bash, tmux, zellij) take their argv as is: no JSON
 	// input, no schema validation.
 	Passthrough bool
@@ -46,15 +63,17 @@ type builtinTool struct {
 	Run func(call *toolCall) error
 }
 
-// toolCall is one invocation of a builtin tool.
+// toolCall is one invocation of a tool.
 type toolCall struct {
-	env    *Env
-	tool   *builtinTool
-	input  map[string]any
-	args   []string  // raw argv, for passthrough tools
-	out    io.Writer // plain output (CLI mode) or the message buffer (native)
-	native bool
-	exit   int // exit status a successful Run wants (shell.exec passes the child's)
+	env      *Env
+	tool     *builtinTool
+	input    map[string]any
+	rawInput json.RawMessage // the input object as it was given, compacted, when given as JSON
+	args     []string        // raw argv, for passthrough tools
+	out      io.Writer       // plain output (CLI mode) or the message buffer (native)
+	frames   *frameWriter    // native mode's frames; a Run may add content and progress
+	native   bool
+	exit     int // exit status a successful Run wants (shell.exec passes the child's)
 }
 
 // toolError is a tool failure with the errno name reported in frames and
@@ -96,10 +115,11 @@ func errnoName(errno syscall.Errno) string {
 	return fmt.Sprintf("E%d", int(errno))
 }
 
-// runBuiltinTool is the common path of every builtin tool applet: authority
-// check, input, schema validation, the call itself, frames or plain output,
-// and the tool.call event.
-func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
+// runTool is the one path of every tool ctx runs itself, builtin or
+// MCP-projected: the broker (inside a run the host runs the call), the
+// authority check, pre hooks, input, schema validation, the call itself,
+// frames or plain output, post hooks and the tool.call event.
+func runTool(e *Env, t *builtinTool, args []string) int {
 	// Inside a sandbox the run host runs the call (passthrough terminal
 	// tools keep the caller's terminal and run here).
 	if !t.Passthrough {
@@ -120,65 +140,28 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 	}
 	start := time.Now()
 	// The control directory (schema, hooks, log) is found once per call.
-	dir := toolControlDir(e, t.Name)
-	call := &toolCall{env: e, tool: t, native: e.Getenv("CTX_TOOL_MODE") == "native"}
-	frames := newFrameWriter(e, t.Name, call.native)
-	frames.start()
-
+	dir := t.Ctl
+	if dir == "" {
+		dir = toolControlDir(e, t.Name)
+	}
+	call := &toolCall{env: e, tool: t, args: args, native: e.Getenv("CTX_TOOL_MODE") == "native"}
+	call.frames = newFrameWriter(e, t.Name, call.native)
+	call.frames.start()
 	var message bytes.Buffer
 	call.out = e.Stdout
 	if call.native {
 		call.out = &message
 	}
-
-	err := func() error {
-		if !decidedByHost && !hostRecorded {
-			if te := authorizeTool(e, t.Name); te != nil {
-				return te
-			}
-		}
-		if errs := runHooks(e, dir, t.Name, "pre", "", nil); len(errs) > 0 {
-			return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Layer: "hook", Msg: "permission denied (hook): " + errs[0].Error()}
-		}
-		call.args = args
-		if !t.Passthrough {
-			input, err := readToolInput(e, t, args)
-			if err != nil {
-				return err
-			}
-			if err := validateBuiltinInput(dir, t, input); err != nil {
-				return err
-			}
-			call.input = input
-		}
-		return t.Run(call)
-	}()
+	err := call.run(dir, !decidedByHost && !hostRecorded)
 
 	ev := fsops.Event{Type: "tool.call", Object: "tool/" + t.Name, Status: "ok"}
 	code := call.exit
 	if err != nil {
-		te := fsErr(err)
-		code = te.Exit
-		ev.Status = "error"
-		ev.Errno = errnoName(te.Errno)
-		if te.Layer != "" {
-			ev.Status = "denied"
-			ev.Layer = te.Layer
-		}
-		if call.native {
-			frames.message(message.String())
-			frames.error(ev.Errno, te.Msg)
-		} else if code == exitDenied {
-			// Marked, so that it cannot be mistaken for a command of
-			// shell.exec or bash exiting 13 on its own.
-			cli.Deniedf(e.Stderr, t.Name, "%s", te.Msg)
-		} else {
-			cli.Errorf(e.Stderr, t.Name, "%s", te.Msg)
-		}
-	} else if call.native {
-		frames.message(message.String())
+		code = call.report(err, &ev, message.String())
+	} else {
+		call.frames.message(message.String())
 	}
-	frames.done(err == nil && code == 0)
+	call.frames.done(err == nil && code == 0)
 	if ev.Layer != "hook" {
 		for _, herr := range runHooks(e, dir, t.Name, "post", ev.Status, &code) {
 			cli.Errorf(e.Stderr, t.Name, "warning: %v", herr)
@@ -193,40 +176,102 @@ func runBuiltinTool(e *Env, t *builtinTool, args []string) int {
 	return code
 }
 
+// run is the call up to its result: authority (unless the host decided
+// it), pre hooks, input and its schema, then the tool's Run.
+func (c *toolCall) run(dir string, authorize bool) error {
+	e, t := c.env, c.tool
+	if authorize {
+		if te := authorizeTool(e, t.Name); te != nil {
+			return te
+		}
+	}
+	if errs := runHooks(e, dir, t.Name, "pre", "", nil); len(errs) > 0 {
+		return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Layer: "hook", Msg: "permission denied (hook): " + errs[0].Error()}
+	}
+	if !t.Passthrough {
+		input, raw, err := readToolInput(e, t, c.args)
+		if err != nil {
+			return err
+		}
+		if err := validateToolInput(dir, t, input); err != nil {
+			return err
+		}
+		c.input, c.rawInput = input, raw
+	}
+	return t.Run(c)
+}
+
+// report reports a failed call, in frames (what the tool said first) or
+// as the one line on stderr, fills the event's status, errno and layer,
+// and returns the exit status.
+func (c *toolCall) report(err error, ev *fsops.Event, said string) int {
+	te := fsErr(err)
+	ev.Status, ev.Errno = "error", errnoName(te.Errno)
+	switch {
+	case te.Layer != "":
+		ev.Status, ev.Layer = "denied", te.Layer
+	case te.Errno == syscall.ECANCELED:
+		ev.Status = "cancelled"
+	}
+	msg := te.Msg
+	switch {
+	case c.native:
+		c.frames.message(said)
+		c.frames.error(ev.Errno, msg)
+		return te.Exit
+	case c.tool.ErrnoInLines:
+		msg = ev.Errno + ": " + msg
+	}
+	if te.Exit == exitDenied {
+		// Marked, so that it cannot be mistaken for a command of
+		// shell.exec or bash exiting 13 on its own.
+		cli.Deniedf(c.env.Stderr, c.tool.Name, "%s", msg)
+	} else {
+		cli.Errorf(c.env.Stderr, c.tool.Name, "%s", msg)
+	}
+	return te.Exit
+}
+
 // readToolInput reads the call's input object: one JSON object argument, a
 // CLI form, one bare argument, or (with no arguments) stdin holding a JSON
-// object or bare text.
-func readToolInput(e *Env, t *builtinTool, args []string) (map[string]any, error) {
+// object or bare text. raw is the object as given when it was given as
+// JSON.
+func readToolInput(e *Env, t *builtinTool, args []string) (input map[string]any, raw json.RawMessage, err error) {
 	if len(args) == 1 && strings.HasPrefix(strings.TrimSpace(args[0]), "{") {
 		return decodeInputObject([]byte(args[0]))
 	}
 	if len(args) > 0 {
-		if t.CLI != nil {
-			return t.CLI(args, e.Stdin)
+		switch {
+		case t.CLI != nil:
+			input, err = t.CLI(args, e.Stdin)
+		case t.Bare != "" && len(args) == 1:
+			input = map[string]any{t.Bare: args[0]}
+		default:
+			err = inputErr("expected one JSON object argument, or JSON on stdin")
 		}
-		if t.Bare != "" && len(args) == 1 {
-			return map[string]any{t.Bare: args[0]}, nil
-		}
-		return nil, inputErr("expected one JSON object argument, or JSON on stdin")
+		return input, nil, err
+	}
+	if t.NoTerminalInput && ptyterm.IsTerminal(e.Stdin) {
+		return nil, nil, inputErr("no input: give a JSON object as the argument or on standard input (see --help)")
 	}
 	data, err := readStdin(e.Stdin, maxToolInput)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		if t.CLI != nil {
-			return t.CLI(nil, bytes.NewReader(nil))
-		}
-		return nil, inputErr("missing input: pass a JSON object as the argument or on stdin")
-	}
-	if trimmed[0] == '{' {
+	switch {
+	case len(trimmed) > 0 && trimmed[0] == '{':
 		return decodeInputObject(trimmed)
+	case len(trimmed) == 0 && t.CLI != nil:
+		input, err = t.CLI(nil, bytes.NewReader(nil))
+	case len(trimmed) == 0:
+		err = inputErr("missing input: pass a JSON object as the argument or on stdin")
+	case t.Bare != "":
+		input = map[string]any{t.Bare: strings.TrimSuffix(string(data), "\n")}
+	default:
+		err = inputErr("input is not a JSON object")
 	}
-	if t.Bare != "" {
-		return map[string]any{t.Bare: strings.TrimSuffix(string(data), "\n")}, nil
-	}
-	return nil, inputErr("input is not a JSON object")
+	return input, nil, err
 }
 
 // readStdin reads a tool's standard input, at most limit bytes: more is
@@ -242,102 +287,35 @@ func readStdin(r io.Reader, limit int) ([]byte, error) {
 	return b, nil
 }
 
-func decodeInputObject(b []byte) (map[string]any, error) {
+// decodeInputObject decodes one JSON object (numbers kept as written) and
+// returns it with its compacted text.
+func decodeInputObject(b []byte) (map[string]any, json.RawMessage, error) {
 	if len(b) > maxToolInput {
-		return nil, toolErr(syscall.EFBIG, exitUsage, "input larger than %d bytes", maxToolInput)
+		return nil, nil, toolErr(syscall.EFBIG, exitUsage, "input larger than %d bytes", maxToolInput)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var v map[string]any
 	if err := dec.Decode(&v); err != nil {
-		return nil, inputErr("invalid JSON input: %v", err)
+		return nil, nil, inputErr("invalid JSON input: %v", err)
 	}
 	if dec.More() {
-		return nil, inputErr("invalid JSON input: trailing data after the object")
+		return nil, nil, inputErr("invalid JSON input: trailing data after the object")
 	}
 	if v == nil {
-		return nil, inputErr("input is not a JSON object")
+		return nil, nil, inputErr("input is not a JSON object")
 	}
-	return v, nil
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, b); err != nil {
+		return nil, nil, inputErr("invalid JSON input: %v", err)
+	}
+	return v, compact.Bytes(), nil
 }
 
 // stringField returns input[key] when it is a string.
 func (c *toolCall) stringField(key string) (string, bool) {
 	s, ok := c.input[key].(string)
 	return s, ok
-}
-
-// frameWriter writes native-mode JSONL frames; in CLI mode it does nothing.
-type frameWriter struct {
-	w      io.Writer
-	run    string
-	tool   string
-	native bool
-}
-
-func newFrameWriter(e *Env, tool string, native bool) *frameWriter {
-	run := e.Getenv("CTX_RUN_ID")
-	if run == "" {
-		run = "r1"
-	}
-	return &frameWriter{w: e.Stdout, run: run, tool: tool, native: native}
-}
-
-func (f *frameWriter) frame(v any) {
-	if !f.native {
-		return
-	}
-	b, _ := json.Marshal(v)
-	f.w.Write(append(b, '\n'))
-}
-
-// The frames, as structs so that "type" comes first on every line.
-type (
-	startFrame struct {
-		Type string `json:"type"`
-		Run  string `json:"run"`
-		Tool string `json:"tool"`
-	}
-	textBlock struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	messageFrame struct {
-		Type    string      `json:"type"`
-		Run     string      `json:"run"`
-		Role    string      `json:"role"`
-		Content []textBlock `json:"content"`
-	}
-	errorFrame struct {
-		Type    string `json:"type"`
-		Run     string `json:"run"`
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}
-	doneFrame struct {
-		Type   string `json:"type"`
-		Run    string `json:"run"`
-		Status string `json:"status"`
-	}
-)
-
-func (f *frameWriter) start() { f.frame(startFrame{"start", f.run, f.tool}) }
-
-func (f *frameWriter) message(text string) {
-	if text == "" {
-		return
-	}
-	f.frame(messageFrame{"message", f.run, "tool", []textBlock{{"text", text}}})
-}
-
-func (f *frameWriter) error(code, msg string) { f.frame(errorFrame{"error", f.run, code, msg}) }
-
-func (f *frameWriter) done(ok bool) {
-	status := "ok"
-	if !ok {
-		status = "error"
-	}
-	f.frame(doneFrame{"done", f.run, status})
 }
 
 // toolObjectPath is the executable this tool call runs as: the path tsh

@@ -39,7 +39,7 @@ func TestReadToolInput(t *testing.T) {
 	}
 	for _, c := range cases {
 		e, _, _ := testEnv(c.stdin, nil)
-		in, err := readToolInput(e, c.tool, c.args)
+		in, _, err := readToolInput(e, c.tool, c.args)
 		if c.want == "" {
 			if err == nil {
 				t.Errorf("%s %q stdin %q: got %v, want an error", c.tool.Name, c.args, c.stdin, in)
@@ -76,7 +76,7 @@ func FuzzToolInput(f *testing.F) {
 		}
 		for _, tool := range []*builtinTool{fsReadTool, shellExecTool, fsWriteTool} {
 			e, _, _ := testEnv(stdin, nil)
-			in, err := readToolInput(e, tool, args)
+			in, _, err := readToolInput(e, tool, args)
 			if err == nil && in == nil {
 				t.Fatalf("%s: nil input without error", tool.Name)
 			}

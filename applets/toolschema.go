@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"path/filepath"
@@ -42,20 +43,34 @@ func printToolSchema(e *Env, name string) int {
 	return exitOK
 }
 
-// validateBuiltinInput checks a builtin tool's input against its schema
-// control (or, without one, the compiled-in schema). An unusable schema
-// control is the object's fault, not the caller's: EIO, exit 1.
-func validateBuiltinInput(dir string, t *builtinTool, input map[string]any) error {
+// validateToolInput checks a tool's input against its schema control (or,
+// without one, the compiled-in schema; with neither there is no
+// constraint). An unusable schema control is the object's fault, not the
+// caller's: EIO, exit 69, the tool is unavailable until it is mended.
+func validateToolInput(dir string, t *builtinTool, input map[string]any) error {
 	b, err := toolSchema(dir, t)
 	if err != nil {
-		return toolErr(syscall.EIO, exitFailure, "schema: %v", err)
+		return toolErr(syscall.EIO, exitUnavailable, "schema control: %v", err)
+	}
+	if len(b) == 0 {
+		return nil
 	}
 	compiled, err := schema.Compile(b)
 	if err != nil {
-		return toolErr(syscall.EIO, exitFailure, "schema: %v", err)
+		return toolErr(syscall.EIO, exitUnavailable, "schema control %s: %v", filepath.Join(dir, "schema"), err)
 	}
 	if err := compiled.Validate(input); err != nil {
 		return inputErr("input %v", err)
 	}
 	return nil
+}
+
+// validateJSONInput checks a third-party tool's input, given as one JSON
+// object argument, against its schema control; no control, no constraint.
+func validateJSONInput(dir string, raw json.RawMessage) error {
+	input, _, err := decodeInputObject(raw)
+	if err != nil {
+		return err
+	}
+	return validateToolInput(dir, &builtinTool{}, input)
 }

@@ -69,7 +69,7 @@ func runToolInProcess(name, object string, args, env []string, stdin io.Reader, 
 	if !ok || t.Run == nil || t.Passthrough {
 		return 0, false
 	}
-	return runBuiltinTool(envFromList(name, object, env, stdin, stdout, stderr), t, args), true
+	return runTool(envFromList(name, object, env, stdin, stdout, stderr), t, args), true
 }
 
 // runTsh is the tsh applet, the tool shell; the work is in package tsh.
