@@ -1,26 +1,24 @@
 package applets
 
 import (
+	"ctx/fsops/proc"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
-
-	"ctx/applets/cli"
-	"ctx/fsops"
-	"ctx/fsops/proc"
 )
 
 // hookedToolApplet is the hidden applet the sandbox's init runs, on the run
 // host's order, for a brokered call of a third-party tool whose control
-// directory has hooks: argv is NAME PATH ARGS... It runs the tool's pre
-// hooks (a refusal ends the call, exit 13, layer hook), the tool itself as
-// a child tree with this process's standard streams, environment and
-// directory, then its post hooks, and exits with the tool's status. A
-// builtin tool runs its hooks itself (tool.go); this gives a program of
-// any kind the same two checks.
+// directory has hooks: argv is NAME PATH ARGS... It runs the program
+// through the one tool runner (runTool) as a wrapped tool: its pre hooks (a
+// refusal ends the call, exit 13, layer hook), the program itself as a
+// child tree with this process's standard streams, environment and
+// directory, then its post hooks, and it exits with the program's status.
+// ctx's own tools run their hooks in the same runner; this gives a program
+// of any kind the same two checks.
 const hookedToolApplet = "ctx-hooked-tool"
 
 // hasHooks reports whether the tool control directory dir has a pre or
@@ -34,21 +32,22 @@ func runHookedTool(e *Env, args []string) int {
 		return usageError(e, "%s NAME PATH [ARGS...]", hookedToolApplet)
 	}
 	name, path, rest := args[0], args[1], args[2:]
-	dir := filepath.Join(filepath.Dir(path), name+".d")
-	token := e.Getenv(fsops.BrokeredEnv)
-	if errs := runHooks(e, dir, name, "pre", "", nil); len(errs) > 0 {
-		cli.Deniedf(e.Stderr, name, "permission denied (hook): %v", errs[0])
-		if token != "" {
-			reportBrokeredCall(token, fsops.Event{Errno: "EACCES", Layer: "hook", Detail: errs[0].Error()})
-		}
-		return exitDenied
-	}
-	cmd := &exec.Cmd{Path: path, Args: append([]string{name}, rest...), Env: e.Environ(),
+	e.Name = name
+	t := &builtinTool{Name: name, Ctl: filepath.Join(filepath.Dir(path), name+".d"), Passthrough: true, Wrapped: true,
+		Run: func(c *toolCall) error { return runProgram(c, path) }}
+	return runTool(e, t, rest)
+}
+
+// runProgram runs the program at path as the call's process tree and
+// takes its exit status as the call's.
+func runProgram(c *toolCall, path string) error {
+	cmd := &exec.Cmd{Path: path, Args: append([]string{c.tool.Name}, c.args...), Env: c.env.Environ(),
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
 	tree, err := proc.StartTree(cmd)
 	if err != nil {
-		cli.Errorf(e.Stderr, name, "%v", err)
-		return exitNotExec
+		te := *fsErr(err)
+		te.Exit = exitNotExec
+		return &te
 	}
 	// A cancel (SIGTERM from the init, Ctrl-C) ends the tool's whole tree.
 	sigs := make(chan os.Signal, 1)
@@ -64,16 +63,6 @@ func runHookedTool(e *Env, args []string) int {
 	}()
 	tree.Wait()
 	close(done)
-	code := exitStatus(cmd.ProcessState)
-	status := "ok"
-	if code != 0 {
-		status = "error"
-	}
-	for _, herr := range runHooks(e, dir, name, "post", status, &code) {
-		cli.Errorf(e.Stderr, name, "warning: %v", herr)
-		if token != "" {
-			reportBrokeredCall(token, fsops.Event{Detail: herr.Error()})
-		}
-	}
-	return code
+	c.exit = exitStatus(cmd.ProcessState)
+	return nil
 }

@@ -55,6 +55,11 @@ type builtinTool struct {
 	// Passthrough tools (bash, tmux, zellij) take their argv as is: no JSON
 	// input, no schema validation.
 	Passthrough bool
+	// Wrapped is a program ctx runs its hooks around on the run host's
+	// order (ctx-hooked-tool): the host has decided the call and records
+	// it, so there is no broker to ask and no authority check, and the
+	// program's output is its own (no frames). Implies Passthrough.
+	Wrapped bool
 	// Grants are the policy subjects the default tool/NAME.d/policy written
 	// by bootstrap allows; the reference agents' policies mirror them.
 	Grants []string
@@ -130,7 +135,7 @@ func runTool(e *Env, t *builtinTool, args []string) int {
 	// A terminal tool runs here, on the caller's terminal; inside a run
 	// the host decides it and records it first.
 	hostRecorded := false
-	if t.Passthrough {
+	if t.Passthrough && !t.Wrapped {
 		if code, ok := askDecision(e, t.Name, true); ok {
 			if code != 0 {
 				return code
@@ -144,7 +149,7 @@ func runTool(e *Env, t *builtinTool, args []string) int {
 	if dir == "" {
 		dir = toolControlDir(e, t.Name)
 	}
-	call := &toolCall{env: e, tool: t, args: args, native: e.Getenv("CTX_TOOL_MODE") == "native"}
+	call := &toolCall{env: e, tool: t, args: args, native: !t.Wrapped && e.Getenv("CTX_TOOL_MODE") == "native"}
 	call.frames = newFrameWriter(e, t.Name, call.native)
 	call.frames.start()
 	var message bytes.Buffer
@@ -152,13 +157,20 @@ func runTool(e *Env, t *builtinTool, args []string) int {
 	if call.native {
 		call.out = &message
 	}
-	err := call.run(dir, !decidedByHost && !hostRecorded)
+	err := call.run(dir, !decidedByHost && !t.Wrapped && !hostRecorded)
 
 	ev := fsops.Event{Type: "tool.call", Object: "tool/" + t.Name, Status: "ok"}
 	code := call.exit
-	if err != nil {
+	switch {
+	case err != nil:
 		code = call.report(err, &ev, message.String())
-	} else {
+	case code != 0:
+		// A status the tool passes through (shell.exec's command, a
+		// wrapped program) is a failed call, as the run host records it
+		// and as the done frame says.
+		ev.Status = "error"
+		fallthrough
+	default:
 		call.frames.message(message.String())
 	}
 	call.frames.done(err == nil && code == 0)

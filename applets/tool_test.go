@@ -157,3 +157,19 @@ func TestRunToolErrorIsOneLine(t *testing.T) {
 		t.Fatalf("stderr %q, want %q", got, want)
 	}
 }
+
+// TestRunToolPassedStatusIsError: a call whose Run passes a non-zero status
+// through (shell.exec's command) is recorded as an error with that exit, as
+// the run host records it; it was recorded ok outside a run.
+func TestRunToolPassedStatusIsError(t *testing.T) {
+	tool := runnerTool(t, nil)
+	tool.Run = func(c *toolCall) error { c.exit = 3; return nil }
+	e, _, errb := testEnv("", nil)
+	if code := runTool(e, tool, []string{`{}`}); code != 3 || errb.Len() != 0 {
+		t.Fatalf("exit %d, stderr %q; want 3 and nothing", code, errb)
+	}
+	log, _ := os.ReadFile(filepath.Join(tool.Ctl, "log"))
+	if !strings.Contains(string(log), `"status":"error"`) || !strings.Contains(string(log), `"exit":3`) {
+		t.Fatalf("event %s, want status error, exit 3", log)
+	}
+}
