@@ -346,3 +346,8 @@ func (r *agentRun) warnf(format string, args ...any) {
 		cli.Errorf(r.stderr, "ctx agent", format, args...)
 	}
 }
+
+// within reports whether p is dir or below it, by whole components.
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
+}
