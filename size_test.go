@@ -35,7 +35,6 @@ var overLimitOwnedElsewhere = map[string]bool{
 	"applets/tsh/lineedit.go": true, // ReadLine
 	"fsops/queue/finish.go":   true, // Finish
 	"fsops/queue/inspect.go":  true, // Scan
-	"fsops/sandbox_init.go":   true, // file; applyOp, runAgentProgram
 	"mcpstdio/client.go":      true, // file; requestCtx
 	"policy/sandboxplan.go":   true, // file (grown by the sandbox start work, b75cac8)
 	"ptyterm/client.go":       true, // Connect

@@ -1,0 +1,385 @@
+package fsops
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/policy"
+)
+
+// The plan's ops (policy.Op: directories, files, symlinks, tmpfs, proc,
+// devpts, binds, masks, read-only remounts, the pivot), applied one at a
+// time by the sandbox's init (applyMounts): each below base, the new root
+// it has entered ("." before the pivot, "/" after), and never through a
+// symlink (safeJoin).
+
+// Statfs flags (statvfs ST_*), which x/sys does not name.
+const (
+	stRdonly     = 0x1
+	stNosuid     = 0x2
+	stNodev      = 0x4
+	stNoexec     = 0x8
+	stNoatime    = 0x400
+	stNodiratime = 0x800
+	stRelatime   = 0x1000
+)
+
+// applyOp applies one op of the plan below base.
+func applyOp(base string, op policy.Op) error {
+	switch op.Kind {
+	case policy.OpPivotRoot:
+		return pivotRoot(base)
+	case policy.OpLoopback:
+		return loopbackUp()
+	}
+	target, err := safeJoin(base, op.Target)
+	if err != nil {
+		return err
+	}
+	mode := os.FileMode(op.Mode)
+	switch op.Kind {
+	case policy.OpDir:
+		return mkdirAll(base, op.Target, orMode(mode, 0o755))
+	case policy.OpFile:
+		if err := mkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(target, op.Data, orMode(mode, 0o644))
+	case policy.OpSymlink:
+		if err := mkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
+			return err
+		}
+		return os.Symlink(op.Source, target)
+	case policy.OpTmpfs:
+		if err := mkdirAll(base, op.Target, 0o755); err != nil {
+			return err
+		}
+		return mountTmpfs(target, op, orMode(mode, 0o755))
+	case policy.OpProc:
+		if err := mkdirAll(base, op.Target, 0o555); err != nil {
+			return err
+		}
+		return unix.Mount("proc", target, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
+	case policy.OpDevpts:
+		if err := mkdirAll(base, op.Target, 0o755); err != nil {
+			return err
+		}
+		return unix.Mount("devpts", target, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
+	case policy.OpBind:
+		return bindMount(base, op, target)
+	case policy.OpMask:
+		return maskPath(target)
+	case policy.OpReadOnly:
+		return remount(target, unix.MS_RDONLY)
+	case policy.OpProtectPath:
+		return protectInPlace(target)
+	case policy.OpProtect:
+		// A part of a filesystem the plan mounted (/proc/sys): bound onto
+		// itself, then that bind made read-only.
+		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if err := unix.Mount(target, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return err
+		}
+		return remount(target, unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC)
+	}
+	return fmt.Errorf("unknown op %q", op.Kind)
+}
+
+// mountTmpfs mounts a fresh tmpfs of op's size at target, nosuid,
+// nodev (and noexec when op says so), its top of the given mode, and
+// fills it with op's entries.
+func mountTmpfs(target string, op policy.Op, mode os.FileMode) error {
+	opts := "mode=" + strconv.FormatUint(uint64(mode), 8)
+	if op.Size != "" {
+		opts += ",size=" + op.Size
+	}
+	flags := uintptr(unix.MS_NOSUID | unix.MS_NODEV)
+	if op.NoExec {
+		flags |= unix.MS_NOEXEC
+	}
+	if err := unix.Mount("tmpfs", target, "tmpfs", flags, opts); err != nil {
+		return err
+	}
+	return fillTmpfs(target, op.Fill)
+}
+
+// maskPath hides what is at target: a directory under an empty read-only
+// tmpfs, a file under /dev/null bound read-only. Nothing there, or a
+// symlink, needs no mask.
+func maskPath(target string) error {
+	st, err := os.Lstat(target)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if st.IsDir() {
+		if err := unix.Mount("tmpfs", target, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755,size=4k"); err != nil {
+			return err
+		}
+		return remount(target, unix.MS_RDONLY)
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		return nil // a symlink into a masked or read-only place; nothing to read through it
+	}
+	if err := unix.Mount("/dev/null", target, "", unix.MS_BIND, ""); err != nil {
+		return err
+	}
+	return remount(target, unix.MS_RDONLY)
+}
+
+// orMode is m, or def when the plan gave no mode.
+func orMode(m, def os.FileMode) os.FileMode {
+	if m == 0 {
+		return def
+	}
+	return m
+}
+
+// bindMount binds op.Source at target. The source is opened without
+// following a symlink in any component and the bind is made from that
+// descriptor, so the object checked is the object mounted: an agent that
+// turned a source (its skills, a shared directory, a --mount path) into a
+// symlink between runs gets a refusal, never the symlink's target.
+func bindMount(base string, op policy.Op, target string) error {
+	if op.IDMap && idmappedWorkspace != nil {
+		return attachIDMapped(base, op, target)
+	}
+	srcFD, err := OpenNoSymlinks(op.Source)
+	if err != nil {
+		if op.Optional && errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("source %s: %w", op.Source, explainNoSymlinks(err))
+	}
+	defer unix.Close(srcFD)
+	var st unix.Stat_t
+	if err := unix.Fstat(srcFD, &st); err != nil {
+		return fmt.Errorf("source %s: %w", op.Source, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if err := mkdirAll(base, op.Target, 0o755); err != nil {
+			return err
+		}
+	} else {
+		if err := mkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
+			return err
+		}
+		// The mount point: made unless there is one (the /mnt skeleton
+		// is read-only and has its own).
+		if st, err := os.Lstat(target); err != nil || !st.Mode().IsRegular() {
+			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW, 0o644)
+			if err != nil && !errors.Is(err, fs.ErrExist) {
+				return err
+			}
+			if f != nil {
+				f.Close()
+			}
+		}
+	}
+	if done, err := attachBind(srcFD, op, target); done {
+		return err
+	}
+	flags := uintptr(unix.MS_BIND)
+	if op.Recursive {
+		flags |= unix.MS_REC
+	}
+	if err := unix.Mount(fdPath(srcFD), target, "", flags, ""); err != nil {
+		return fmt.Errorf("bind %s: %w", op.Source, err)
+	}
+	return restrictBind(op, target)
+}
+
+// attachBind binds srcFD at target with the new mount API: a detached copy
+// of the source (open_tree), given the op's flags (mount_setattr, on every
+// mount of an rbind at once: AT_RECURSIVE), then attached (move_mount). The
+// old way remounted each mount, the statfs before each remount keeping
+// flags the kernel locks, and an rbind reread the whole mount table to find
+// its submounts: with about 50 binds per sandbox that was the largest part
+// of building it. mount_setattr only adds flags, so locked ones stay by
+// themselves. done is false when the kernel has no such calls (before
+// 5.12): then mount(2) does it.
+func attachBind(srcFD int, op policy.Op, target string) (done bool, err error) {
+	how := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH)
+	at := uint(unix.AT_EMPTY_PATH)
+	if op.Recursive {
+		how |= unix.AT_RECURSIVE
+		at |= unix.AT_RECURSIVE
+	}
+	tree, err := unix.OpenTree(srcFD, "", how)
+	if err == unix.ENOSYS {
+		return false, nil
+	}
+	if err != nil {
+		return true, fmt.Errorf("bind %s: %w", op.Source, err)
+	}
+	defer unix.Close(tree)
+	if attrs := MountAttrs(op); attrs != 0 {
+		err := unix.MountSetattr(tree, "", at, &unix.MountAttr{Attr_set: attrs})
+		if err == unix.ENOSYS {
+			return false, nil
+		}
+		if err != nil {
+			return true, fmt.Errorf("bind %s: setting its flags: %w", op.Source, err)
+		}
+	}
+	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+		return true, fmt.Errorf("bind %s: %w", op.Source, err)
+	}
+	return true, nil
+}
+
+// restrictBind adds the op's ro, nosuid, nodev and noexec to the bind at
+// target and, for an rbind, to every submount under it.
+func restrictBind(op policy.Op, target string) error {
+	want := msFlags(op)
+	if want == 0 {
+		return nil
+	}
+	if err := remount(target, want); err != nil {
+		return err
+	}
+	if op.Recursive {
+		// A read-only (or nosuid...) rbind must not leave its submounts
+		// writable: remount each of them the same way.
+		subs, err := submounts(target)
+		if err != nil {
+			return err
+		}
+		for _, s := range subs {
+			if err := remount(s, want); err != nil {
+				return fmt.Errorf("remounting submount %s: %w", s, err)
+			}
+		}
+	}
+	return nil
+}
+
+// remount adds flags to the bind mount at target, keeping the flags the
+// mount already has: inside a user namespace the kernel refuses to clear
+// flags that were locked on the original mount (nosuid, nodev, ro...).
+func remount(target string, flags uintptr) error {
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(target, &sfs); err != nil {
+		return err
+	}
+	for _, m := range []struct {
+		st int64
+		ms uintptr
+	}{{stRdonly, unix.MS_RDONLY}, {stNosuid, unix.MS_NOSUID}, {stNodev, unix.MS_NODEV}, {stNoexec, unix.MS_NOEXEC},
+		{stNoatime, unix.MS_NOATIME}, {stNodiratime, unix.MS_NODIRATIME}, {stRelatime, unix.MS_RELATIME}} {
+		if int64(sfs.Flags)&m.st != 0 {
+			flags |= m.ms
+		}
+	}
+	return unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|flags, "")
+}
+
+// submounts lists the mount points strictly below dir.
+func submounts(dir string) ([]string, error) {
+	table, err := MountTable()
+	var out []string
+	for _, m := range table {
+		if strings.HasPrefix(m.Target, dir+"/") {
+			out = append(out, m.Target)
+		}
+	}
+	return out, err
+}
+
+// safeJoin joins rel (absolute inside the sandbox) under base and refuses a
+// path that goes through a symlink: mount targets are resolved by the
+// kernel, and a symlink in a caller's directory must not redirect a mount.
+func safeJoin(base, rel string) (string, error) {
+	cur := base
+	for _, c := range strings.Split(strings.Trim(rel, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		if c == "." || c == ".." {
+			return "", fmt.Errorf("%q: %q component", rel, c)
+		}
+		cur = filepath.Join(cur, c)
+		st, err := os.Lstat(cur)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if st.Mode()&fs.ModeSymlink != 0 && cur != filepath.Join(base, rel) {
+			return "", fmt.Errorf("%s: a symlink on the way to a mount target", rel)
+		}
+	}
+	return filepath.Join(base, rel), nil
+}
+
+// mkdirAll creates rel under base, refusing symlinks on the way.
+func mkdirAll(base, rel string, mode os.FileMode) error {
+	cur := base
+	for _, c := range strings.Split(strings.Trim(rel, "/"), "/") {
+		if c == "" {
+			continue
+		}
+		cur = filepath.Join(cur, c)
+		st, err := os.Lstat(cur)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("%s: exists and is not a directory", rel)
+			}
+			continue
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		if err := os.Mkdir(cur, mode); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// pivotRoot makes newRoot the root and detaches the old one. pivot_root(".",
+// ".") stacks the old root on top of the new one at "/"; unmounting "." then
+// removes exactly the old root, with no put_old directory needed.
+func pivotRoot(newRoot string) error {
+	if err := unix.Chdir(newRoot); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return err
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return err
+	}
+	return unix.Chdir("/")
+}
+
+// loopbackUp brings lo up in a new network namespace, so local servers work
+// without any route to the outside.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
+}
