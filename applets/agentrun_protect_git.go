@@ -99,21 +99,27 @@ func (g *protectGather) gitFile(rel string) {
 // linked worktree's "commondir" file leads to it), or gitdir itself: the
 // file is followed only to a directory that holds gitdir.
 func commonGitDir(gitdir string) string {
-	b, err := readSmallNoFollow(filepath.Join(gitdir, "commondir"))
-	if err != nil {
-		return gitdir
-	}
-	c, err := policy.ParseGitPathFile(b)
-	if err != nil {
-		return gitdir
-	}
-	if !filepath.IsAbs(c) {
-		c = filepath.Join(gitdir, c)
-	}
-	if real, err := filepath.EvalSymlinks(c); err == nil && within(gitdir, real) {
+	if real, err := gitPathFile(gitdir, "commondir"); err == nil && within(gitdir, real) {
 		return real
 	}
 	return gitdir
+}
+
+// gitPathFile is where the path in gitdir's file name (commondir, gitdir)
+// leads, absolute or relative to gitdir, symlinks resolved.
+func gitPathFile(gitdir, name string) (string, error) {
+	b, err := readSmallNoFollow(filepath.Join(gitdir, name))
+	if err != nil {
+		return "", err
+	}
+	p, err := policy.ParseGitPathFile(b)
+	if err != nil {
+		return "", err
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(gitdir, p)
+	}
+	return filepath.EvalSymlinks(p)
 }
 
 // worktreeMount is the read-only mount that shows a linked worktree's git
@@ -166,18 +172,7 @@ func (g *protectGather) inside(p string) (string, bool) {
 // directory names the .git file at host (absolutely, or relative to the
 // git directory).
 func (g *protectGather) pointsBack(host, gitdir string) bool {
-	b, err := readSmallNoFollow(filepath.Join(gitdir, "gitdir"))
-	if err != nil {
-		return false
-	}
-	back, err := policy.ParseGitPathFile(b)
-	if err != nil {
-		return false
-	}
-	if !filepath.IsAbs(back) {
-		back = filepath.Join(gitdir, back)
-	}
-	real, err := filepath.EvalSymlinks(back)
+	real, err := gitPathFile(gitdir, "gitdir")
 	return err == nil && real == host
 }
 
