@@ -239,8 +239,8 @@ func (b *broker) execOrder(req *fsops.BrokerRequest, dec decision, id uint64, to
 		order.Argv[0] = dec.path
 	}
 	if dec.hooked && b.r.plan.Worker != "" {
-		// A tool that is not a builtin has its pre and post hooks run
-		// around it by ctx (hooked_tool.go), as a builtin runs its own.
+		// A third-party program has its pre and post hooks run around
+		// it by ctx (hooked_tool.go), as ctx's own tools run theirs.
 		order.Path = b.r.plan.Worker
 		order.Argv = append([]string{hookedToolApplet, req.Tool, dec.path}, req.Args...)
 	}
