@@ -1,3 +1,25 @@
+// Why tsh keeps its own line editor rather than x/term's Terminal (compared
+// with golang.org/x/term v0.48.0, which ctx already depends on; its
+// history, completion callback and key set would do):
+//
+//   - Ctrl-C: Terminal.ReadLine returns io.EOF for Ctrl-C exactly as for
+//     Ctrl-D on an empty line, and keeps the abandoned text as the line
+//     being edited. tsh's ^C abandons the line and prompts again while ^D
+//     ends the session (TestPTYInterruptAndErrors); with Terminal that
+//     takes snooping the input for 0x03 and a new Terminal per ^C.
+//   - Input meant for the next tool: Terminal reads the terminal 256 bytes
+//     at a time into its own buffer, so what is typed or pasted after
+//     Enter (a command and the input of the tool it runs) is consumed by
+//     the editor and never reaches the tool, which shares tsh's stdin.
+//     This editor reads one byte at a time and leaves it on the terminal
+//     (TestREPLSharesStdinWithTools holds the same for plain reads).
+//   - Long lines: Terminal drops keys past 4096 bytes without a word;
+//     tsh takes lines up to MaxLine (1 MiB) and reports a longer one
+//     (ErrLineTooLong), as its plain reader does.
+//
+// The raw mode is x/term's (MakeRaw, Restore) and the terminal test too
+// (ptyterm.IsTerminal): this file is the editing itself.
+
 package tsh
 
 import (
@@ -11,6 +33,7 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/term"
 )
 
 // The REPL line editor: a small raw-mode editor in the spirit of linenoise.
@@ -26,8 +49,8 @@ import (
 //	Enter                         run the line
 //
 // The terminal is in raw mode only while a line is read, so tools run on a
-// terminal in its normal mode. Output post-processing (LF → CRLF) is left
-// on. Lines wrap over several rows; every character counts as one column.
+// terminal in its normal mode. Raw mode turns output post-processing off,
+// so the editor ends a row with CR LF itself. Lines wrap over several rows; every character counts as one column.
 // Control characters and other unprintable runes are not inserted, so what
 // the editor echoes cannot drive the terminal.
 
@@ -40,7 +63,7 @@ const defaultWidth = 80
 
 type editor struct {
 	in, out *os.File
-	saved   *unix.Termios // the terminal's mode outside line reading
+	saved   *term.State // the terminal's mode outside line reading
 	history []string
 
 	// State of the line being edited.
@@ -51,7 +74,7 @@ type editor struct {
 	histIdx int    // index into history; len(history) is the line being typed
 	typed   []rune // the line being typed while walking the history
 	cursor  int    // screen offset of the cursor from the prompt start
-	newline string // what ends a row: "\n" when the terminal adds the CR
+	newline string // what ends a row
 }
 
 func newEditor(in, out *os.File) *editor { return &editor{in: in, out: out} }
@@ -94,28 +117,20 @@ func (ed *editor) ReadLine(prompt string) (string, error) {
 		// The mode found at the first prompt is the one every line ends
 		// in, so a tool that dies leaving the terminal raw or silent does
 		// not leave it that way for the next tool.
-		t, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		st, err := term.GetState(fd)
 		if err != nil {
 			return "", err
 		}
-		ed.saved = t
+		ed.saved = st
 	}
-	saved := ed.saved
-	raw := *saved
-	raw.Iflag &^= unix.IGNBRK | unix.BRKINT | unix.PARMRK | unix.ISTRIP | unix.INLCR | unix.IGNCR | unix.ICRNL | unix.IXON
-	raw.Lflag &^= unix.ECHO | unix.ECHONL | unix.ICANON | unix.ISIG | unix.IEXTEN
-	raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-	// TCSETS (not TCSETSF): keys typed ahead while a tool ran are kept.
-	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &raw); err != nil {
+	// x/term's raw mode is set with TCSETS (not TCSETSF): keys typed
+	// ahead while a tool ran are kept. It turns output processing off, so
+	// a row ends in CR LF.
+	if _, err := term.MakeRaw(fd); err != nil {
 		return "", err
 	}
-	defer unix.IoctlSetTermios(fd, unix.TCSETS, saved)
-
-	// With output post-processing on, LF already returns the carriage.
+	defer term.Restore(fd, ed.saved)
 	ed.newline = "\r\n"
-	if raw.Oflag&unix.OPOST != 0 && raw.Oflag&unix.ONLCR != 0 {
-		ed.newline = "\n"
-	}
 	ed.prompt = []rune(prompt)
 	ed.reset()
 	ed.write([]byte(prompt))
