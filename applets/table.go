@@ -2,7 +2,7 @@ package applets
 
 import (
 	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"ctx/fsops"
@@ -44,7 +44,7 @@ func init() {
 	for i := range ctxCommands {
 		ctxCommands[i].Page = "ctx-" + ctxCommands[i].Name
 	}
-	sort.Slice(ctxCommands, func(i, j int) bool { return ctxCommands[i].Name < ctxCommands[j].Name })
+	slices.SortFunc(ctxCommands, byName) // not sort.Slice: no reflection at every start
 
 	table = []Applet{
 		{Name: "ctx", Run: runCtx, Verbs: ctxCommands},
@@ -81,8 +81,10 @@ func init() {
 	for i := range table {
 		table[i].Page = table[i].Name
 	}
-	sort.Slice(table, func(i, j int) bool { return table[i].Name < table[j].Name })
+	slices.SortFunc(table, byName)
 }
+
+func byName(a, b Applet) int { return strings.Compare(a.Name, b.Name) }
 
 // ctxCommandRows are the rows of `ctx CMD`, before their pages are set
 // and they are sorted.

@@ -61,9 +61,14 @@ say() { echo "bench.sh: $*" >&2; }
 row() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$rows"; }
 
 # hf JSON A B: median ms of hyperfine results A and B and the ratio A/B.
+# JSON may be a glob matching several rounds of the same commands: the
+# figures are then the medians over the rounds of each round's medians,
+# and the ratio the median of the rounds' ratios.
 hf() {
-	python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"]; a=r[int(sys.argv[2])]["median"]; b=r[int(sys.argv[3])]["median"]
-print("%.2f ms\t%.2f ms\t%.2f" % (a*1e3, b*1e3, a/b))' "$@"
+	python3 -c 'import glob,json,statistics as st,sys
+rs=[json.load(open(f))["results"] for f in sorted(glob.glob(sys.argv[1]))]; i,j=int(sys.argv[2]),int(sys.argv[3])
+a=[r[i]["median"] for r in rs]; b=[r[j]["median"] for r in rs]
+print("%.2f ms\t%.2f ms\t%.2f" % (st.median(a)*1e3, st.median(b)*1e3, st.median(x/y for x,y in zip(a,b))))' "$@"
 }
 
 "$ctx" bootstrap --root "$work/r" >/dev/null
@@ -91,18 +96,25 @@ cd "$work"
 say "cold start: fs.read of a small file vs a static Go program, /bin/cat, busybox cat"
 set -- "$work/r/tool/fs.read small.txt" "$work/gocat/gocat small.txt" "/bin/cat small.txt"
 if command -v busybox >/dev/null; then set -- "$@" "busybox cat small.txt"; fi
-hyperfine -N --warmup 50 --runs "$runs" --export-json "$out/fsread.json" "$@" >/dev/null
+# Five rounds, each running every command runs/5 times: hyperfine runs one
+# command's runs before the next's, so on a shared machine whose load
+# drifts a single round compares the commands at different moments; the
+# median of the rounds' ratios does not.
+rm -f "$out"/fsread-*.json
+for round in 1 2 3 4 5; do
+	hyperfine -N --warmup 20 --runs "$((runs / 5))" --export-json "$out/fsread-$round.json" "$@" >/dev/null
+done
 IFS='	' read -r a b r <<EOF
-$(hf "$out/fsread.json" 0 1)
+$(hf "$out/fsread-*.json" 0 1)
 EOF
 row "fs.read cold start" "$a" "static Go program reading the file" "$b" "$r" "<=1.10"
 IFS='	' read -r a b r <<EOF
-$(hf "$out/fsread.json" 0 2)
+$(hf "$out/fsread-*.json" 0 2)
 EOF
 row "fs.read cold start" "$a" "/bin/cat" "$b" "$r" "-"
 if command -v busybox >/dev/null; then
 	IFS='	' read -r a b r <<EOF
-$(hf "$out/fsread.json" 0 3)
+$(hf "$out/fsread-*.json" 0 3)
 EOF
 	row "fs.read cold start" "$a" "busybox cat" "$b" "$r" "-"
 fi
