@@ -31,7 +31,6 @@ const (
 var overLimitOwnedElsewhere = map[string]bool{
 	"applets/ctx_queue.go":    true, // file
 	"applets/shell_exec.go":   true, // shellExec
-	"applets/tsh/exec.go":     true, // execTool
 	"applets/tsh/lineedit.go": true, // ReadLine
 	"fsops/queue/finish.go":   true, // Finish
 	"fsops/queue/inspect.go":  true, // Scan

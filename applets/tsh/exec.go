@@ -2,6 +2,7 @@ package tsh
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -14,6 +15,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/proc"
 	"ctx/policy"
 	"ctx/ptyterm"
 )
@@ -126,50 +128,14 @@ func (sh *Shell) runTool(name string, args []string) int {
 // given, stdio is inherited and the environment is toolEnviron's. The exit
 // code is the tool's, or 128+N when signal N killed it.
 func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
-	// O_PATH needs no read permission, so an execute-only tool still runs.
-	fd, err := unix.Open(hit.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		sh.errorf("cannot execute %s: open %s: %s", hit.Name, hit.Path, errnoName(err))
-		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not open the tool")
-		return cli.NotExec
-	}
-	exe := os.NewFile(uintptr(fd), hit.Path)
-	defer exe.Close()
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		sh.errorf("cannot execute %s: stat %s: %s", hit.Name, hit.Path, errnoName(err))
-		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not stat the tool")
-		return cli.NotExec
-	}
-	want, _ := hit.Info.Sys().(*syscall.Stat_t)
-	if want == nil || st.Dev != want.Dev || st.Ino != want.Ino || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
-		sh.errorf("cannot execute %s: %s changed after lookup", hit.Name, hit.Path)
-		sh.refused(hit, "error", "ESTALE", "", cli.NotExec, "the tool changed after the authority check")
-		return cli.NotExec
-	}
-
-	if code, ok := sh.runInProcess(hit, args, &st); ok {
+	exe, st, code := sh.openChecked(hit)
+	if exe == nil {
 		return code
 	}
-
-	// Child descriptors: 0-2 are ours, CTX_RUN_FD keeps its number, and the
-	// executable goes in the first free slot after them. Slots left nil are
-	// closed in the child.
-	var extra []*os.File
-	env := toolEnviron(sh.env, sh.root, sh.dirs, hit)
-	if runFD, ok := runCapability(sh.env); ok {
-		dup, err := unix.FcntlInt(uintptr(runFD), unix.F_DUPFD_CLOEXEC, 3)
-		if err == nil {
-			f := os.NewFile(uintptr(dup), "run-capability")
-			defer f.Close()
-			extra = make([]*os.File, runFD-3+1)
-			extra[runFD-3] = f
-			env = append(env, "CTX_RUN_FD="+strconv.Itoa(runFD))
-		}
+	defer exe.Close()
+	if code, ok := sh.runInProcess(hit, args, st); ok {
+		return code
 	}
-	exeSlot := 3 + len(extra)
-	extra = append(extra, exe)
-
 	// A tool run with no arguments from a script piped into the REPL would
 	// take the rest of the script as its input (every tool reads a JSON
 	// object from stdin when argv has none): it gets an empty stdin, a pipe
@@ -194,6 +160,58 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 			return code
 		}
 	}
+	return sh.startTool(hit, args, exe, stdin)
+}
+
+// openChecked opens hit's executable without following a symlink and
+// checks that it is still the inode the lookup (and the authority check)
+// saw, a regular file with an execute bit. On failure it reports, records
+// the refusal and returns a nil file and the exit code.
+func (sh *Shell) openChecked(hit fsops.ToolHit) (*os.File, *unix.Stat_t, int) {
+	// O_PATH needs no read permission, so an execute-only tool still runs.
+	fd, err := unix.Open(hit.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		sh.errorf("cannot execute %s: open %s: %s", hit.Name, hit.Path, errnoName(err))
+		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not open the tool")
+		return nil, nil, cli.NotExec
+	}
+	exe := os.NewFile(uintptr(fd), hit.Path)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		exe.Close()
+		sh.errorf("cannot execute %s: stat %s: %s", hit.Name, hit.Path, errnoName(err))
+		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not stat the tool")
+		return nil, nil, cli.NotExec
+	}
+	want, _ := hit.Info.Sys().(*syscall.Stat_t)
+	if want == nil || st.Dev != want.Dev || st.Ino != want.Ino || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o111 == 0 {
+		exe.Close()
+		sh.errorf("cannot execute %s: %s changed after lookup", hit.Name, hit.Path)
+		sh.refused(hit, "error", "ESTALE", "", cli.NotExec, "the tool changed after the authority check")
+		return nil, nil, cli.NotExec
+	}
+	return exe, &st, cli.OK
+}
+
+// startTool executes the opened exe as hit's process and waits for it.
+func (sh *Shell) startTool(hit fsops.ToolHit, args []string, exe *os.File, stdin io.Reader) int {
+	// Child descriptors: 0-2 are ours, CTX_RUN_FD keeps its number, and the
+	// executable goes in the first free slot after them. Slots left nil are
+	// closed in the child.
+	var extra []*os.File
+	env := toolEnviron(sh.env, sh.root, sh.dirs, hit)
+	if runFD, ok := runCapability(sh.env); ok {
+		dup, err := unix.FcntlInt(uintptr(runFD), unix.F_DUPFD_CLOEXEC, 3)
+		if err == nil {
+			f := os.NewFile(uintptr(dup), "run-capability")
+			defer f.Close()
+			extra = make([]*os.File, runFD-3+1)
+			extra[runFD-3] = f
+			env = append(env, "CTX_RUN_FD="+strconv.Itoa(runFD))
+		}
+	}
+	exeSlot := 3 + len(extra)
+	extra = append(extra, exe)
 	cmd := &exec.Cmd{
 		// The kernel resolves /proc/self/fd/N in the child to the opened
 		// inode. The descriptor stays open in the tool (dup2 clears
@@ -221,17 +239,13 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not start the tool")
 		return cli.NotExec
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		sh.errorf("%s: %v", hit.Name, err)
 		return cli.NotExec
 	}
-	ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	if ws.Signaled() {
-		return cli.Signaled(ws.Signal())
-	}
-	return cmd.ProcessState.ExitCode()
+	return proc.ExitCode(cmd.ProcessState)
 }
 
 // runInProcess runs hit through Tools.InProcess when it may.
