@@ -1,6 +1,6 @@
 package applets
 
-import "syscall"
+import "ctx/fsops"
 
 // runThirdPartyTool is /mnt/tools/NAME for a tool that is not ctx (a
 // program or script in a tool tier): /mnt/tools links every name to ctx,
@@ -13,6 +13,6 @@ func runThirdPartyTool(e *Env, name, exe string, args []string) int {
 	if code, ok := brokeredCall(e, name, args); ok {
 		return code
 	}
-	err := syscall.Exec(exe, append([]string{name}, args...), e.Environ())
+	err := fsops.ExecProgram(exe, append([]string{name}, args...), e.Environ())
 	return fail(e, exitNotExec, "%s: %v", name, err)
 }

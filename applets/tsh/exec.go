@@ -168,19 +168,15 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 // saw, a regular file with an execute bit. On failure it reports, records
 // the refusal and returns a nil file and the exit code.
 func (sh *Shell) openChecked(hit fsops.ToolHit) (*os.File, *unix.Stat_t, int) {
-	// O_PATH needs no read permission, so an execute-only tool still runs.
-	fd, err := unix.Open(hit.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	exe, st, err := fsops.OpenExecutable(hit.Path)
 	if err != nil {
-		sh.errorf("cannot execute %s: open %s: %s", hit.Name, hit.Path, errnoName(err))
-		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not open the tool")
-		return nil, nil, cli.NotExec
-	}
-	exe := os.NewFile(uintptr(fd), hit.Path)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		exe.Close()
-		sh.errorf("cannot execute %s: stat %s: %s", hit.Name, hit.Path, errnoName(err))
-		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not stat the tool")
+		op := "open"
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			op = pe.Op
+		}
+		sh.errorf("cannot execute %s: %s %s: %s", hit.Name, op, hit.Path, errnoName(err))
+		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not "+op+" the tool")
 		return nil, nil, cli.NotExec
 	}
 	want, _ := hit.Info.Sys().(*syscall.Stat_t)
@@ -201,9 +197,7 @@ func (sh *Shell) startTool(hit fsops.ToolHit, args []string, exe *os.File, stdin
 	var extra []*os.File
 	env := toolEnviron(sh.env, sh.root, sh.dirs, hit)
 	if runFD, ok := runCapability(sh.env); ok {
-		dup, err := unix.FcntlInt(uintptr(runFD), unix.F_DUPFD_CLOEXEC, 3)
-		if err == nil {
-			f := os.NewFile(uintptr(dup), "run-capability")
+		if f, err := fsops.DupAbove(runFD, 3, "run-capability"); err == nil {
 			defer f.Close()
 			extra = make([]*os.File, runFD-3+1)
 			extra[runFD-3] = f
@@ -253,11 +247,14 @@ func (sh *Shell) runInProcess(hit fsops.ToolHit, args []string, st *unix.Stat_t)
 	if sh.env.Tools == nil || sh.interactive {
 		return 0, false
 	}
-	var self unix.Stat_t
-	if unix.Stat("/proc/self/exe", &self) != nil {
+	self, err := fsops.Stat("/proc/self/exe")
+	if err != nil {
 		// Without /proc the running binary is found by its exec name.
-		p, err := fsops.Executable()
-		if err != nil || unix.Stat(p, &self) != nil {
+		p, perr := fsops.Executable()
+		if perr != nil {
+			return 0, false
+		}
+		if self, err = fsops.Stat(p); err != nil {
 			return 0, false
 		}
 	}
@@ -314,8 +311,7 @@ func runCapability(e *Env) (int, bool) {
 	if err != nil || n < 3 || strconv.Itoa(n) != v || n > 1<<16 {
 		return 0, false
 	}
-	_, err = unix.FcntlInt(uintptr(n), unix.F_GETFD, 0)
-	return n, err == nil
+	return n, fsops.FDOpen(n)
 }
 
 func joinPath(dirs []string) string {

@@ -32,7 +32,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -280,11 +279,11 @@ func (ed *editor) moveTo(i int) {
 }
 
 func (ed *editor) width() int {
-	ws, err := unix.IoctlGetWinsize(int(ed.out.Fd()), unix.TIOCGWINSZ)
-	if err != nil || ws.Col == 0 {
+	w, _, err := term.GetSize(int(ed.out.Fd()))
+	if err != nil || w <= 0 {
 		return defaultWidth
 	}
-	return int(ws.Col)
+	return w
 }
 
 // refresh redraws prompt and line and places the cursor. It goes up to the
