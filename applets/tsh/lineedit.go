@@ -139,63 +139,69 @@ func (ed *editor) ReadLine(prompt string) (string, error) {
 			ed.write([]byte(ed.newline))
 			return "", err
 		}
-		switch k {
-		case keyRune:
-			ed.insert(r)
-		case keyEnter:
+		switch {
+		case k == keyEnter:
 			ed.moveTo(len(ed.buf))
 			ed.write([]byte(ed.newline))
 			line := string(ed.buf)
 			ed.remember(line)
 			return line, nil
-		case keyInterrupt:
+		case k == keyInterrupt:
 			ed.moveTo(len(ed.buf))
 			ed.write([]byte("^C" + ed.newline))
 			ed.reset()
 			ed.write([]byte(prompt))
-		case keyEOF:
-			if len(ed.buf) == 0 {
-				ed.write([]byte(ed.newline))
-				return "", io.EOF
-			}
-			ed.deleteAt(ed.pos)
-		case keyBackspace:
-			if ed.pos > 0 {
-				ed.pos--
-				ed.deleteAt(ed.pos)
-			}
-		case keyDelete:
-			ed.deleteAt(ed.pos)
-		case keyLeft:
-			ed.moveTo(ed.pos - 1)
-		case keyRight:
-			ed.moveTo(ed.pos + 1)
-		case keyHome:
-			ed.moveTo(0)
-		case keyEnd:
-			ed.moveTo(len(ed.buf))
-		case keyUp:
-			ed.walkHistory(-1)
-		case keyDown:
-			ed.walkHistory(+1)
-		case keyKillStart:
-			ed.setLine(ed.buf[ed.pos:], 0)
-		case keyKillEnd:
-			ed.setLine(ed.buf[:ed.pos], ed.pos)
-		case keyKillWord:
-			start := ed.pos
-			for start > 0 && ed.buf[start-1] == ' ' {
-				start--
-			}
-			for start > 0 && ed.buf[start-1] != ' ' {
-				start--
-			}
-			ed.setLine(append(append([]rune{}, ed.buf[:start]...), ed.buf[ed.pos:]...), start)
-		case keyClear:
-			ed.write([]byte("\x1b[H\x1b[2J"))
-			ed.cursor = 0
-			ed.refresh()
+		case k == keyEOF && len(ed.buf) == 0:
+			ed.write([]byte(ed.newline))
+			return "", io.EOF
+		default:
+			ed.edit(k, r)
 		}
+	}
+}
+
+// edit applies one key that edits the line or moves in it (Ctrl-D on a
+// non-empty line deletes under the cursor).
+func (ed *editor) edit(k key, r rune) {
+	switch k {
+	case keyRune:
+		ed.insert(r)
+	case keyEOF, keyDelete:
+		ed.deleteAt(ed.pos)
+	case keyBackspace:
+		if ed.pos > 0 {
+			ed.pos--
+			ed.deleteAt(ed.pos)
+		}
+	case keyLeft:
+		ed.moveTo(ed.pos - 1)
+	case keyRight:
+		ed.moveTo(ed.pos + 1)
+	case keyHome:
+		ed.moveTo(0)
+	case keyEnd:
+		ed.moveTo(len(ed.buf))
+	case keyUp:
+		ed.walkHistory(-1)
+	case keyDown:
+		ed.walkHistory(+1)
+	case keyKillStart:
+		ed.setLine(ed.buf[ed.pos:], 0)
+	case keyKillEnd:
+		ed.setLine(ed.buf[:ed.pos], ed.pos)
+	case keyKillWord:
+		start := ed.pos
+		for start > 0 && ed.buf[start-1] == ' ' {
+			start--
+		}
+		for start > 0 && ed.buf[start-1] != ' ' {
+			start--
+		}
+		ed.setLine(append(append([]rune{}, ed.buf[:start]...), ed.buf[ed.pos:]...), start)
+	case keyClear:
+		ed.write([]byte("\x1b[H\x1b[2J"))
+		ed.cursor = 0
+		ed.refresh()
 	}
 }
 
