@@ -34,7 +34,6 @@ var overLimitOwnedElsewhere = map[string]bool{
 	"fsops/queue/finish.go":  true, // Finish
 	"fsops/queue/inspect.go": true, // Scan
 	"mcpstdio/client.go":     true, // file; requestCtx
-	"policy/sandboxplan.go":  true, // file (grown by the sandbox start work, b75cac8)
 	"ptyterm/client.go":      true, // Connect
 	"ptyterm/record.go":      true, // file
 	"ptyterm/serve.go":       true, // Serve
