@@ -22,20 +22,22 @@ import (
 //go:embed *.md
 var pages embed.FS
 
-// topicAliases maps the short names accepted by `ctx man` to bundle topics.
-var topicAliases = map[string]string{
-	"agent": "ctx.agent", "agents": "ctx.agent",
-	"tool": "ctx.tool", "tools": "ctx.tool",
-	"policy":  "ctx.policy",
-	"session": "ctx.session", "sessions": "ctx.session",
-	"ctx": "ctx.coreutils", "coreutils": "ctx.coreutils",
-	"root": "ctx.root-abi", "abi": "ctx.root-abi", "root-abi": "ctx.root-abi",
-	"model": "ctx.model", "models": "ctx.model",
-	"provider": "ctx.provider", "providers": "ctx.provider",
-	"shared": "ctx.shared", "queue": "ctx.shared",
-	"sandbox": "ctx.sandbox", "mnt": "ctx.sandbox",
-	"mcp":     "ctx.mcp",
-	"agentrc": "ctx.agentrc",
+// topicAliases maps the short names accepted by `ctx man` to bundle
+// topics: pairs in an array, static data, where a map would be built at
+// every start of every applet.
+var topicAliases = [...][2]string{
+	{"agent", "ctx.agent"}, {"agents", "ctx.agent"},
+	{"tool", "ctx.tool"}, {"tools", "ctx.tool"},
+	{"policy", "ctx.policy"},
+	{"session", "ctx.session"}, {"sessions", "ctx.session"},
+	{"ctx", "ctx.coreutils"}, {"coreutils", "ctx.coreutils"},
+	{"root", "ctx.root-abi"}, {"abi", "ctx.root-abi"}, {"root-abi", "ctx.root-abi"},
+	{"model", "ctx.model"}, {"models", "ctx.model"},
+	{"provider", "ctx.provider"}, {"providers", "ctx.provider"},
+	{"shared", "ctx.shared"}, {"queue", "ctx.shared"},
+	{"sandbox", "ctx.sandbox"}, {"mnt", "ctx.sandbox"},
+	{"mcp", "ctx.mcp"},
+	{"agentrc", "ctx.agentrc"},
 }
 
 // Files returns the names of all embedded page files, sorted.
@@ -60,8 +62,11 @@ func Read(file string) ([]byte, bool) {
 // subcommand name, in that order of preference.
 func Resolve(topic string) (string, bool) {
 	topic = strings.TrimSuffix(topic, ".md")
-	if t, ok := topicAliases[topic]; ok {
-		topic = t
+	for _, a := range topicAliases {
+		if a[0] == topic {
+			topic = a[1]
+			break
+		}
 	}
 	for _, candidate := range []string{topic, "ctx-" + topic} {
 		if _, ok := Read(candidate + ".md"); ok {

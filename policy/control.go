@@ -110,25 +110,19 @@ func ParseCeiling(data []byte) (Ceiling, error) {
 	return c, nil
 }
 
-// gatedTools maps the tools the perm ceiling governs to their bit. Every
-// other tool is governed by policy alone.
-var gatedTools = map[string]Ceiling{
-	"fs.read":    CeilingRead,
-	"fs.list":    CeilingRead,
-	"fs.stat":    CeilingRead,
-	"fs.write":   CeilingWrite,
-	"fs.replace": CeilingWrite,
-	"shell.exec": CeilingExec,
-	"bash":       CeilingExec,
-	"tmux":       CeilingExec,
-	"zellij":     CeilingExec,
-}
-
 // CeilingFor returns the perm bit that gates tool, and false when the
-// ceiling does not govern it.
+// ceiling does not govern it: every other tool is governed by policy
+// alone. A switch, not a map, so that no applet's start builds one.
 func CeilingFor(tool string) (Ceiling, bool) {
-	c, ok := gatedTools[tool]
-	return c, ok
+	switch tool {
+	case "fs.read", "fs.list", "fs.stat":
+		return CeilingRead, true
+	case "fs.write", "fs.replace":
+		return CeilingWrite, true
+	case "shell.exec", "bash", "tmux", "zellij":
+		return CeilingExec, true
+	}
+	return 0, false
 }
 
 // ---- owner, uid, gid, groups ----

@@ -100,8 +100,10 @@ const (
 	keyClear
 )
 
-// ctrlKeys maps control bytes to keys.
-var ctrlKeys = map[byte]key{
+// ctrlKeys maps control bytes to keys (the zero key for the others). An
+// array, not a map: static data, where a map would be built at every
+// start of every applet.
+var ctrlKeys = [256]key{
 	0x01: keyHome, 0x02: keyLeft, 0x03: keyInterrupt, 0x04: keyEOF,
 	0x05: keyEnd, 0x06: keyRight, 0x08: keyBackspace, 0x0b: keyKillEnd,
 	0x0c: keyClear, 0x0d: keyEnter, 0x0a: keyEnter, 0x0e: keyDown,
