@@ -121,8 +121,18 @@ func ctxCommandRows() []Applet {
 		},
 			Missing: "missing verb: check, install, inspect or uninstall",
 			Unknown: "unknown verb %q (want check, install, inspect or uninstall)"},
-		// Its verbs are still dispatched in ctx_queue.go (queueVerbs).
-		{Name: "queue", Run: runQueue},
+		{Name: "queue", NameVerb: true, Verbs: []Applet{
+			{Name: "check", Run: queueCheck},
+			{Name: "claim", Run: queueClaim},
+			{Name: "exec", Run: queueExec},
+			{Name: "finish", Run: queueFinish},
+			{Name: "ingest", Run: queueIngest},
+			{Name: "publish", Run: queuePublish},
+			{Name: "recover", Run: queueRecover},
+			{Name: "status", Run: queueStatus},
+		},
+			Missing: "missing verb (publish, claim, finish, recover, status, check, ingest, exec)",
+			Unknown: "unknown verb %q"},
 		{Name: "run", Run: runRun},
 		{Name: "shared", NameVerb: true, Verbs: []Applet{
 			{Name: "new", Run: runSharedNew},

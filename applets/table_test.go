@@ -64,6 +64,8 @@ func TestVerbErrors(t *testing.T) {
 		{[]string{"ctx", "shared", "frob"}, `ctx shared: unknown verb "frob" (new) (see "ctx shared --help")`},
 		{[]string{"ctx", "object"}, "ctx object: missing verb: check, install, inspect or uninstall (see \"ctx object --help\")"},
 		{[]string{"ctx", "object", "frob"}, `ctx object: unknown verb "frob" (want check, install, inspect or uninstall) (see "ctx object --help")`},
+		{[]string{"ctx", "queue"}, "ctx queue: missing verb (publish, claim, finish, recover, status, check, ingest, exec) (see \"ctx queue --help\")"},
+		{[]string{"ctx", "queue", "frob"}, `ctx queue: unknown verb "frob" (see "ctx queue --help")`},
 		{[]string{"ctxmcp"}, "ctxmcp: missing verb: list, project or serve (see \"ctxmcp --help\")"},
 		{[]string{"ctxmcp", "frob"}, `ctxmcp: unknown verb "frob" (want list, project or serve) (see "ctxmcp --help")`},
 	} {

@@ -1,0 +1,45 @@
+package applets
+
+import (
+	"fmt"
+	"strings"
+
+	"ctx/ptyterm"
+)
+
+// ctx queue check [--root DIR] SPACE
+func queueCheck(e *Env, args []string) int {
+	var rootFlag string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	pos, code, ok := parseArgs(e, f, args, 1, 1)
+	if !ok {
+		return code
+	}
+	q, code := queueOpen(e, rootFlag, pos[0], "read")
+	if code != exitOK {
+		return code
+	}
+	defer q.Close()
+	r, err := q.Scan()
+	if err != nil {
+		return queueFail(e, err)
+	}
+	for _, fd := range r.Incomplete() {
+		fmt.Fprintf(e.Stdout, "incomplete %s %s: %s: %s\n", fd.Job, fd.State, fd.Reason, strings.Join(fd.Evidence, " "))
+	}
+	for _, t := range r.Temps {
+		life := "gone"
+		if t.Alive {
+			life = "alive"
+		}
+		fmt.Fprintf(e.Stdout, "temp %s pid=%d %s\n", ptyterm.Escape(t.Path), t.PID, life)
+	}
+	for _, ig := range r.Ignored {
+		fmt.Fprintf(e.Stdout, "ignored %s: %s\n", ptyterm.Escape(ig.Path), ig.Reason)
+	}
+	if len(r.Incomplete()) > 0 {
+		return exitFailure
+	}
+	return exitOK
+}

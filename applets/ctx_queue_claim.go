@@ -1,0 +1,52 @@
+package applets
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"ctx/fsops/queue"
+)
+
+// ctx queue claim [--root DIR] SPACE --worker W [--pid PID]
+func queueClaim(e *Env, args []string) int {
+	var rootFlag, worker, pidFlag string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	f.String("worker", &worker)
+	f.String("pid", &pidFlag)
+	pos, code, ok := parseArgs(e, f, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if worker == "" {
+		return usageError(e, "missing --worker W")
+	}
+	if err := queue.ValidWorkerName(worker); err != nil {
+		return fail(e, exitUsage, "--worker: %s", err)
+	}
+	// The claim command exits at once; the lease belongs to the process
+	// that runs the job, by default the one that called us.
+	pid := os.Getppid()
+	if pidFlag != "" {
+		n, err := strconv.Atoi(pidFlag)
+		if err != nil || n < 1 {
+			return fail(e, exitUsage, "--pid: %q is not a process id", pidFlag)
+		}
+		pid = n
+	}
+	if pid < 1 {
+		return fail(e, exitUsage, "the parent process is outside this PID namespace; name the lease holder with --pid")
+	}
+	q, code := queueOpen(e, rootFlag, pos[0], "write")
+	if code != exitOK {
+		return code
+	}
+	defer q.Close()
+	job, _, err := q.Claim(queue.Owner{Worker: worker, PID: pid})
+	if err != nil {
+		return queueFail(e, err)
+	}
+	fmt.Fprintln(e.Stdout, q.ClaimedPath(job))
+	return exitOK
+}

@@ -1,0 +1,49 @@
+package applets
+
+import (
+	"fmt"
+
+	"ctx/fsops/queue"
+)
+
+// ctx queue finish [--root DIR] SPACE J --status done|failed [RESULT|-] [--worker W]
+func queueFinish(e *Env, args []string) int {
+	var rootFlag, status, worker string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	f.String("status", &status)
+	f.String("worker", &worker)
+	pos, code, ok := parseArgs(e, f, args, 2, 3)
+	if !ok {
+		return code
+	}
+	st, err := queue.ParseStatus(status)
+	if status == "" {
+		return usageError(e, "missing --status done|failed")
+	}
+	if err != nil {
+		return fail(e, exitUsage, "--status: %q: must be done or failed", status)
+	}
+	if worker != "" && queue.ValidWorkerName(worker) != nil {
+		return fail(e, exitUsage, "--worker: invalid name %q", worker)
+	}
+	q, code := queueOpen(e, rootFlag, pos[0], "write")
+	if code != exitOK {
+		return code
+	}
+	defer q.Close()
+	job, code := queueJobArg(e, q, pos[1])
+	if code != exitOK {
+		return code
+	}
+	result, code := queueInput(e, pos, 2, queue.MaxResult, "result")
+	if code != exitOK {
+		return code
+	}
+	path, err := q.Finish(job, st, result, queue.FinishOptions{Worker: worker})
+	if err != nil {
+		return queueFail(e, err)
+	}
+	fmt.Fprintln(e.Stdout, path)
+	return exitOK
+}

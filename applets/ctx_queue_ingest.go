@@ -1,0 +1,37 @@
+package applets
+
+import (
+	"fmt"
+
+	"ctx/applets/cli"
+)
+
+// ctx queue ingest [--root DIR] SPACE
+func queueIngest(e *Env, args []string) int {
+	var rootFlag string
+	f := newFlags()
+	f.String("root", &rootFlag)
+	pos, code, ok := parseArgs(e, f, args, 1, 1)
+	if !ok {
+		return code
+	}
+	q, code := queueOpen(e, rootFlag, pos[0], "write")
+	if code != exitOK {
+		return code
+	}
+	defer q.Close()
+	published, skipped, err := q.Ingest()
+	for _, j := range published {
+		fmt.Fprintln(e.Stdout, q.PendingPath(j))
+	}
+	for _, s := range skipped {
+		cli.Errorf(e.Stderr, e.Name, "skipped inbox/%s: %s", s.Name, s.Reason)
+	}
+	switch {
+	case err != nil:
+		return queueFail(e, err)
+	case len(skipped) > 0:
+		return exitFailure
+	}
+	return exitOK
+}

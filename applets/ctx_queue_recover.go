@@ -1,0 +1,35 @@
+package applets
+
+import (
+	"fmt"
+)
+
+// ctx queue recover [--root DIR] SPACE J [--force]
+func queueRecover(e *Env, args []string) int {
+	var rootFlag string
+	var force bool
+	f := newFlags()
+	f.String("root", &rootFlag)
+	f.Bool("force", &force)
+	pos, code, ok := parseArgs(e, f, args, 2, 2)
+	if !ok {
+		return code
+	}
+	q, code := queueOpen(e, rootFlag, pos[0], "write")
+	if code != exitOK {
+		return code
+	}
+	defer q.Close()
+	job, code := queueJobArg(e, q, pos[1])
+	if code != exitOK {
+		return code
+	}
+	rec, err := q.Recover(job, force)
+	for _, a := range rec.Actions {
+		fmt.Fprintln(e.Stdout, a)
+	}
+	if err != nil {
+		return queueFail(e, err)
+	}
+	return exitOK
+}
