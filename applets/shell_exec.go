@@ -73,23 +73,53 @@ var shellExecTool = &builtinTool{
 	Run: shellExec,
 }
 
+// shellExec runs one command in named steps: start it (startShell), let a
+// signal to the tool end its tree (cancelOnSignal), wait for it under the
+// timeout (wait), collect its output (drain), then report (shellOutcome).
 func shellExec(c *toolCall) error {
 	cmdText, _ := c.stringField("cmd")
 	if strings.IndexByte(cmdText, 0) >= 0 {
 		return inputErr("cmd contains a NUL byte")
 	}
 	timeout, maxOutput := shellLimits(c.env)
+	r, err := startShell(c.env, cmdText, maxOutput)
+	if err != nil {
+		return err
+	}
+	// Notification stops only when the call returns, so a signal that
+	// arrives while the output is written is still the tool's to ignore.
+	defer r.cancelOnSignal()()
+	r.wait(timeout)
+	r.drain()
+	return shellOutcome(c, r, timeout)
+}
+
+// shellRun is one shell.exec command from its start to its output.
+type shellRun struct {
+	cmd              *exec.Cmd
+	tree             *proc.ChildTree
+	stdoutR, stderrR *os.File
+	out, err         *proc.Capped
+	copies           sync.WaitGroup // the two copies from the pipes
+	waited           chan struct{}  // closed when the tree is waited for
+	cancelledBy      atomic.Int32   // the signal that cancelled the call
+	timedOut         atomic.Bool
+}
+
+// startShell starts /bin/sh -c cmdText with its stdout and stderr copied
+// into buffers of maxOutput bytes each.
+func startShell(e *Env, cmdText string, maxOutput int) (*shellRun, error) {
 	cmd := exec.Command("/bin/sh", "-c", cmdText)
-	cmd.Env = shellEnv(c.env)
+	cmd.Env = shellEnv(e)
 	stdoutR, stdoutW, err := os.Pipe()
 	if err != nil {
-		return fsErr(err)
+		return nil, fsErr(err)
 	}
 	stderrR, stderrW, err := os.Pipe()
 	if err != nil {
 		stdoutR.Close()
 		stdoutW.Close()
-		return fsErr(err)
+		return nil, fsErr(err)
 	}
 	cmd.Stdout, cmd.Stderr = stdoutW, stderrW
 	// The shell leads its own process group, and the tree ends whole with
@@ -102,71 +132,85 @@ func shellExec(c *toolCall) error {
 	if err != nil {
 		stdoutR.Close()
 		stderrR.Close()
-		return toolErr(syscall.ENOENT, exitUnavailable, "cannot start /bin/sh: %v", err)
+		return nil, toolErr(syscall.ENOENT, exitUnavailable, "cannot start /bin/sh: %v", err)
 	}
-	outBuf, errBuf := &proc.Capped{Limit: maxOutput}, &proc.Capped{Limit: maxOutput}
-	var copies sync.WaitGroup
-	copies.Add(2)
-	go func() { defer copies.Done(); io.Copy(outBuf, stdoutR) }()
-	go func() { defer copies.Done(); io.Copy(errBuf, stderrR) }()
+	r := &shellRun{cmd: cmd, tree: tree, stdoutR: stdoutR, stderrR: stderrR,
+		out: &proc.Capped{Limit: maxOutput}, err: &proc.Capped{Limit: maxOutput},
+		waited: make(chan struct{})}
+	r.copies.Add(2)
+	go func() { defer r.copies.Done(); io.Copy(r.out, stdoutR) }()
+	go func() { defer r.copies.Done(); io.Copy(r.err, stderrR) }()
+	return r, nil
+}
 
-	// SIGTERM, SIGINT or SIGHUP to the tool (Ctrl-C at a terminal, the run
-	// host cancelling a brokered call, ctx agent stop) ends the command's
-	// whole tree, not only the tool: the command leads a process group of
-	// its own and would outlive it otherwise.
-	var cancelledBy atomic.Int32
+// cancelOnSignal makes SIGTERM, SIGINT or SIGHUP to the tool (Ctrl-C at a
+// terminal, the run host cancelling a brokered call, ctx agent stop) end
+// the command's whole tree, not only the tool: the command leads a process
+// group of its own and would outlive it otherwise. It returns the function
+// that stops the notification.
+func (r *shellRun) cancelOnSignal() (stop func()) {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	waited := make(chan struct{})
 	go func() {
 		select {
 		case sig := <-sigs:
-			cancelledBy.Store(int32(sig.(syscall.Signal)))
-			tree.Kill()
-		case <-waited:
+			r.cancelledBy.Store(int32(sig.(syscall.Signal)))
+			r.tree.Kill()
+		case <-r.waited:
 		}
 	}()
-	defer signal.Stop(sigs)
+	return func() { signal.Stop(sigs) }
+}
 
-	var timedOut atomic.Bool
+// wait waits for the tree, killing it after timeout (0: none).
+func (r *shellRun) wait(timeout time.Duration) {
 	var timer *time.Timer
 	if timeout > 0 {
 		timer = time.AfterFunc(timeout, func() {
-			timedOut.Store(true)
-			tree.Kill()
+			r.timedOut.Store(true)
+			r.tree.Kill()
 		})
 	}
-	_ = tree.Wait() // the status is in cmd.ProcessState
-	close(waited)
+	_ = r.tree.Wait() // the status is in cmd.ProcessState
+	close(r.waited)
 	if timer != nil {
 		timer.Stop()
 	}
-	state := cmd.ProcessState
-	// Every writer is dead now, unless one got out of reach (see
-	// proc.ChildTree): its pipes are not worth more than a second.
+}
+
+// drain ends the copies from the pipes. Every writer is dead now, unless
+// one got out of reach (see proc.ChildTree): its pipes are not worth more
+// than a second.
+func (r *shellRun) drain() {
 	copied := make(chan struct{})
-	go func() { copies.Wait(); close(copied) }()
+	go func() { r.copies.Wait(); close(copied) }()
 	select {
 	case <-copied:
 	case <-time.After(time.Second):
 	}
-	stdoutR.Close()
-	stderrR.Close()
+	r.stdoutR.Close()
+	r.stderrR.Close()
 	<-copied
+}
 
-	code := exitStatus(state)
+// shellOutcome writes the command's output (into the message of a native
+// call, else to the caller's stdout and stderr) and says how the
+// call ended: cancelled, timed out, failed (a native call), or its exit
+// status.
+func shellOutcome(c *toolCall, r *shellRun, timeout time.Duration) error {
+	code := exitStatus(r.cmd.ProcessState)
 	if c.native {
-		c.out.Write(cappedOutput(outBuf))
-		c.out.Write(cappedOutput(errBuf))
+		c.out.Write(cappedOutput(r.out))
+		c.out.Write(cappedOutput(r.err))
 	} else {
-		c.env.Stdout.Write(cappedOutput(outBuf))
-		c.env.Stderr.Write(cappedOutput(errBuf))
+		c.env.Stdout.Write(cappedOutput(r.out))
+		c.env.Stderr.Write(cappedOutput(r.err))
 	}
 	switch {
-	case cancelledBy.Load() != 0:
-		sig := syscall.Signal(cancelledBy.Load())
+	case r.cancelledBy.Load() != 0:
+		sig := syscall.Signal(r.cancelledBy.Load())
 		return toolErr(syscall.ECANCELED, cli.Signaled(sig), "command cancelled by %s", unix.SignalName(sig))
-	case timedOut.Load():
+	case r.timedOut.Load():
 		return toolErr(syscall.ETIMEDOUT, cli.Signaled(syscall.SIGKILL), "command timed out after %s", timeout)
 	case code != 0 && c.native:
 		return toolErr(syscall.EIO, code, "command failed (exit %d)", code)
