@@ -32,9 +32,6 @@ var overLimitOwnedElsewhere = map[string]bool{
 	"fsops/queue/finish.go":  true, // Finish
 	"fsops/queue/inspect.go": true, // Scan
 	"mcpstdio/client.go":     true, // file; requestCtx
-	"ptyterm/client.go":      true, // Connect
-	"ptyterm/record.go":      true, // file
-	"ptyterm/serve.go":       true, // Serve
 }
 
 // TestNoLongFilesOrFunctions: no source file over maxFileLines lines and

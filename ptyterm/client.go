@@ -74,37 +74,17 @@ func Connect(socketPath string, mode Mode, in io.Reader, out io.Writer, opts Cli
 	if mode != Watch && mode != Attach {
 		return 0, fmt.Errorf("invalid mode %d", mode)
 	}
-	c, err := net.DialTimeout("unix", socketPath, dialTimeout)
+	conn, err := dialTerminal(socketPath, opts)
 	if err != nil {
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			return 0, &os.PathError{Op: "connect", Path: socketPath, Err: errno}
-		}
 		return 0, err
 	}
-	conn := c.(*net.UnixConn)
 	defer conn.Close()
-	if len(opts.TrustedServerUIDs) > 0 {
-		uid, _, err := peerCred(conn)
-		if err != nil {
-			return 0, err
-		}
-		if !slices.Contains(opts.TrustedServerUIDs, uid) {
-			return 0, fmt.Errorf("%s: served by uid %d, which is not trusted", socketPath, uid)
-		}
-	}
 
 	var tty *os.File
 	if f, ok := in.(*os.File); ok && mode == Attach && IsTerminal(f) {
 		tty = f
 	}
-	hello := []byte(mode.String() + "\n")
-	if tty != nil {
-		if r, c, err := getWinsize(tty); err == nil && r > 0 && c > 0 {
-			hello = append(hello, WinsizeSequence(Winsize{r, c})...)
-		}
-	}
-	if _, err := conn.Write(hello); err != nil {
+	if _, err := conn.Write(hello(mode, tty)); err != nil {
 		return 0, err
 	}
 
@@ -130,21 +110,7 @@ func Connect(socketPath string, mode Mode, in io.Reader, out io.Writer, opts Cli
 				return 0, err
 			}
 			defer term.Restore(fd, old)
-			winch := make(chan os.Signal, 1)
-			signal.Notify(winch, syscall.SIGWINCH)
-			defer signal.Stop(winch)
-			go func() {
-				for {
-					select {
-					case <-winch:
-						if r, c, err := getWinsize(tty); err == nil && r > 0 && c > 0 {
-							_, _ = conn.Write(WinsizeSequence(Winsize{r, c}))
-						}
-					case <-outputDone:
-						return
-					}
-				}
-			}()
+			defer forwardWinsize(tty, conn, outputDone)()
 		}
 		src := in
 		if f, ok := in.(*os.File); ok {
@@ -179,6 +145,64 @@ func Connect(socketPath string, mode Mode, in io.Reader, out io.Writer, opts Cli
 		return 0, r.err
 	}
 	return r.end, nil
+}
+
+// hello is what a client says first: its mode, then, from a terminal,
+// that terminal's size.
+func hello(mode Mode, tty *os.File) []byte {
+	b := []byte(mode.String() + "\n")
+	if tty != nil {
+		if r, c, err := getWinsize(tty); err == nil && r > 0 && c > 0 {
+			b = append(b, WinsizeSequence(Winsize{r, c})...)
+		}
+	}
+	return b
+}
+
+// dialTerminal connects to the terminal at socketPath and, when opts
+// names trusted server uids, checks that one of them serves it.
+func dialTerminal(socketPath string, opts ClientOptions) (*net.UnixConn, error) {
+	c, err := net.DialTimeout("unix", socketPath, dialTimeout)
+	if err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return nil, &os.PathError{Op: "connect", Path: socketPath, Err: errno}
+		}
+		return nil, err
+	}
+	conn := c.(*net.UnixConn)
+	if len(opts.TrustedServerUIDs) > 0 {
+		uid, _, err := peerCred(conn)
+		if err != nil {
+			conn.Close()
+			return nil, err
+		}
+		if !slices.Contains(opts.TrustedServerUIDs, uid) {
+			conn.Close()
+			return nil, fmt.Errorf("%s: served by uid %d, which is not trusted", socketPath, uid)
+		}
+	}
+	return conn, nil
+}
+
+// forwardWinsize sends tty's window size to the terminal after each
+// SIGWINCH until done is closed; the returned func stops the signal.
+func forwardWinsize(tty *os.File, conn *net.UnixConn, done <-chan struct{}) (stop func()) {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, syscall.SIGWINCH)
+	go func() {
+		for {
+			select {
+			case <-winch:
+				if r, c, err := getWinsize(tty); err == nil && r > 0 && c > 0 {
+					_, _ = conn.Write(WinsizeSequence(Winsize{r, c}))
+				}
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() { signal.Stop(winch) }
 }
 
 // sendInput copies input to the terminal until EOF, an error, or (on a

@@ -1,11 +1,8 @@
 package ptyterm
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -270,81 +267,6 @@ func (r *recorder) cutOutput() {
 // the next: a stream's buffer grows to a few MiB.
 var recordBatches sync.Pool
 
-// pendingOutput is output queued for the record and not yet written: the
-// chunks as they were handed over, in order (from parts[head]), n bytes
-// in all, each holding its slab.
-type pendingOutput struct {
-	parts []chunk
-	head  int
-	n     int
-	done  []chunk             // used up by next, released by release
-	line  [maxOutputData]byte // a line that spans parts is gathered here
-}
-
-func (o *pendingOutput) add(c chunk) {
-	if len(c.p) == 0 {
-		c.unref()
-		return
-	}
-	if o.head > 0 && o.head >= len(o.parts)/2 {
-		// Move what is left to the front, so that a stream that always
-		// leaves a remainder does not grow the array forever.
-		k := copy(o.parts, o.parts[o.head:])
-		clear(o.parts[k:])
-		o.parts, o.head = o.parts[:k], 0
-	}
-	o.parts = append(o.parts, c)
-	o.n += len(c.p)
-}
-
-// next removes the next k bytes (0 < k <= o.n) and returns them: in place
-// when they lie in one part, else gathered into o.line. They stay valid
-// until release.
-func (o *pendingOutput) next(k int) []byte {
-	o.n -= k
-	if p := o.parts[o.head].p; len(p) >= k {
-		o.parts[o.head].p = p[k:]
-		if len(p) == k {
-			o.usedUp()
-		}
-		return p[:k:k]
-	}
-	buf := o.line[:0]
-	for len(buf) < k {
-		p := o.parts[o.head].p
-		m := min(len(p), k-len(buf))
-		buf = append(buf, p[:m]...)
-		if m == len(p) {
-			o.usedUp()
-		} else {
-			o.parts[o.head].p = p[m:]
-		}
-	}
-	return buf
-}
-
-// usedUp moves the first part, all of it taken, to done.
-func (o *pendingOutput) usedUp() {
-	o.done = append(o.done, o.parts[o.head])
-	o.parts[o.head] = chunk{}
-	if o.head++; o.head == len(o.parts) {
-		o.parts, o.head = o.parts[:0], 0
-	}
-}
-
-// release lets go of the parts that next has used up.
-func (o *pendingOutput) release() {
-	release(o.done)
-	o.done = o.done[:0]
-}
-
-// drop lets go of everything held.
-func (o *pendingOutput) drop() {
-	o.release()
-	release(o.parts[o.head:])
-	o.parts, o.head, o.n = o.parts[:0], 0, 0
-}
-
 // writeOutput records the next n bytes of held as pty.output lines of at
 // most maxOutputData bytes each, built in buf, with one write(2), and
 // returns buf for reuse. A write holds whole lines only, so the record
@@ -497,76 +419,4 @@ func (r *recorder) Close() error {
 	err := r.f.Close()
 	r.f = nil
 	return err
-}
-
-// Replay writes the PTY output recorded in eventsFile to w, in order:
-// exactly the bytes the program wrote to its terminal, as the terminal
-// driver delivered them. Other event types are skipped. A last line without
-// its newline (a write cut short) is ignored; a malformed complete line is
-// an error naming the file and line.
-func Replay(eventsFile string, w io.Writer) error {
-	return scanEvents(eventsFile, func(ev *Event) error {
-		if ev.Type != EventOutput {
-			return nil
-		}
-		data, err := base64.StdEncoding.DecodeString(ev.DataB64)
-		if err != nil {
-			return fmt.Errorf("data_b64: %v", err)
-		}
-		if _, err := w.Write(data); err != nil {
-			return errWrite{err}
-		}
-		return nil
-	})
-}
-
-// ReadExit returns the exit code recorded by the last process.exit event
-// in eventsFile; found is false while the process has not exited (or the
-// record was cut short).
-func ReadExit(eventsFile string) (code int, found bool, err error) {
-	err = scanEvents(eventsFile, func(ev *Event) error {
-		if ev.Type == EventExit {
-			if ev.ExitCode == nil {
-				return errors.New("process.exit without exit_code")
-			}
-			code, found = *ev.ExitCode, true
-		}
-		return nil
-	})
-	return code, found, err
-}
-
-// errWrite marks an error of the destination writer in scanEvents, which
-// is not the record's fault and carries no line number.
-type errWrite struct{ error }
-
-func scanEvents(path string, each func(*Event) error) error {
-	f, err := fsops.OpenRegular(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, maxReplayLine)
-	for n := 1; ; n++ {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			return fmt.Errorf("%s:%d: line longer than %d bytes", path, n, maxReplayLine)
-		}
-		if err == io.EOF {
-			return nil // a partial last line is a write cut short
-		}
-		if err != nil {
-			return &os.PathError{Op: "read", Path: path, Err: err}
-		}
-		var ev Event
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return fmt.Errorf("%s:%d: %v", path, n, err)
-		}
-		if err := each(&ev); err != nil {
-			if we, ok := err.(errWrite); ok {
-				return we.error
-			}
-			return fmt.Errorf("%s:%d: %v", path, n, err)
-		}
-	}
 }

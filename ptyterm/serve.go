@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -109,25 +108,9 @@ func Serve(cfg Config) (int, error) {
 		}
 	}
 
-	var ttyIn *os.File
-	if cfg.Console == ConsoleTTY {
-		f, ok := cfg.ConsoleIn.(*os.File)
-		if !ok || !IsTerminal(f) {
-			return 1, &SetupError{1, errors.New("console input is not a terminal")}
-		}
-		ttyIn = f
-	}
-	size := DefaultSize
-	if ttyIn != nil {
-		if r, c, err := getWinsize(ttyIn); err == nil && r > 0 && c > 0 {
-			size = Winsize{r, c}
-		}
-	}
-	if cfg.Size.Rows != 0 {
-		size.Rows = cfg.Size.Rows
-	}
-	if cfg.Size.Cols != 0 {
-		size.Cols = cfg.Size.Cols
+	ttyIn, size, err := consoleTerminal(cfg)
+	if err != nil {
+		return 1, &SetupError{1, err}
 	}
 
 	rec, err := openRecorder(cfg.Events, cfg.RecordLimit, cfg.OnRecordLimit, func(err error) { logf("%v", err) })
@@ -174,16 +157,7 @@ func Serve(cfg Config) (int, error) {
 		cfg.Started(pid)
 	}
 
-	var state *os.ProcessState
-	for state == nil {
-		select {
-		case sig := <-cfg.Signals:
-			if s, ok := sig.(syscall.Signal); ok {
-				_ = unix.Kill(-pid, s) // the command leads its own process group
-			}
-		case state = <-waited:
-		}
-	}
+	state := awaitExit(cfg.Signals, pid, waited)
 	select {
 	case <-readDone:
 	case <-time.After(drainAfterExit):
@@ -196,6 +170,54 @@ func Serve(cfg Config) (int, error) {
 	con.stop()
 	h.shutdown()
 
+	return recordExit(rec, state, logf), nil
+}
+
+// consoleTerminal is the console's terminal in ConsoleTTY mode (nil in
+// the others) and the size the PTY starts with: the console's, else
+// DefaultSize, with cfg.Size's rows and columns over either.
+func consoleTerminal(cfg Config) (*os.File, Winsize, error) {
+	var ttyIn *os.File
+	if cfg.Console == ConsoleTTY {
+		f, ok := cfg.ConsoleIn.(*os.File)
+		if !ok || !IsTerminal(f) {
+			return nil, Winsize{}, errors.New("console input is not a terminal")
+		}
+		ttyIn = f
+	}
+	size := DefaultSize
+	if ttyIn != nil {
+		if r, c, err := getWinsize(ttyIn); err == nil && r > 0 && c > 0 {
+			size = Winsize{r, c}
+		}
+	}
+	if cfg.Size.Rows != 0 {
+		size.Rows = cfg.Size.Rows
+	}
+	if cfg.Size.Cols != 0 {
+		size.Cols = cfg.Size.Cols
+	}
+	return ttyIn, size, nil
+}
+
+// awaitExit forwards signals to the command's process group (it leads
+// its own) until the command has exited.
+func awaitExit(signals <-chan os.Signal, pid int, waited <-chan *os.ProcessState) *os.ProcessState {
+	for {
+		select {
+		case sig := <-signals:
+			if s, ok := sig.(syscall.Signal); ok {
+				_ = unix.Kill(-pid, s)
+			}
+		case state := <-waited:
+			return state
+		}
+	}
+}
+
+// recordExit records the last output and the command's exit, closes the
+// record and returns the exit status.
+func recordExit(rec *recorder, state *os.ProcessState, logf func(string, ...any)) int {
 	code, sig := exitStatus(state)
 	rec.FlushOutput()
 	ev := Event{Type: EventExit, ExitCode: &code}
@@ -206,52 +228,7 @@ func Serve(cfg Config) (int, error) {
 	if err := rec.Close(); err != nil {
 		logf("%v", err)
 	}
-	return code, nil
-}
-
-// startOnPTY starts cmd with a new PTY as its terminal and returns the
-// master, the pid and the terminal's EOF character. Our copy of the slave
-// is closed once the command holds it, so the master reads EOF (EIO) when
-// the last process using the terminal is gone.
-func startOnPTY(cmd *exec.Cmd, size Winsize, owner *[2]int, start func(*exec.Cmd) error) (*os.File, int, byte, error) {
-	master, tty, err := openPTY(size.Rows, size.Cols)
-	if err != nil {
-		return nil, 0, 0, err
-	}
-	defer tty.Close()
-	if owner != nil {
-		if err := tty.Chown(owner[0], owner[1]); err != nil {
-			master.Close()
-			return nil, 0, 0, err
-		}
-	}
-	veof := eofChar(tty)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = tty, tty, tty
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Setsid = true
-	cmd.SysProcAttr.Setctty = true
-	cmd.SysProcAttr.Ctty = 0 // the child's stdin
-	cmd.SysProcAttr.Setpgid = false
-	if start == nil {
-		start = (*exec.Cmd).Start
-	}
-	if err := start(cmd); err != nil {
-		master.Close()
-		return nil, 0, 0, err
-	}
-	return master, cmd.Process.Pid, veof, nil
-}
-
-func startErrorCode(err error) int {
-	switch {
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return 127
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
-		return 126
-	}
-	return 1
+	return code
 }
 
 // exitStatus maps a wait status to a shell-style exit code.
