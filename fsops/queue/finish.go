@@ -30,15 +30,13 @@ type FinishOptions struct {
 // an existing result or terminal request makes Finish fail with
 // ErrConflict, leaving the claim as it was (or, if the result was already
 // placed, in the state interrupted-finish that recover completes).
+//
+// Its steps: the arguments (checkFinishArgs), the claim and its evidence
+// (openClaim), the lease's worker (checkLeaseWorker), the state, then the
+// protocol's writes in order: placeResult, moveRequest, cleanupAt.
 func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) (path string, err error) {
-	if _, err := ParseStatus(string(st)); err != nil {
+	if err := checkFinishArgs(job, st, result); err != nil {
 		return "", err
-	}
-	if err := ValidJobName(job); err != nil {
-		return "", fmt.Errorf("%w: job: %v", ErrInvalid, err)
-	}
-	if len(result) > MaxResult {
-		return "", fmt.Errorf("%w: job %s: result is %d bytes, more than %d", ErrInvalid, job, len(result), MaxResult)
 	}
 	defer func() {
 		ev := fsops.Event{Type: "queue.finish", Object: q.object(job), Status: string(st), Worker: opt.Worker, Exit: opt.Exit}
@@ -52,34 +50,76 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 		return "", err
 	}
 	defer q.release(job)
-	if opt.Worker != "" {
-		l, err := readLease(lj, q.path("lease", job, "worker"))
-		if err != nil {
-			return "", fmt.Errorf("%w: job %s: %v", ErrConflict, job, err)
-		}
-		if l.Worker != opt.Worker {
-			return "", conflictf("job %s is leased to worker %s, not %s", job, l.Worker, opt.Worker)
-		}
+	if err := q.checkLeaseWorker(job, lj, opt.Worker); err != nil {
+		return "", err
 	}
 	// Every conflict is checked before anything is written: a finish that
 	// wrote its result and then met a foreign request (or a result from an
 	// earlier, interrupted finish) would itself leave the job incomplete.
 	// Only the complete claimed state may be finished. openClaim
 	// gathered the evidence (claimEvidence), all but the result in st's
-	// directory: the no-replace rename of the result below is that check.
+	// directory: the no-replace rename of the result (placeResult) is that
+	// check.
 	//
 	// A symlink, FIFO or directory at a name finish must create is no
 	// evidence (Classify passes over it) but still blocks the rename.
-	tfd, tdir := q.fd[st.dir()], q.dirPath(st.dir())
 	if state, _ := Classify(ev); state != StateClaimed || blocked.name != "" {
 		return "", q.refuseFinishAt(job, st, ev, blocked)
 	}
 	// What remains is a race with another process between that check and
-	// these no-replace renames; the renames refuse it, and the message
+	// the no-replace renames; the renames refuse it, and the message
 	// names the step that takes the job on from where it then stands.
+	if err := q.placeResult(job, st, result, ev, blocked); err != nil {
+		return "", err
+	}
+	if err := q.moveRequest(job, st, cj); err != nil {
+		return "", err
+	}
+	if err := q.cleanupAt(job, lj, "finish"); err != nil {
+		return "", err
+	}
+	return q.TerminalPath(st, job), nil
+}
+
+// checkFinishArgs checks Finish's arguments before anything is opened.
+func checkFinishArgs(job string, st Status, result []byte) error {
+	if _, err := ParseStatus(string(st)); err != nil {
+		return err
+	}
+	if err := ValidJobName(job); err != nil {
+		return fmt.Errorf("%w: job: %v", ErrInvalid, err)
+	}
+	if len(result) > MaxResult {
+		return fmt.Errorf("%w: job %s: result is %d bytes, more than %d", ErrInvalid, job, len(result), MaxResult)
+	}
+	return nil
+}
+
+// checkLeaseWorker checks, when worker is set, that the lease in lj
+// (lease/J) names it.
+func (q *Queue) checkLeaseWorker(job string, lj int, worker string) error {
+	if worker == "" {
+		return nil
+	}
+	l, err := readLease(lj, q.path("lease", job, "worker"))
+	if err != nil {
+		return fmt.Errorf("%w: job %s: %v", ErrConflict, job, err)
+	}
+	if l.Worker != worker {
+		return conflictf("job %s is leased to worker %s, not %s", job, l.Worker, worker)
+	}
+	return nil
+}
+
+// placeResult is Finish's first write: the result to a temporary in st's
+// directory, renamed to J.result without replacement, the directory
+// fsynced. ev and blocked are the evidence Finish decided on, for the
+// refusal when something is at J.result.
+func (q *Queue) placeResult(job string, st Status, result []byte, ev *Evidence, blocked blocker) error {
+	tfd, tdir := q.fd[st.dir()], q.dirPath(st.dir())
 	tmp, err := writeTemp(tfd, tdir, resultName(job), result, "finish")
 	if err != nil {
-		return "", err
+		return err
 	}
 	if err := installTemp(tfd, tmp, resultName(job)); err != nil {
 		unix.Unlinkat(tfd, tmp, 0)
@@ -89,34 +129,38 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 			// was written (the temporary is gone), so the refusal is
 			// the one a lookup before the write would have given.
 			if rerr := q.refuseFinishAt(job, st, ev, blocked); rerr != nil {
-				return "", rerr
+				return rerr
 			}
-			return "", conflictf("job %s: %s appeared meanwhile; nothing written; %s", job, q.ResultPath(st, job), q.nextStepNow(job))
+			return conflictf("job %s: %s appeared meanwhile; nothing written; %s", job, q.ResultPath(st, job), q.nextStepNow(job))
 		}
-		return "", pathErr("rename", q.ResultPath(st, job), err)
+		return pathErr("rename", q.ResultPath(st, job), err)
 	}
 	step("finish.result-renamed")
 	if err := fsyncFd(tfd, tdir); err != nil {
-		return "", err
+		return err
 	}
 	step("finish.result-synced")
+	return nil
+}
+
+// moveRequest is Finish's second write: the request from claimed/J (cj)
+// to st's directory without replacement, both directories fsynced.
+func (q *Queue) moveRequest(job string, st Status, cj int) error {
+	tfd, tdir := q.fd[st.dir()], q.dirPath(st.dir())
 	if err := moveNoReplace(cj, job, tfd, job); err != nil {
 		if err == unix.EEXIST {
 			err = conflictf("%s appeared meanwhile", q.TerminalPath(st, job))
 		} else {
 			err = pathErr("rename", q.ClaimedPath(job)+" -> "+q.TerminalPath(st, job), err)
 		}
-		return "", fmt.Errorf("job %s: result written but request not moved; %s: %w", job, q.nextStepNow(job), err)
+		return fmt.Errorf("job %s: result written but request not moved; %s: %w", job, q.nextStepNow(job), err)
 	}
 	step("finish.request-renamed")
 	if err := q.syncAll(openDir{cj, q.path("claimed", job)}, openDir{tfd, tdir}); err != nil {
-		return "", err
+		return err
 	}
 	step("finish.request-synced")
-	if err := q.cleanupAt(job, lj, "finish"); err != nil {
-		return "", err
-	}
-	return q.TerminalPath(st, job), nil
+	return nil
 }
 
 // refuseFinishAt completes the evidence of claimEvidence with the one
