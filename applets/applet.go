@@ -28,6 +28,13 @@ type Env struct {
 	// Vars is the environment as a list when it is not the process's
 	// (a tool tsh runs in its own process); nil means os.Environ.
 	Vars []string
+	// decidedByHost is set for the one call a warm tool worker runs
+	// (tool_worker.go): the run host has decided it against the live
+	// tree already, so runTool does not decide it again. It travels
+	// with this Env (and its copies) only: an Env made afresh (a tool
+	// tsh runs in-process, whose environment has no CTX_BROKERED, so
+	// the host is asked for it) decides for itself.
+	decidedByHost bool
 }
 
 // Environ is the environment as a list, for a program an applet starts:
@@ -84,12 +91,18 @@ func lookup(name string) (Applet, bool) {
 
 // Main dispatches argv to an applet and returns the exit code.
 func Main(argv []string) int {
-	e := &Env{
-		Stdin:  os.Stdin,
-		Stdout: os.Stdout,
-		Stderr: os.Stderr,
-		Getenv: os.Getenv,
-	}
+	return runMain(processEnv(), argv)
+}
+
+// processEnv is the Env of this process: its standard descriptors and
+// environment.
+func processEnv() *Env {
+	return &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+}
+
+// runMain is Main with the Env to run in (a warm tool worker's says the
+// host decided the call).
+func runMain(e *Env, argv []string) int {
 	if len(argv) == 0 {
 		argv = []string{"ctx"}
 	}

@@ -157,7 +157,7 @@ func runTool(e *Env, t *builtinTool, args []string) int {
 	if call.native {
 		call.out = &message
 	}
-	err := call.run(dir, !decidedByHost && !t.Wrapped && !hostRecorded)
+	err := call.run(dir, !e.decidedByHost && !t.Wrapped && !hostRecorded)
 
 	ev := fsops.Event{Type: "tool.call", Object: "tool/" + t.Name, Status: "ok"}
 	code := call.exit
