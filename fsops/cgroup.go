@@ -180,7 +180,10 @@ func (c *RunCgroup) setLimits(lim CgroupLimits) error {
 // While inside, the thread counts toward the run's pids.max and is listed
 // in its cgroup.procs (by this process's id); nothing reads them before
 // the run's first process exists. If the thread cannot move back, it is
-// not returned to the Go runtime: it ends with the goroutine, locked.
+// not returned to the Go runtime: it ends with the goroutine, locked, and
+// the process it forked dies with it (its parent-death signal follows the
+// forking thread), so such a run fails closed rather than run with the
+// run host inside its cgroup.
 func (c *RunCgroup) StartInside(start func() error) (inside bool, err error) {
 	if c.Version != 1 {
 		return false, start()
