@@ -28,6 +28,9 @@ type DirWatch struct {
 	// above are the directories above the watch's top (see
 	// AddWithAncestors), compared by status instead of inotify.
 	above map[string]dirStatus
+	// buf holds the queued events Changed reads: kept, since every tool
+	// call's decision calls Changed, and the queue is almost always empty.
+	buf []byte
 }
 
 // dirStatus is what a change to a directory above the top can change: its
@@ -150,7 +153,10 @@ func (w *DirWatch) Changed(ignore map[string]bool) bool {
 			changed = true
 		}
 	}
-	buf := make([]byte, 16<<10)
+	if w.buf == nil {
+		w.buf = make([]byte, 16<<10)
+	}
+	buf := w.buf
 	for {
 		n, err := unix.Read(w.fd, buf)
 		if err == unix.EINTR {
