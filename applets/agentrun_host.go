@@ -67,7 +67,10 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		status = r.runOnTerminal(e, cmd, stdinTTY, started)
 	} else {
 		// The caller's terminal or files reach the agent only as pipes.
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
+		// An init started early has them already.
+		if cmd.Process == nil {
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
+		}
 		if err := r.startFirst(cmd); err != nil {
 			runcap.CloseChild()
 			status = fail(e, exitUnavailable, "starting agent %s: %v", r.agent.Name, err)
@@ -96,9 +99,12 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 // shared), the program behind ctx's confining trampoline.
 func (r *agentRun) firstCommand(e *Env, runcap *fsops.RunCapability) (*exec.Cmd, *fsops.Sandbox, int, bool) {
 	if r.plan != nil {
-		sandbox, err := fsops.NewSandbox(r.plan)
-		if err != nil {
-			return nil, nil, fail(e, exitUnavailable, "%v", err), false
+		sandbox := r.takeEarly()
+		if sandbox == nil {
+			var err error
+			if sandbox, err = fsops.NewSandbox(r.plan); err != nil {
+				return nil, nil, fail(e, exitUnavailable, "%v", err), false
+			}
 		}
 		if r.broker == nil {
 			// Without a broker tools report their calls over the run
@@ -111,6 +117,7 @@ func (r *agentRun) firstCommand(e *Env, runcap *fsops.RunCapability) (*exec.Cmd,
 		if r.broker != nil {
 			sandbox.SetBrokerChannel(r.broker.init)
 		}
+		r.sendEarly(sandbox)
 		return sandbox.Cmd, sandbox, 0, true
 	}
 	// The program is looked up in the caller's PATH; not found, it
@@ -176,6 +183,9 @@ func (r *agentRun) onStarted(e *Env, sandbox *fsops.Sandbox, runcap *fsops.RunCa
 // confined program) inside the run's cgroup when it can (see
 // fsops.RunCgroup.StartInside); started moves it in otherwise.
 func (r *agentRun) startFirst(cmd *exec.Cmd) error {
+	if cmd.Process != nil {
+		return nil // started early (startEarly)
+	}
 	cg := r.budgets.cgroup
 	if cg == nil {
 		return cmd.Start()

@@ -62,6 +62,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	}()
 	defer func() { <-idmapMade }()
 	r.startBudgets(r.planOnly)
+	r.startEarly(e)
 	var err error
 	r.sess, err = r.root.EnsureSessionAt(place, a.Name, r.session, policy.SandboxWorkspace, r.workspace)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
+	"ctx/ptyterm"
 )
 
 // runAgentStart is `ctx agent start NAME [--session S] [--cwd PATH]
@@ -64,6 +65,10 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 	defer r.closeIDMap()
 	defer r.endBudgets()
 	defer r.closeBroker()
+	// An init started early and never taken dies before the cgroup it
+	// was born in is removed (endBudgets, deferred earlier, runs later).
+	defer r.abandonEarly()
+	r.onTerminal = forceTerminal || noConsole || ptyterm.IsTerminal(e.Stdin)
 	if code, ok := r.prepare(e, session, sharedSpace, cwd, mounts, f.Command); !ok {
 		return code
 	}

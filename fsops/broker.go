@@ -20,8 +20,8 @@ import (
 // from what it decided and observed, and answers one BrokerReply. Closing
 // the connection before the reply cancels the call.
 //
-// Between the host and the init runs a second channel, inherited by the
-// init only (descriptor brokerFD): the host's orders (exec, kill) and the
+// Between the host and the init runs a second channel, handed to the
+// init only (with its plan): the host's orders (exec, kill) and the
 // init's reports (exit). Every message is one SOCK_SEQPACKET datagram of
 // JSON, bounded by MaxBrokerMessage.
 
@@ -39,9 +39,6 @@ const BrokeredEnv = "CTX_BROKERED"
 
 // MaxBrokerMessage bounds one message on either channel.
 const MaxBrokerMessage = 256 << 10
-
-// brokerFD is the init's end of the host's order channel.
-const brokerFD = 6
 
 // BrokerRequest asks the run host to run one tool call, or (Report)
 // tells it how a call it brokered went, from inside the tool.
@@ -210,7 +207,7 @@ func RecvBrokerMessage(fd int, v any, max int) ([]*os.File, error) {
 }
 
 // NewBrokerChannel makes the host-init order channel: the host keeps the
-// first end, the init inherits the second as brokerFD.
+// first end, the init is handed the second (Sandbox.SetBrokerChannel).
 func NewBrokerChannel() (host, init *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

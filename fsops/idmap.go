@@ -24,10 +24,6 @@ func RunUsernsHold() int {
 	return 0
 }
 
-// idmapFD is the descriptor the sandbox child finds an idmapped workspace
-// tree on, when the plan asks for one.
-const idmapFD = 5
-
 // idmappedWorkspace is, in the sandbox child, the detached idmapped tree
 // the host prepared for the workspace bind.
 var idmappedWorkspace *os.File

@@ -19,35 +19,73 @@ const SandboxInitApplet = "ctx-sandbox-init"
 
 // Descriptors the sandbox child receives.
 const (
-	RunFD  = 3 // the run capability socket, passed on to the agent as CTX_RUN_FD
-	planFD = 4 // the plan, JSON, then the release byte (Release); read by the child and closed
-	// idmapFD (5): the idmapped workspace tree, when the plan has one.
+	RunFD  = 3 // the run capability socket, as the agent's program gets it (CTX_RUN_FD)
+	planFD = 4 // the plan channel: the handed-over descriptors, the plan (JSON), the release byte
 )
 
-// Sandbox is a plan about to be applied in a new child process.
-type Sandbox struct {
-	Cmd     *exec.Cmd
-	plan    []byte
-	planW   *os.File
-	release chan struct{}
-	once    sync.Once
-}
+// What travels on the plan channel, a stream socket, in order: one byte
+// saying which descriptors the run host hands over (handoff bits), with
+// those descriptors attached to it, in the bits' order; the plan, JSON;
+// and, when the run host lets the program start, releaseByte. The
+// descriptors travel as SCM_RIGHTS rather than being inherited, so the
+// init can be started before they exist: the run host starts it while
+// it still prepares the run (StartSandbox), and sends them with the plan.
+const (
+	handoffRun    = 1 << iota // the run capability (a run without a broker)
+	handoffIDMap              // the idmapped workspace tree (uid mode)
+	handoffBroker             // the init's end of the broker's order channel
+)
 
-// releaseByte follows the plan on its pipe when the run host lets the
+// releaseByte follows the plan on its channel when the run host lets the
 // init start the program.
 const releaseByte = 'g'
 
+// SandboxStart is what starting a sandbox's init depends on: the
+// namespaces it is born in and, in a user namespace, the ids mapped.
+// Everything else comes later, with the plan.
+type SandboxStart struct {
+	Namespaces         policy.Namespaces
+	UID, GID           uint32 // the agent's ids, inside a user namespace
+	OuterUID, OuterGID uint32 // the ids they map onto
+}
+
+// StartOf is the start a plan needs.
+func StartOf(plan *policy.Plan) SandboxStart {
+	return SandboxStart{Namespaces: plan.Namespaces, UID: plan.UID, GID: plan.GID, OuterUID: plan.OuterUID, OuterGID: plan.OuterGID}
+}
+
+// Sandbox is a sandbox's init, about to be started or started, and what
+// it will be sent.
+type Sandbox struct {
+	Cmd     *exec.Cmd
+	start   SandboxStart
+	plan    []byte
+	planW   *os.File // the run host's end of the plan channel
+	planR   *os.File // the init's end, closed here once the init has it
+	pass    [3]*os.File
+	release chan struct{}
+	once    sync.Once
+	sent    sync.Once
+}
+
 // NewSandbox prepares a child that applies plan. The caller may set Cmd's
-// Stdin/Stdout/Stderr, Cmd.SysProcAttr.Setsid/Setctty/Ctty, and the run
-// capability (SetRunFile) before Start.
+// Stdin/Stdout/Stderr, Cmd.SysProcAttr.Setsid/Setctty/Ctty, and the
+// descriptors handed over (SetRunFile, ...) before SendPlan.
 func NewSandbox(plan *policy.Plan) (*Sandbox, error) {
-	if err := plan.Validate(); err != nil {
-		return nil, err
-	}
-	data, err := json.Marshal(plan)
+	s, err := NewSandboxFor(StartOf(plan))
 	if err != nil {
 		return nil, err
 	}
+	if err := s.SetPlan(plan); err != nil {
+		s.Abandon()
+		return nil, err
+	}
+	return s, nil
+}
+
+// NewSandboxFor prepares an init for a plan not yet made: it may be
+// started at once, and given its plan (SetPlan) before SendPlan.
+func NewSandboxFor(start SandboxStart) (*Sandbox, error) {
 	self, err := Executable()
 	if err != nil {
 		return nil, err
@@ -64,7 +102,7 @@ func NewSandbox(plan *policy.Plan) (*Sandbox, error) {
 		// ctxterm makes it the PTY's session leader instead.
 		Setsid: true,
 	}
-	ns := plan.Namespaces
+	ns := start.Namespaces
 	for _, f := range []struct {
 		on   bool
 		flag uintptr
@@ -81,38 +119,58 @@ func NewSandbox(plan *policy.Plan) (*Sandbox, error) {
 		// caller mount. The init keeps, as ambient capabilities across its
 		// execve, exactly what building the sandbox needs; it drops them all
 		// before the agent's program starts.
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(plan.UID), HostID: int(plan.OuterUID), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(plan.GID), HostID: int(plan.OuterGID), Size: 1}}
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(start.UID), HostID: int(start.OuterUID), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(start.GID), HostID: int(start.OuterGID), Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
 		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
 	}
 	cmd.SysProcAttr = attr
-	r, w, err := os.Pipe()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	// 3 the run capability, 4 the plan, 5 the idmapped workspace, 6 the
-	// broker's order channel: each set by its setter, nil (closed) if not.
-	cmd.ExtraFiles = []*os.File{nil, r, nil, nil}
-	return &Sandbox{Cmd: cmd, plan: data, planW: w, release: make(chan struct{})}, nil
+	w, r := os.NewFile(uintptr(fds[0]), "plan-host"), os.NewFile(uintptr(fds[1]), "plan-init")
+	// 3 is closed in the child (the run capability is handed over on the
+	// plan channel, and the program gets it as 3 from the init); 4 is
+	// the plan channel.
+	cmd.ExtraFiles = []*os.File{nil, r}
+	return &Sandbox{Cmd: cmd, start: start, planW: w, planR: r, release: make(chan struct{})}, nil
 }
 
-// SetRunFile passes f to the sandbox as descriptor RunFD.
-func (s *Sandbox) SetRunFile(f *os.File) { s.Cmd.ExtraFiles[0] = f }
+// SetPlan gives the sandbox its plan. The plan must need the start the
+// sandbox was prepared for: an init born in other namespaces than the
+// plan's would build the wrong sandbox, so that is refused.
+func (s *Sandbox) SetPlan(plan *policy.Plan) error {
+	if err := plan.Validate(); err != nil {
+		return err
+	}
+	if StartOf(plan) != s.start {
+		return fmt.Errorf("the sandbox's init was started for other namespaces or ids than its plan's")
+	}
+	data, err := json.Marshal(plan)
+	if err != nil {
+		return err
+	}
+	s.plan = data
+	return nil
+}
 
-// SetIDMappedWorkspace passes the workspace tree IDMappedTree made (the
-// plan's IDMap says one comes) as descriptor 5.
-func (s *Sandbox) SetIDMappedWorkspace(f *os.File) { s.Cmd.ExtraFiles[2] = f }
+// SetRunFile hands f over as the run capability, which the init passes
+// on to the agent's program as descriptor RunFD.
+func (s *Sandbox) SetRunFile(f *os.File) { s.pass[0] = f }
 
-// SetBrokerChannel passes the init's end of the broker's order channel
-// (NewBrokerChannel) as descriptor 6.
-func (s *Sandbox) SetBrokerChannel(f *os.File) { s.Cmd.ExtraFiles[3] = f }
+// SetIDMappedWorkspace hands over the workspace tree IDMappedTree made
+// (the plan's IDMap says one comes).
+func (s *Sandbox) SetIDMappedWorkspace(f *os.File) { s.pass[1] = f }
 
-// Start starts the child and hands it the plan.
+// SetBrokerChannel hands over the init's end of the broker's order
+// channel (NewBrokerChannel).
+func (s *Sandbox) SetBrokerChannel(f *os.File) { s.pass[2] = f }
+
+// Start starts the child, hands it the plan and releases it.
 func (s *Sandbox) Start() error {
 	if err := s.Cmd.Start(); err != nil {
-		s.Cmd.ExtraFiles[1].Close()
-		s.planW.Close()
+		s.Abandon()
 		return fmt.Errorf("starting the sandbox: %w", err)
 	}
 	s.SendPlan()
@@ -120,25 +178,69 @@ func (s *Sandbox) Start() error {
 	return nil
 }
 
-// SendPlan hands the plan to a child started by someone else (ctxterm
-// starts it on a PTY). Call it exactly once, after the start. The init
-// builds the sandbox from it at once, but starts the program only after
-// Release: the run host puts the init into the run's cgroup meanwhile,
-// and the program and everything it starts are born inside.
-func (s *Sandbox) SendPlan() {
-	// Our copy of the read end must go, so the child sees EOF after us.
-	s.Cmd.ExtraFiles[1].Close()
+// SendPlan hands the descriptors and the plan to the started child (the
+// run host started it, or ctxterm on a PTY), after SetPlan and the start;
+// a second call does nothing. The init builds the sandbox from it at
+// once, but starts the program only after Release: the run host puts the
+// init into the run's cgroup meanwhile when it was not born there, and
+// records the start; the program and everything it starts are born
+// inside.
+func (s *Sandbox) SendPlan() { s.sent.Do(s.sendPlan) }
+
+func (s *Sandbox) sendPlan() {
+	// Our copy of the child's end must go, so the child sees the end of
+	// the channel when we close ours.
+	s.planR.Close()
+	var mask byte
+	var fds []int
+	for i, f := range s.pass {
+		if f != nil {
+			mask |= 1 << i
+			fds = append(fds, int(f.Fd()))
+		}
+	}
+	// The handoff is sent here, not in the goroutine: the descriptors
+	// are the caller's, and may be closed once SendPlan returns.
+	err := sendHandoff(int(s.planW.Fd()), mask, fds)
 	go func() {
-		s.planW.Write(s.plan)
-		<-s.release
-		s.planW.Write([]byte{releaseByte})
+		if err == nil {
+			s.planW.Write(s.plan)
+			<-s.release
+			s.planW.Write([]byte{releaseByte})
+		}
 		s.planW.Close()
 	}()
 }
 
+// sendHandoff sends the handoff byte with its descriptors.
+func sendHandoff(fd int, mask byte, fds []int) error {
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	for {
+		err := unix.Sendmsg(fd, []byte{mask}, oob, nil, 0)
+		if err != unix.EINTR {
+			return err
+		}
+	}
+}
+
 // Release lets the init start the program (after SendPlan). A run host
 // that never releases (it died, or killed the init) leaves the init to
-// see the end of the pipe instead, and end the run.
+// see the end of the channel instead, and end the run.
 func (s *Sandbox) Release() {
 	s.once.Do(func() { close(s.release) })
+}
+
+// Abandon ends a sandbox whose plan will never be sent: a started init
+// is killed and reaped (killed first, so it never reports the missing
+// plan), and the plan channel is closed.
+func (s *Sandbox) Abandon() {
+	if p := s.Cmd.Process; p != nil && s.Cmd.ProcessState == nil {
+		p.Kill()
+		s.Cmd.Wait()
+	}
+	s.planR.Close()
+	s.planW.Close()
 }

@@ -41,7 +41,7 @@ type brokerDelivery struct {
 // newInitBroker returns the init's broker when the host passed its order
 // channel, else nil (a sandbox started without a broker: tests).
 func newInitBroker(plan *policy.Plan) *initBroker {
-	ch := os.NewFile(brokerFD, "broker")
+	ch := brokerChannel
 	if ch == nil {
 		return nil
 	}

@@ -54,25 +54,94 @@ func readPlan() (*policy.Plan, error) {
 	if f == nil {
 		return nil, &SandboxError{"reading the plan", os.ErrInvalid}
 	}
+	if err := receiveHandoff(planFD); err != nil {
+		f.Close()
+		return nil, &SandboxError{"receiving the run's descriptors", err}
+	}
 	var plan policy.Plan
 	dec := json.NewDecoder(io.LimitReader(f, 64<<20))
 	if err := dec.Decode(&plan); err != nil {
 		f.Close()
 		return nil, &SandboxError{"reading the plan", err}
 	}
-	// The release byte comes after the plan, on the same pipe (it may be
-	// in the decoder's buffer already).
+	// The release byte comes after the plan, on the same channel (it may
+	// be in the decoder's buffer already).
 	planRest, planFile = io.MultiReader(dec.Buffered(), f), f
 	if err := plan.Validate(); err != nil {
 		return nil, &SandboxError{"checking the plan", err}
 	}
-	if plan.IDMap != nil {
-		idmappedWorkspace = os.NewFile(idmapFD, "idmapped workspace")
-		if _, err := idmappedWorkspace.Stat(); err != nil {
-			return nil, &SandboxError{"receiving the idmapped workspace", err}
-		}
+	if (plan.IDMap != nil) != (idmappedWorkspace != nil) {
+		return nil, &SandboxError{"receiving the idmapped workspace", fmt.Errorf("the plan and the descriptors handed over disagree")}
 	}
 	return &plan, nil
+}
+
+// Descriptors the run host handed over with the plan (see the handoff
+// bits); nil when not handed over.
+var (
+	runFile       *os.File // the run capability, passed on to the program as RunFD
+	brokerChannel *os.File // the init's end of the broker's order channel
+)
+
+// receiveHandoff receives the handoff byte and the descriptors attached
+// to it. A descriptor of a kind the byte does not name, or one missing,
+// is an error: the init acts on nothing it cannot account for.
+func receiveHandoff(fd int) error {
+	var b [1]byte
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	var n, oobn int
+	var err error
+	for {
+		n, oobn, _, _, err = unix.Recvmsg(fd, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	var fds []int
+	if msgs, perr := unix.ParseSocketControlMessage(oob[:oobn]); perr == nil {
+		for i := range msgs {
+			if got, err := unix.ParseUnixRights(&msgs[i]); err == nil {
+				fds = append(fds, got...)
+			}
+		}
+	}
+	closeAll := func() {
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+	if n != 1 {
+		closeAll()
+		return io.ErrUnexpectedEOF
+	}
+	var want int
+	for bit := 0; bit < 3; bit++ {
+		if b[0]&(1<<bit) != 0 {
+			want++
+		}
+	}
+	if b[0]>>3 != 0 || len(fds) != want {
+		closeAll()
+		return fmt.Errorf("handoff %#x with %d descriptors", b[0], len(fds))
+	}
+	next := func() *os.File {
+		f := os.NewFile(uintptr(fds[0]), "handed over")
+		fds = fds[1:]
+		return f
+	}
+	if b[0]&handoffRun != 0 {
+		runFile = next()
+	}
+	if b[0]&handoffIDMap != 0 {
+		idmappedWorkspace = next()
+	}
+	if b[0]&handoffBroker != 0 {
+		brokerChannel = next()
+	}
+	return nil
 }
 
 func buildSandbox(plan *policy.Plan) error {

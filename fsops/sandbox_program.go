@@ -82,12 +82,8 @@ func agentCommand(plan *policy.Plan, stderr io.Writer) (*exec.Cmd, int) {
 	// The run capability, only in a run that hands it on (one without a
 	// broker: CTX_RUN_FD in the plan's environment); in any other run
 	// descriptor 3 is not passed, whatever the init has there.
-	if hasEnv(plan.Env, "CTX_RUN_FD="+strconv.Itoa(RunFD)) {
-		if run := os.NewFile(RunFD, "run"); run != nil {
-			if _, err := run.Stat(); err == nil {
-				cmd.ExtraFiles = []*os.File{run}
-			}
-		}
+	if hasEnv(plan.Env, "CTX_RUN_FD="+strconv.Itoa(RunFD)) && runFile != nil {
+		cmd.ExtraFiles = []*os.File{runFile}
 	}
 	// In a user namespace init already runs as the agent's uid and gid (the
 	// namespace maps them onto the caller's). In uid mode init is real root

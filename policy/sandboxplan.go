@@ -253,7 +253,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	}
 	p := &Plan{
 		Iso:        in.Iso,
-		Namespaces: Namespaces{User: in.Iso == "userns", Mount: true, PID: true, UTS: true, IPC: true, Net: !in.Network},
+		Namespaces: SandboxNamespaces(in.Iso, in.Network),
 		NewRoot:    in.NewRoot,
 		RootFS:     in.RootFS,
 		Ops:        ops,
@@ -298,4 +298,11 @@ func WritableBind(a *Agent, op Op) Op {
 		op.NoExec = true
 	}
 	return op
+}
+
+// SandboxNamespaces are the namespaces a sandbox of iso mode iso (userns
+// or uid) is born in: all but the network's when the network is granted,
+// and a user namespace in userns mode.
+func SandboxNamespaces(iso string, network bool) Namespaces {
+	return Namespaces{User: iso == string(IsoUserns), Mount: true, PID: true, UTS: true, IPC: true, Net: !network}
 }

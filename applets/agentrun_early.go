@@ -1,0 +1,95 @@
+package applets
+
+import (
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// Starting the sandbox's init early: a run with namespaces (iso userns or
+// uid) whose program gets no terminal starts its init as soon as the
+// run's cgroup exists, while the run host still prepares the run. Being
+// born in new namespaces, exec'ing ctx and starting a Go runtime took
+// the init about 2 ms, all of it on the start's critical path; now it
+// happens beside the preparation, and the init waits for its plan. The
+// descriptors it needs that do not exist yet (the broker's channel, the
+// idmapped workspace) come with the plan (fsops.Sandbox.SendPlan).
+//
+// Nothing of the run starts before the plan: the init only waits. A
+// preparation that fails kills it (abandonEarly); one whose plan needs
+// other namespaces than the init was born in (the agent's network grant
+// changed in between) starts a new init the usual way.
+
+// startEarly starts the init, when this run allows it, on another
+// thread: starting it waits for its exec. When it cannot be started, the
+// init is started later as before.
+func (r *agentRun) startEarly(e *Env) {
+	if r.planOnly || r.onTerminal || (r.iso != policy.IsoUserns && r.iso != policy.IsoUID) {
+		return
+	}
+	a := r.agent
+	start := fsops.SandboxStart{
+		Namespaces: policy.SandboxNamespaces(string(r.iso), networkGranted(a)),
+		UID:        a.UID, GID: a.GID, OuterUID: uint32(r.callerUID), OuterGID: uint32(r.callerGID),
+	}
+	done := make(chan *fsops.Sandbox, 1)
+	r.early = done
+	go func() {
+		sb, err := fsops.NewSandboxFor(start)
+		if err != nil {
+			done <- nil
+			return
+		}
+		r.shieldStdio(e, sb)
+		if err := r.startFirst(sb.Cmd); err != nil {
+			sb.Abandon()
+			sb = nil
+		}
+		done <- sb
+	}()
+}
+
+// takeEarly hands the early init to the run with its plan, or nil when
+// there is none or the plan needs another (it is then ended).
+func (r *agentRun) takeEarly() *fsops.Sandbox {
+	if r.early == nil {
+		return nil
+	}
+	sb := <-r.early
+	r.early = nil
+	if sb == nil {
+		return nil
+	}
+	if err := sb.SetPlan(r.plan); err != nil {
+		sb.Abandon()
+		return nil
+	}
+	return sb
+}
+
+// sendEarly sends an early init its plan and descriptors at once: it
+// builds the sandbox while the run host records the start, and waits
+// for the release (onStarted) to start the program.
+func (r *agentRun) sendEarly(sb *fsops.Sandbox) {
+	if sb.Cmd.Process != nil {
+		sb.SendPlan()
+	}
+}
+
+// abandonEarly ends an early init the run never took (the preparation
+// failed).
+func (r *agentRun) abandonEarly() {
+	if r.early == nil {
+		return
+	}
+	if sb := <-r.early; sb != nil {
+		sb.Abandon()
+	}
+	r.early = nil
+}
+
+// shieldStdio gives the init the caller's standard files the way every
+// run without a terminal gets them: the caller's terminal or files reach
+// the agent only as pipes.
+func (r *agentRun) shieldStdio(e *Env, sb *fsops.Sandbox) {
+	sb.Cmd.Stdin, sb.Cmd.Stdout, sb.Cmd.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
+}
