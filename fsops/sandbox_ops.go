@@ -176,15 +176,10 @@ func bindMount(base string, op policy.Op, target string) error {
 			return err
 		}
 		// The mount point: made unless there is one (the /mnt skeleton
-		// is read-only and has its own).
-		if st, err := os.Lstat(target); err != nil || !st.Mode().IsRegular() {
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|unix.O_NOFOLLOW, 0o644)
-			if err != nil && !errors.Is(err, fs.ErrExist) {
-				return err
-			}
-			if f != nil {
-				f.Close()
-			}
+		// is read-only and has its own). Never through a symlink, never
+		// a directory.
+		if err := mountPointFile(target); err != nil {
+			return err
 		}
 	}
 	if done, err := attachBind(srcFD, op, target); done {
@@ -198,6 +193,25 @@ func bindMount(base string, op policy.Op, target string) error {
 		return fmt.Errorf("bind %s: %w", op.Source, err)
 	}
 	return restrictBind(op, target)
+}
+
+// mountPointFile makes target an empty regular file to bind a file onto,
+// or finds one there (the /mnt skeleton is read-only and has its own).
+// Anything else there is refused, and nothing existing is opened.
+func mountPointFile(target string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(target, &st); err == nil {
+		if st.Mode&unix.S_IFMT == unix.S_IFREG {
+			return nil
+		}
+		return fmt.Errorf("%s: exists and is not a regular file", target)
+	}
+	fd, err := unix.Open(target, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return &os.PathError{Op: "create", Path: target, Err: err}
+	}
+	unix.Close(fd)
+	return nil
 }
 
 // attachBind binds srcFD at target with the new mount API: a detached copy
@@ -300,52 +314,85 @@ func submounts(dir string) ([]string, error) {
 // safeJoin joins rel (absolute inside the sandbox) under base and refuses a
 // path that goes through a symlink: mount targets are resolved by the
 // kernel, and a symlink in a caller's directory must not redirect a mount.
+// The last component may be anything (the op decides); every directory on
+// the way is checked in one lookup that follows no symlink.
 func safeJoin(base, rel string) (string, error) {
-	cur := base
 	for _, c := range strings.Split(strings.Trim(rel, "/"), "/") {
-		if c == "" {
-			continue
-		}
 		if c == "." || c == ".." {
 			return "", fmt.Errorf("%q: %q component", rel, c)
 		}
-		cur = filepath.Join(cur, c)
-		st, err := os.Lstat(cur)
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		if st.Mode()&fs.ModeSymlink != 0 && cur != filepath.Join(base, rel) {
-			return "", fmt.Errorf("%s: a symlink on the way to a mount target", rel)
-		}
 	}
-	return filepath.Join(base, rel), nil
+	target := filepath.Join(base, rel)
+	parent := filepath.Dir(filepath.Clean("/" + rel))
+	if parent == "/" {
+		return target, nil
+	}
+	switch err := dirNoSymlinks(filepath.Join(base, parent)); err {
+	case nil, unix.ENOENT:
+		// Missing directories have no symlink in them; mkdirAll makes
+		// them, refusing symlinks the same way.
+		return target, nil
+	case unix.ELOOP:
+		return "", fmt.Errorf("%s: a symlink on the way to a mount target", rel)
+	default:
+		return "", &os.PathError{Op: "lookup", Path: parent, Err: err}
+	}
 }
 
-// mkdirAll creates rel under base, refusing symlinks on the way.
+// mkdirAll creates rel under base, refusing symlinks on the way: one
+// lookup that follows none when rel exists (most of a plan's targets), a
+// lookup of each missing directory's parent otherwise.
 func mkdirAll(base, rel string, mode os.FileMode) error {
-	cur := base
-	for _, c := range strings.Split(strings.Trim(rel, "/"), "/") {
-		if c == "" {
-			continue
-		}
-		cur = filepath.Join(cur, c)
-		st, err := os.Lstat(cur)
+	rel = filepath.Clean("/" + rel)
+	if rel == "/" {
+		return nil
+	}
+	switch err := dirNoSymlinks(filepath.Join(base, rel)); err {
+	case nil:
+		return nil
+	case unix.ENOENT:
+	case unix.ELOOP, unix.ENOTDIR:
+		return fmt.Errorf("%s: exists and is not a directory", rel)
+	default:
+		return err
+	}
+	if err := mkdirAll(base, filepath.Dir(rel), mode); err != nil {
+		return err
+	}
+	if err := unix.Mkdir(filepath.Join(base, rel), uint32(mode.Perm())); err != nil && err != unix.EEXIST {
+		return &os.PathError{Op: "mkdir", Path: rel, Err: err}
+	}
+	// Made, or made by a racer: it must be a directory reached through
+	// no symlink either way.
+	if err := dirNoSymlinks(filepath.Join(base, rel)); err != nil {
+		return fmt.Errorf("%s: exists and is not a directory", rel)
+	}
+	return nil
+}
+
+// dirNoSymlinks reports whether path is a directory reached without
+// following any symlink, in one lookup: nil, or ENOENT (a component is
+// missing), ELOOP (a symlink on the way, or path itself), ENOTDIR (a
+// component is not a directory). Kernels without openat2 walk it.
+func dirNoSymlinks(path string) error {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
+	if err == unix.ENOSYS || err == unix.EPERM {
+		fd, err = openNoSymlinksByComponent(path)
 		if err == nil {
-			if !st.IsDir() {
-				return fmt.Errorf("%s: exists and is not a directory", rel)
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				err = unix.ENOTDIR
 			}
-			continue
-		}
-		if !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		if err := os.Mkdir(cur, mode); err != nil && !errors.Is(err, fs.ErrExist) {
-			return err
 		}
 	}
+	if err != nil {
+		if pe, ok := err.(*os.PathError); ok {
+			err = pe.Err
+		}
+		return err
+	}
+	unix.Close(fd)
 	return nil
 }
 

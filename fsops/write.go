@@ -223,9 +223,12 @@ func WriteAt(dirfd int, name string, data []byte, o *WriteOpts) error {
 	if err != nil {
 		return err
 	}
-	if o.NoReplace {
+	switch {
+	case o.NoReplace:
 		err = InstallTempAt(dirfd, tmp, name)
-	} else {
+	case o.NoSync:
+		err = exchangeTempAt(dirfd, tmp, name)
+	default:
 		err = unix.Renameat(dirfd, tmp, dirfd, name)
 	}
 	if err != nil {
@@ -237,6 +240,35 @@ func WriteAt(dirfd int, name string, data []byte, o *WriteOpts) error {
 	}
 	if err := o.fsync(dirfd); err != nil {
 		return &os.PathError{Op: "fsync", Path: ".", Err: err}
+	}
+	return nil
+}
+
+// exchangeTempAt puts the temporary tmp in name's place for a write
+// without fsync: the two are exchanged (RENAME_EXCHANGE) and the old
+// contents, now under tmp, removed. Readers see the old or the new
+// contents, as with a rename over name, but ext4 flushes the data of a
+// file renamed over another (auto_da_alloc) and not of one exchanged with
+// it: a replace cost 105 µs here, an exchange and an unlink 25 µs, and a
+// run writes its status and state nine times. The flush is what a crash
+// would have kept; without it a crash may leave name empty, which its
+// readers take as the default (idle, no pid). A name that does not exist
+// yet, or a filesystem without the exchange, gets the plain rename.
+func exchangeTempAt(dirfd int, tmp, name string) error {
+	err := unix.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_EXCHANGE)
+	switch err {
+	case nil:
+	case unix.ENOENT, unix.EINVAL, unix.ENOSYS:
+		return unix.Renameat(dirfd, tmp, dirfd, name)
+	default:
+		return err
+	}
+	if err := unix.Unlinkat(dirfd, tmp, 0); err != nil {
+		// Not a file any more (a directory put there in between): put
+		// it back where it was, and leave our data under tmp for the
+		// caller to remove.
+		unix.Renameat2(dirfd, tmp, dirfd, name, unix.RENAME_EXCHANGE)
+		return err
 	}
 	return nil
 }
@@ -284,7 +316,8 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) error {
 
 // WriteVolatile replaces the file at path atomically but without fsync:
 // readers see the old or the new contents, never a mix, but a crash may
-// lose the change. It is for runtime state that describes live processes
+// lose the change or leave the file empty (exchangeTempAt). It is for
+// runtime state that describes live processes
 // (an agent's status and pid, a session's state), which a crash makes
 // stale anyway and which readers check against the processes themselves.
 func WriteVolatile(path string, data []byte, perm os.FileMode) error {

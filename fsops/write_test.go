@@ -2,6 +2,7 @@ package fsops
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -58,5 +59,73 @@ func TestTempNameParses(t *testing.T) {
 		if _, _, ok := ParseTempName(bad); ok {
 			t.Errorf("%q parsed", bad)
 		}
+	}
+}
+
+// WriteVolatile replaces a file's contents (exchanging the new file with
+// the old one), creates a missing one, leaves no temporary behind, and a
+// reader meanwhile sees the old or the new contents, never neither.
+func TestWriteVolatileReplaces(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "status")
+	if err := WriteVolatile(p, []byte("start\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	bad := make(chan string, 1)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				close(bad)
+				return
+			default:
+			}
+			b, err := os.ReadFile(p)
+			if s := string(b); err != nil || (s != "start\n" && s != "ready\n") {
+				select {
+				case bad <- fmt.Sprintf("%q %v", s, err):
+				default:
+				}
+			}
+		}
+	}()
+	for i := 0; i < 2000; i++ {
+		v := "start\n"
+		if i%2 == 0 {
+			v = "ready\n"
+		}
+		if err := WriteVolatile(p, []byte(v), 0o640); err != nil {
+			t.Fatal(err)
+		}
+	}
+	close(stop)
+	if s, ok := <-bad; ok {
+		t.Fatalf("a reader saw %s while the file was replaced", s)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil || string(b) != "start\n" {
+		t.Fatalf("after the writes: %q %v", b, err)
+	}
+	if st, err := os.Stat(p); err != nil || st.Mode().Perm() != 0o640 {
+		t.Fatalf("mode after replace: %v %v", st.Mode(), err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("left behind: %v", entries)
+	}
+	// A symlink is refused, and its target is untouched.
+	target := filepath.Join(dir, "target")
+	os.WriteFile(target, []byte("keep\n"), 0o644)
+	link := filepath.Join(dir, "link")
+	os.Symlink(target, link)
+	if err := WriteVolatile(link, []byte("x\n"), 0o644); err == nil {
+		t.Fatal("wrote through a symlink")
+	}
+	if b, _ := os.ReadFile(target); string(b) != "keep\n" {
+		t.Fatalf("the symlink's target was changed: %q", b)
+	}
+	if l, err := os.Readlink(link); err != nil || l != target {
+		t.Fatalf("the symlink was replaced: %q %v", l, err)
 	}
 }
