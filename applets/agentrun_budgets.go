@@ -2,7 +2,6 @@ package applets
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -183,10 +182,7 @@ func (r *agentRun) writeBudgets() {
 	if r.runDir == "" || r.budgets == nil {
 		return
 	}
-	tmp := filepath.Join(r.runDir, ".budgets.tmp")
-	if err := os.WriteFile(tmp, r.budgetsText(), 0o644); err == nil {
-		os.Rename(tmp, filepath.Join(r.runDir, "budgets"))
-	}
+	fsops.WriteVolatile(filepath.Join(r.runDir, "budgets"), r.budgetsText(), 0o644)
 }
 
 func (r *agentRun) budgetsText() []byte {

@@ -186,8 +186,7 @@ func (b *broker) writePolicy(toolLines []string) {
 	if text == b.policyText {
 		return
 	}
-	tmp := filepath.Join(b.r.runDir, ".policy.tmp")
-	if err := os.WriteFile(tmp, []byte(text), 0o644); err == nil && os.Rename(tmp, filepath.Join(b.r.runDir, "policy")) == nil {
+	if fsops.WriteVolatile(filepath.Join(b.r.runDir, "policy"), []byte(text), 0o644) == nil {
 		b.policyText = text
 	}
 }
