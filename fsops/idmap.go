@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 
@@ -110,6 +111,22 @@ func mappedUserns(m IDMapping) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The holder is traced, so the kernel stops it at its first
+	// instruction after the exec (SIGTRAP), where it is killed once its
+	// namespace is held: its Go runtime never starts, which on this
+	// start's critical path cost more than the rest of the idmap. Where
+	// tracing is refused (Yama ptrace_scope 3, a seccomp filter), it
+	// starts untraced and is killed as soon as that allows.
+	ns, err := holdUserns(self, m, true)
+	if err != nil {
+		ns, err = holdUserns(self, m, false)
+	}
+	return ns, err
+}
+
+// holdUserns starts the holder in a new user namespace with m's maps,
+// opens that namespace and kills the holder.
+func holdUserns(self string, m IDMapping, traced bool) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -121,6 +138,13 @@ func mappedUserns(m IDMapping) (*os.File, error) {
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: int(m.DiskUID), HostID: int(m.UID), Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: int(m.DiskGID), HostID: int(m.GID), Size: 1}},
 		Pdeathsig:   syscall.SIGKILL,
+		Ptrace:      traced,
+	}
+	if traced {
+		// The tracer is the thread that forks: it must not end before
+		// the holder is killed, or the holder would run on untraced.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 	}
 	err = cmd.Start()
 	r.Close()
@@ -128,9 +152,6 @@ func mappedUserns(m IDMapping) (*os.File, error) {
 		return nil, err
 	}
 	ns, err := os.Open(filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "ns", "user"))
-	// Killed, not told to exit: it has done its part once its namespace is
-	// held, and letting its Go runtime start only to read an EOF cost the
-	// agent's start about 2 ms.
 	cmd.Process.Kill()
 	w.Close()
 	cmd.Wait()
