@@ -19,6 +19,20 @@ import (
 // other namespaces than the init was born in (the agent's network grant
 // changed in between) starts a new init the usual way.
 
+// startCgroupAndInit makes the run's budgets and cgroup (a mkdir in each
+// hierarchy, 0.5 ms and at times 3) and then, born inside it, the early
+// init, beside the rest of the preparation; the channel is closed when
+// both are done.
+func (r *agentRun) startCgroupAndInit(e *Env) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.startBudgets(r.planOnly)
+		r.startEarly(e)
+	}()
+	return done
+}
+
 // startEarly starts the init, when this run allows it, on another
 // thread: starting it waits for its exec. When it cannot be started, the
 // init is started later as before.

@@ -76,13 +76,16 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 			status = fail(e, exitUnavailable, "starting agent %s: %v", r.agent.Name, err)
 		} else {
 			started(cmd.Process.Pid)
-			status = waitStatus(cmd.Wait())
+			var exited <-chan struct{}
+			status, exited = r.awaitEnd(cmd, sandbox)
+			// The sandbox's init is gone before its cgroup is.
+			defer func() { <-exited; r.endBudgets() }()
 		}
 	}
 	runcap.CloseChild()
 	close(stopWatch)
 	r.endChildren()
-	r.endBudgets()
+	r.checkCgroup(nil) // a budget hit is recorded before the stop
 	// Every holder of the run capability is gone with the sandbox; wait
 	// for the last events before recording the stop.
 	select {
@@ -92,6 +95,33 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 	r.warnProtect(e)
 	r.finish(status)
 	return status
+}
+
+// awaitEnd waits for the end of the run started as cmd and returns the
+// program's status, and a channel closed once cmd has exited and been
+// reaped. A sandbox's init reports the status once every process of the
+// run has ended (fsops.Sandbox.Ended), before it exits itself: the run
+// host records the end while the kernel tears the sandbox's namespaces
+// down (0.6-0.9 ms here) instead of after.
+func (r *agentRun) awaitEnd(cmd *exec.Cmd, sandbox *fsops.Sandbox) (int, <-chan struct{}) {
+	exited := make(chan struct{})
+	var waited int
+	go func() {
+		defer close(exited)
+		waited = waitStatus(cmd.Wait())
+	}()
+	if sandbox != nil {
+		select {
+		case st, ok := <-sandbox.Ended():
+			if ok {
+				return st, exited
+			}
+		case <-exited:
+			return waited, exited
+		}
+	}
+	<-exited
+	return waited, exited
 }
 
 // firstCommand is the run's first process, not yet started: the

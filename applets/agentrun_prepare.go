@@ -61,14 +61,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 		}
 	}()
 	defer func() { <-idmapMade }()
-	// The run's cgroup (a mkdir in each hierarchy, 0.5 ms and at times
-	// 3) and then, born inside it, the early init: beside the session.
-	budgetsMade := make(chan struct{})
-	go func() {
-		defer close(budgetsMade)
-		r.startBudgets(r.planOnly)
-		r.startEarly(e)
-	}()
+	budgetsMade := r.startCgroupAndInit(e)
 	defer func() { <-budgetsMade }()
 	var err error
 	r.sess, err = r.root.EnsureSessionAt(place, a.Name, r.session, policy.SandboxWorkspace, r.workspace)

@@ -1,10 +1,13 @@
 package fsops
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -66,6 +69,7 @@ type Sandbox struct {
 	release chan struct{}
 	once    sync.Once
 	sent    sync.Once
+	ended   chan int // the init's report of the program's end (Ended)
 }
 
 // NewSandbox prepares a child that applies plan. The caller may set Cmd's
@@ -129,12 +133,19 @@ func NewSandboxFor(start SandboxStart) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The run host's end is non-blocking, so reading the init's report
+	// can be ended by closing it (Abandon).
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, err
+	}
 	w, r := os.NewFile(uintptr(fds[0]), "plan-host"), os.NewFile(uintptr(fds[1]), "plan-init")
 	// 3 is closed in the child (the run capability is handed over on the
 	// plan channel, and the program gets it as 3 from the init); 4 is
 	// the plan channel.
 	cmd.ExtraFiles = []*os.File{nil, r}
-	return &Sandbox{Cmd: cmd, start: start, planW: w, planR: r, release: make(chan struct{})}, nil
+	return &Sandbox{Cmd: cmd, start: start, planW: w, planR: r, release: make(chan struct{}), ended: make(chan int, 1)}, nil
 }
 
 // SetPlan gives the sandbox its plan. The plan must need the start the
@@ -201,15 +212,77 @@ func (s *Sandbox) sendPlan() {
 	}
 	// The handoff is sent here, not in the goroutine: the descriptors
 	// are the caller's, and may be closed once SendPlan returns.
-	err := sendHandoff(int(s.planW.Fd()), mask, fds)
+	err := sendHandoffFile(s.planW, mask, fds)
 	go func() {
-		if err == nil {
-			s.planW.Write(s.plan)
-			<-s.release
-			s.planW.Write([]byte{releaseByte})
+		defer close(s.ended)
+		defer s.planW.Close()
+		if err != nil {
+			return
 		}
-		s.planW.Close()
+		if _, err := s.planW.Write(s.plan); err != nil {
+			return
+		}
+		<-s.release
+		if _, err := s.planW.Write([]byte{releaseByte}); err != nil {
+			return
+		}
+		if st, ok := readEndReport(s.planW); ok {
+			s.ended <- st
+		}
 	}()
+}
+
+// Ended yields the program's exit status as the init reports it, once
+// the program and every process of the run have ended and been reaped,
+// before the init itself exits (the kernel's teardown of the sandbox's
+// namespaces follows, and takes a while); or it is closed without a
+// value when the init reports nothing (it died, or never got its plan).
+// The init's own exit status (Cmd.Wait) says the same, later.
+func (s *Sandbox) Ended() <-chan int { return s.ended }
+
+// endReport is what the init writes on the plan channel when the run has
+// ended: the program's status.
+const endReport = "end "
+
+// readEndReport reads the init's report from the plan channel: "end N\n"
+// and nothing else, N a status 0-255.
+func readEndReport(f *os.File) (int, bool) {
+	buf := make([]byte, 16)
+	n := 0
+	for n < len(buf) {
+		m, err := f.Read(buf[n:])
+		n += m
+		if err != nil || bytes.IndexByte(buf[:n], '\n') >= 0 {
+			break
+		}
+	}
+	line, ok := strings.CutPrefix(string(buf[:n]), endReport)
+	if !ok || !strings.HasSuffix(line, "\n") {
+		return 0, false
+	}
+	st, err := strconv.Atoi(strings.TrimSuffix(line, "\n"))
+	if err != nil || st < 0 || st > 255 {
+		return 0, false
+	}
+	return st, true
+}
+
+// sendHandoffFile sends the handoff byte with its descriptors on f, a
+// non-blocking socket (waiting for room, as a write would).
+func sendHandoffFile(f *os.File, mask byte, fds []int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	werr := rc.Write(func(fd uintptr) bool {
+		serr = sendHandoff(int(fd), mask, fds)
+		return serr != unix.EAGAIN
+	})
+	if werr != nil {
+		return werr
+	}
+	return serr
 }
 
 // sendHandoff sends the handoff byte with its descriptors.

@@ -279,12 +279,25 @@ func awaitRelease() error {
 	if planRest == nil {
 		return nil
 	}
-	defer planFile.Close()
 	var b [1]byte
 	if _, err := io.ReadFull(planRest, b[:]); err != nil || b[0] != releaseByte {
+		planFile.Close()
 		return &SandboxError{"waiting for the run host's release", fmt.Errorf("the run host did not release the sandbox (%v)", err)}
 	}
 	return nil
+}
+
+// reportEnd tells the run host the program's status once every process
+// of the run has ended, on the plan channel (Sandbox.Ended): the host
+// records the end while the kernel tears the sandbox down. The channel
+// is closed either way.
+func reportEnd(status int) {
+	if planFile == nil {
+		return
+	}
+	fmt.Fprintf(planFile, "%s%d\n", endReport, status)
+	planFile.Close()
+	planFile = nil
 }
 
 // inUserNamespace reports whether this process runs in a user namespace

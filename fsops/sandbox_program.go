@@ -50,6 +50,7 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 	}
 	status := serveRun(plan, cmd.Process.Pid, sigs)
 	endRun(plan)
+	reportEnd(status)
 	return status
 }
 
