@@ -185,3 +185,56 @@ func TestSandboxAbandonedQuietly(t *testing.T) {
 		t.Fatalf("the abandoned init %d still exists", pid)
 	}
 }
+
+// The init reports the program's status once the run has ended, before
+// it exits itself; its own exit status says the same.
+func TestSandboxReportsEnd(t *testing.T) {
+	requireSandbox(t)
+	plan := testPlan(t, "userns", 0, t.TempDir(), "sleep 0.1 & exit 5")
+	sb, err := NewSandbox(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sb.Cmd.Stdout, sb.Cmd.Stderr = &out, &out
+	if err := sb.Start(); err != nil {
+		t.Fatal(err)
+	}
+	st, ok := <-sb.Ended()
+	if !ok || st != 5 {
+		t.Fatalf("reported %d (ok=%v), want 5\n%s", st, ok, out.String())
+	}
+	if err := sb.Cmd.Wait(); err == nil || sb.Cmd.ProcessState.ExitCode() != 5 {
+		t.Fatalf("the init exited %v, want status 5", err)
+	}
+}
+
+// Only "end N\n" with N a status is a report.
+func TestReadEndReport(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"end 0\n", 0, true},
+		{"end 137\n", 137, true},
+		{"end 256\n", 0, false},
+		{"end -1\n", 0, false},
+		{"end 3", 0, false},
+		{"fin 3\n", 0, false},
+		{"end 3\nmore", 0, false},
+		{"", 0, false},
+	} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.WriteString(tc.in)
+		w.Close()
+		got, ok := readEndReport(r)
+		r.Close()
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("readEndReport(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
