@@ -199,19 +199,21 @@ func bindMount(base string, op policy.Op, target string) error {
 // or finds one there (the /mnt skeleton is read-only and has its own).
 // Anything else there is refused, and nothing existing is opened.
 func mountPointFile(target string) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(target, &st); err == nil {
-		if st.Mode&unix.S_IFMT == unix.S_IFREG {
-			return nil
-		}
-		return fmt.Errorf("%s: exists and is not a regular file", target)
-	}
 	fd, err := unix.Open(target, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return &os.PathError{Op: "create", Path: target, Err: err}
+	if err == nil {
+		unix.Close(fd)
+		return nil
 	}
-	unix.Close(fd)
-	return nil
+	if err == unix.EEXIST || err == unix.EROFS {
+		var st unix.Stat_t
+		if lerr := unix.Lstat(target, &st); lerr == nil {
+			if st.Mode&unix.S_IFMT == unix.S_IFREG {
+				return nil
+			}
+			return fmt.Errorf("%s: exists and is not a regular file", target)
+		}
+	}
+	return &os.PathError{Op: "create", Path: target, Err: err}
 }
 
 // attachBind binds srcFD at target with the new mount API: a detached copy
@@ -340,8 +342,9 @@ func safeJoin(base, rel string) (string, error) {
 }
 
 // mkdirAll creates rel under base, refusing symlinks on the way: one
-// lookup that follows none when rel exists (most of a plan's targets), a
-// lookup of each missing directory's parent otherwise.
+// lookup that follows none when rel exists (most of a plan's targets);
+// else its parent is made or found the same way, and rel is made in it
+// through a descriptor of that parent, so nothing is looked up twice.
 func mkdirAll(base, rel string, mode os.FileMode) error {
 	rel = filepath.Clean("/" + rel)
 	if rel == "/" {
@@ -356,16 +359,27 @@ func mkdirAll(base, rel string, mode os.FileMode) error {
 	default:
 		return err
 	}
-	if err := mkdirAll(base, filepath.Dir(rel), mode); err != nil {
+	parent := filepath.Dir(rel)
+	if err := mkdirAll(base, parent, mode); err != nil {
 		return err
 	}
-	if err := unix.Mkdir(filepath.Join(base, rel), uint32(mode.Perm())); err != nil && err != unix.EEXIST {
+	pfd, err := openDirNoSymlinks(filepath.Join(base, parent))
+	if err != nil {
 		return &os.PathError{Op: "mkdir", Path: rel, Err: err}
 	}
-	// Made, or made by a racer: it must be a directory reached through
-	// no symlink either way.
-	if err := dirNoSymlinks(filepath.Join(base, rel)); err != nil {
+	defer unix.Close(pfd)
+	name := filepath.Base(rel)
+	err = unix.Mkdirat(pfd, name, uint32(mode.Perm()))
+	if err == unix.EEXIST {
+		// Made by a racer meanwhile: it must be a directory itself.
+		var st unix.Stat_t
+		if unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			return nil
+		}
 		return fmt.Errorf("%s: exists and is not a directory", rel)
+	}
+	if err != nil {
+		return &os.PathError{Op: "mkdir", Path: rel, Err: err}
 	}
 	return nil
 }
@@ -373,8 +387,20 @@ func mkdirAll(base, rel string, mode os.FileMode) error {
 // dirNoSymlinks reports whether path is a directory reached without
 // following any symlink, in one lookup: nil, or ENOENT (a component is
 // missing), ELOOP (a symlink on the way, or path itself), ENOTDIR (a
-// component is not a directory). Kernels without openat2 walk it.
+// component is not a directory).
 func dirNoSymlinks(path string) error {
+	fd, err := openDirNoSymlinks(path)
+	if err != nil {
+		return err
+	}
+	unix.Close(fd)
+	return nil
+}
+
+// openDirNoSymlinks opens directory path (O_PATH) without following any
+// symlink; kernels without openat2 walk it. Errors are bare errnos, as
+// for dirNoSymlinks.
+func openDirNoSymlinks(path string) (int, error) {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
 	if err == unix.ENOSYS || err == unix.EPERM {
@@ -382,7 +408,8 @@ func dirNoSymlinks(path string) error {
 		if err == nil {
 			var st unix.Stat_t
 			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				err = unix.ENOTDIR
+				unix.Close(fd)
+				fd, err = -1, unix.ENOTDIR
 			}
 		}
 	}
@@ -390,10 +417,9 @@ func dirNoSymlinks(path string) error {
 		if pe, ok := err.(*os.PathError); ok {
 			err = pe.Err
 		}
-		return err
+		return -1, err
 	}
-	unix.Close(fd)
-	return nil
+	return fd, nil
 }
 
 // pivotRoot makes newRoot the root and detaches the old one. pivot_root(".",
