@@ -2,7 +2,6 @@ package fsops
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,7 +27,8 @@ const (
 
 // What travels on the plan channel, a stream socket, in order: one byte
 // saying which descriptors the run host hands over (handoff bits), with
-// those descriptors attached to it, in the bits' order; the plan, JSON;
+// those descriptors attached to it, in the bits' order; the plan
+// (encodePlan);
 // and, when the run host lets the program start, releaseByte. The
 // descriptors travel as SCM_RIGHTS rather than being inherited, so the
 // init can be started before they exist: the run host starts it while
@@ -158,7 +158,7 @@ func (s *Sandbox) SetPlan(plan *policy.Plan) error {
 	if StartOf(plan) != s.start {
 		return fmt.Errorf("the sandbox's init was started for other namespaces or ids than its plan's")
 	}
-	data, err := json.Marshal(plan)
+	data, err := encodePlan(plan)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,7 @@
 package fsops
 
 import (
-	"encoding/json"
+	"bufio"
 	"fmt"
 	"io"
 	"os"
@@ -58,22 +58,22 @@ func readPlan() (*policy.Plan, error) {
 		f.Close()
 		return nil, &SandboxError{"receiving the run's descriptors", err}
 	}
-	var plan policy.Plan
-	dec := json.NewDecoder(io.LimitReader(f, 64<<20))
-	if err := dec.Decode(&plan); err != nil {
+	rd := bufio.NewReaderSize(f, 32<<10)
+	plan, err := decodePlan(rd)
+	if err != nil {
 		f.Close()
 		return nil, &SandboxError{"reading the plan", err}
 	}
 	// The release byte comes after the plan, on the same channel (it may
-	// be in the decoder's buffer already).
-	planRest, planFile = io.MultiReader(dec.Buffered(), f), f
+	// be in the reader's buffer already).
+	planRest, planFile = rd, f
 	if err := plan.Validate(); err != nil {
 		return nil, &SandboxError{"checking the plan", err}
 	}
 	if (plan.IDMap != nil) != (idmappedWorkspace != nil) {
 		return nil, &SandboxError{"receiving the idmapped workspace", fmt.Errorf("the plan and the descriptors handed over disagree")}
 	}
-	return &plan, nil
+	return plan, nil
 }
 
 // Descriptors the run host handed over with the plan (see the handoff
