@@ -25,7 +25,9 @@
 #   binary size               the 8 MiB budget                       <= 1.00
 #
 # Lines without a target (fs.read vs cat and busybox cat, tsh one-shot
-# overhead, sandbox start vs bwrap given ctx's own plan) are for reading.
+# overhead, sandbox start vs bwrap given ctx's own plan and vs the floor
+# of ctx's design: a Go run host starting a Go init in the same
+# namespaces, which runs the program, with no mounts) are for reading.
 #
 # Noise margin: a shared 2-core machine moves single figures by several
 # per cent from run to run, so a ratio within 10% of its target (at most
@@ -191,9 +193,44 @@ PY
 	practical_ok=false sameplan_ok=false
 	if $practical 2>"$out/bwrap-practical.err"; then practical_ok=true; fi
 	if $sameplan 2>"$out/bwrap-plan.err"; then sameplan_ok=true; fi
+	# The floor of ctx's design, for reading: a Go run host starting a Go
+	# init in the namespaces of ctx's uid mode, which runs /bin/true;
+	# no mounts, no policy, no bookkeeping.
+	mkdir -p "$work/nsfloor"
+	cat >"$work/nsfloor/main.go" <<'GO'
+package main
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	if strings.HasSuffix(os.Args[0], "-init") {
+		cmd := exec.Command("/bin/true")
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		if cmd.Run() != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	cmd := &exec.Cmd{Path: "/proc/self/exe", Args: []string{"nsfloor-init"}, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setsid: true,
+		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC}
+	if cmd.Run() != nil {
+		os.Exit(1)
+	}
+}
+GO
+	(cd "$work/nsfloor" && GOFLAGS= CGO_ENABLED=0 go build -trimpath -ldflags='-s -w' -o "$work/nsfloor/nsfloor" main.go)
+	floor_ok=false
+	if "$work/nsfloor/nsfloor" 2>"$out/nsfloor.err"; then floor_ok=true; fi
 	set -- "$ctx agent start --root $work/r coder -- /bin/true"
 	if $practical_ok; then set -- "$@" "$practical"; fi
 	if $sameplan_ok; then set -- "$@" "$sameplan"; fi
+	if $floor_ok; then set -- "$@" "$work/nsfloor/nsfloor"; fi
 	hyperfine -N --warmup 10 --runs "$((runs / 5))" --export-json "$out/sandbox.json" "$@" >/dev/null
 	i=1
 	if $practical_ok; then
@@ -212,6 +249,13 @@ EOF
 		row "sandbox start to exec of /bin/true" "$a" "bwrap given ctx's plan ($ops mounts)" "$b" "$r" "-"
 	else
 		row "sandbox start to exec of /bin/true" "-" "bwrap given ctx's plan (fails here, see bwrap-plan.err)" "-" "-" "skip"
+	fi
+	if $sameplan_ok; then i=$((i + 1)); fi
+	if $floor_ok; then
+		IFS='	' read -r a b r <<EOF
+$(hf "$out/sandbox.json" 0 $i)
+EOF
+		row "sandbox start to exec of /bin/true" "$a" "Go host + Go init in the same namespaces, no mounts (design floor)" "$b" "$r" "-"
 	fi
 	cd "$work"
 fi
