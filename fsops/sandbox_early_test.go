@@ -102,6 +102,7 @@ func TestReceiveHandoffRefusals(t *testing.T) {
 		{"one fewer than named", handoffRun | handoffBroker, 1, false},
 		{"unnamed descriptor", 0, 1, false},
 		{"unknown bit", 1 << 5, 0, false},
+		{"more than there is room for", handoffRun | handoffIDMap | handoffBroker, 4, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			runFile, idmappedWorkspace, brokerChannel = nil, nil, nil

@@ -89,10 +89,10 @@ var (
 func receiveHandoff(fd int) error {
 	var b [1]byte
 	oob := make([]byte, unix.CmsgSpace(3*4))
-	var n, oobn int
+	var n, oobn, flags int
 	var err error
 	for {
-		n, oobn, _, _, err = unix.Recvmsg(fd, b[:], oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, flags, _, err = unix.Recvmsg(fd, b[:], oob, unix.MSG_CMSG_CLOEXEC)
 		if err != unix.EINTR {
 			break
 		}
@@ -123,7 +123,9 @@ func receiveHandoff(fd int) error {
 			want++
 		}
 	}
-	if b[0]>>3 != 0 || len(fds) != want {
+	// MSG_CTRUNC: more descriptors came than there was room for, and the
+	// kernel closed the rest.
+	if b[0]>>3 != 0 || len(fds) != want || flags&unix.MSG_CTRUNC != 0 {
 		closeAll()
 		return fmt.Errorf("handoff %#x with %d descriptors", b[0], len(fds))
 	}
