@@ -188,8 +188,10 @@ func renderSOP(root fsops.Root, name string) []byte {
 	return b
 }
 
-// writeRunDir writes the files shown read-only at /mnt/proc.
-func (r *agentRun) writeRunDir(policyLines []string) error {
+// makeRunDir makes the run directory, whose files are shown read-only at
+// /mnt/proc, with those that do not depend on the tools: the identity,
+// the (empty) audit and, in iso landlock, the SOP.
+func (r *agentRun) makeRunDir() error {
 	parent := filepath.Join(r.runtime, "run")
 	name := r.runID
 	if r.iso == policy.IsoLandlock {
@@ -220,14 +222,23 @@ func (r *agentRun) writeRunDir(policyLines []string) error {
 			return err
 		}
 	}
+	// Runtime files of one run, removed at its end: no fsync needed.
+	for name, data := range map[string][]byte{"identity": id.Format(), "audit": nil} {
+		if err := os.WriteFile(filepath.Join(r.runDir, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeRunDir writes the rest of the run directory: the policy and the
+// budgets.
+func (r *agentRun) writeRunDir(policyLines []string) error {
 	sort.Strings(policyLines)
 	for name, data := range map[string][]byte{
-		"identity": id.Format(),
-		"policy":   []byte(strings.Join(policyLines, "\n") + "\n"),
-		"budgets":  r.budgetsText(),
-		"audit":    nil,
+		"policy":  []byte(strings.Join(policyLines, "\n") + "\n"),
+		"budgets": r.budgetsText(),
 	} {
-		// Runtime files of one run, removed at its end: no fsync needed.
 		if err := os.WriteFile(filepath.Join(r.runDir, name), data, 0o644); err != nil {
 			return err
 		}

@@ -68,17 +68,19 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	if err != nil {
 		return fail(e, exitUnavailable, "session %s: %v", r.session, err), false
 	}
+	// The program's environment first: the protected paths add to it.
+	exe := r.programEnv(e, command)
+	g, grantLines, protectLines, code, ok := r.prepareBesideTools(e)
+	if !ok {
+		return code, false
+	}
 
 	<-toolsRead
 	<-budgetsMade
 	r.tools = tools
-	g, grantLines, code, ok := r.gatherGrants(e)
-	if !ok {
-		return code, false
-	}
 	policyLines = append(policyLines, grantLines...)
+	policyLines = append(policyLines, protectLines...)
 	r.collectExecutables()
-	exe := r.programEnv(e, command)
 	if r.iso == policy.IsoShared {
 		return r.prepareShared(e, exe)
 	}
@@ -257,14 +259,29 @@ func (r *agentRun) programEnv(e *Env, command []string) (exe string) {
 	return exe
 }
 
-// prepareRunDir completes the run's policy lines (protected paths, walls),
-// writes the run directory, and starts the broker.
-func (r *agentRun) prepareRunDir(e *Env, policyLines []string, idmapWhy string) (int, bool) {
+// prepareBesideTools is what the preparation does while the tools are
+// read on another core, which does not depend on them: the grants, and
+// (but in iso shared, which has neither) the protected paths and the run
+// directory with its first files. It returns the grants with their lines
+// and the protected paths' lines.
+func (r *agentRun) prepareBesideTools(e *Env) (runGrants, []string, []string, int, bool) {
+	g, grantLines, code, ok := r.gatherGrants(e)
+	if !ok || r.iso == policy.IsoShared {
+		return g, grantLines, nil, code, ok
+	}
 	protectLines, err := r.gatherProtect()
 	if err != nil {
-		return fail(e, exitUnavailable, "agent %s: %v", r.agent.Name, err), false
+		return g, nil, nil, fail(e, exitUnavailable, "agent %s: %v", r.agent.Name, err), false
 	}
-	policyLines = append(policyLines, protectLines...)
+	if err := r.makeRunDir(); err != nil {
+		return g, nil, nil, fail(e, exitUnavailable, "run directory: %v", err), false
+	}
+	return g, grantLines, protectLines, 0, true
+}
+
+// prepareRunDir completes the run's policy lines (the walls), writes the
+// rest of the run directory, and starts the broker.
+func (r *agentRun) prepareRunDir(e *Env, policyLines []string, idmapWhy string) (int, bool) {
 	policyLines = append(policyLines, r.wallLines(idmapWhy)...)
 	if err := r.writeRunDir(policyLines); err != nil {
 		return fail(e, exitUnavailable, "run directory: %v", err), false

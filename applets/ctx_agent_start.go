@@ -70,6 +70,9 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 	defer r.abandonEarly()
 	r.onTerminal = forceTerminal || noConsole || ptyterm.IsTerminal(e.Stdin)
 	if code, ok := r.prepare(e, session, sharedSpace, cwd, mounts, f.Command); !ok {
+		if r.runDir != "" {
+			os.RemoveAll(r.runDir) // a run that never started leaves no run directory
+		}
 		return code
 	}
 	if showPlan {
