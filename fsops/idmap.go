@@ -160,14 +160,16 @@ func holdUserns(self string, m IDMapping, traced bool) (*os.File, error) {
 
 // attachIDMapped moves the host's idmapped workspace tree onto target.
 // Its flags were set when it was made.
-func attachIDMapped(base string, op policy.Op, target string) error {
-	if err := mkdirAll(base, op.Target, 0o755); err != nil {
+func attachIDMapped(base string, op policy.Op) error {
+	pfd, name, err := mountPoint(base, op.Target, true)
+	if err != nil {
 		return err
 	}
+	defer unix.Close(pfd)
 	tree := idmappedWorkspace
 	idmappedWorkspace = nil
 	defer tree.Close()
-	if err := unix.MoveMount(int(tree.Fd()), "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+	if err := unix.MoveMount(int(tree.Fd()), "", pfd, name, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return fmt.Errorf("attaching the idmapped %s: %w", op.Source, err)
 	}
 	return nil

@@ -38,6 +38,13 @@ func applyOp(base string, op policy.Op) error {
 		return pivotRoot(base)
 	case policy.OpLoopback:
 		return loopbackUp()
+	case policy.OpBind:
+		// Its mount point is made and attached to through a descriptor
+		// of its checked parent (mountPoint): no separate check.
+		if err := cleanComponents(op.Target); err != nil {
+			return err
+		}
+		return bindMount(base, op, filepath.Join(base, op.Target))
 	}
 	target, err := safeJoin(base, op.Target)
 	if err != nil {
@@ -72,8 +79,6 @@ func applyOp(base string, op policy.Op) error {
 			return err
 		}
 		return unix.Mount("devpts", target, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
-	case policy.OpBind:
-		return bindMount(base, op, target)
 	case policy.OpMask:
 		return maskPath(target)
 	case policy.OpReadOnly:
@@ -153,7 +158,7 @@ func orMode(m, def os.FileMode) os.FileMode {
 // symlink between runs gets a refusal, never the symlink's target.
 func bindMount(base string, op policy.Op, target string) error {
 	if op.IDMap && idmappedWorkspace != nil {
-		return attachIDMapped(base, op, target)
+		return attachIDMapped(base, op)
 	}
 	srcFD, err := OpenNoSymlinks(op.Source)
 	if err != nil {
@@ -167,22 +172,12 @@ func bindMount(base string, op policy.Op, target string) error {
 	if err := unix.Fstat(srcFD, &st); err != nil {
 		return fmt.Errorf("source %s: %w", op.Source, err)
 	}
-	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
-		if err := mkdirAll(base, op.Target, 0o755); err != nil {
-			return err
-		}
-	} else {
-		if err := mkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
-			return err
-		}
-		// The mount point: made unless there is one (the /mnt skeleton
-		// is read-only and has its own). Never through a symlink, never
-		// a directory.
-		if err := mountPointFile(target); err != nil {
-			return err
-		}
+	pfd, name, err := mountPoint(base, op.Target, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	if err != nil {
+		return err
 	}
-	if done, err := attachBind(srcFD, op, target); done {
+	defer unix.Close(pfd)
+	if done, err := attachBind(srcFD, op, pfd, name); done {
 		return err
 	}
 	flags := uintptr(unix.MS_BIND)
@@ -195,28 +190,7 @@ func bindMount(base string, op policy.Op, target string) error {
 	return restrictBind(op, target)
 }
 
-// mountPointFile makes target an empty regular file to bind a file onto,
-// or finds one there (the /mnt skeleton is read-only and has its own).
-// Anything else there is refused, and nothing existing is opened.
-func mountPointFile(target string) error {
-	fd, err := unix.Open(target, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-	if err == nil {
-		unix.Close(fd)
-		return nil
-	}
-	if err == unix.EEXIST || err == unix.EROFS {
-		var st unix.Stat_t
-		if lerr := unix.Lstat(target, &st); lerr == nil {
-			if st.Mode&unix.S_IFMT == unix.S_IFREG {
-				return nil
-			}
-			return fmt.Errorf("%s: exists and is not a regular file", target)
-		}
-	}
-	return &os.PathError{Op: "create", Path: target, Err: err}
-}
-
-// attachBind binds srcFD at target with the new mount API: a detached copy
+// attachBind binds srcFD at name in dirFD with the new mount API: a detached copy
 // of the source (open_tree), given the op's flags (mount_setattr, on every
 // mount of an rbind at once: AT_RECURSIVE), then attached (move_mount). The
 // old way remounted each mount, the statfs before each remount keeping
@@ -225,7 +199,7 @@ func mountPointFile(target string) error {
 // of building it. mount_setattr only adds flags, so locked ones stay by
 // themselves. done is false when the kernel has no such calls (before
 // 5.12): then mount(2) does it.
-func attachBind(srcFD int, op policy.Op, target string) (done bool, err error) {
+func attachBind(srcFD int, op policy.Op, dirFD int, name string) (done bool, err error) {
 	how := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH)
 	at := uint(unix.AT_EMPTY_PATH)
 	if op.Recursive {
@@ -249,7 +223,9 @@ func attachBind(srcFD int, op policy.Op, target string) (done bool, err error) {
 			return true, fmt.Errorf("bind %s: setting its flags: %w", op.Source, err)
 		}
 	}
-	if err := unix.MoveMount(tree, "", unix.AT_FDCWD, target, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+	// Attached at name in the checked parent; a name that became a
+	// symlink meanwhile is not followed (no MOVE_MOUNT_T_SYMLINKS).
+	if err := unix.MoveMount(tree, "", dirFD, name, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return true, fmt.Errorf("bind %s: %w", op.Source, err)
 	}
 	return true, nil
@@ -319,10 +295,8 @@ func submounts(dir string) ([]string, error) {
 // The last component may be anything (the op decides); every directory on
 // the way is checked in one lookup that follows no symlink.
 func safeJoin(base, rel string) (string, error) {
-	for _, c := range strings.Split(strings.Trim(rel, "/"), "/") {
-		if c == "." || c == ".." {
-			return "", fmt.Errorf("%q: %q component", rel, c)
-		}
+	if err := cleanComponents(rel); err != nil {
+		return "", err
 	}
 	target := filepath.Join(base, rel)
 	parent := filepath.Dir(filepath.Clean("/" + rel))
@@ -339,6 +313,71 @@ func safeJoin(base, rel string) (string, error) {
 	default:
 		return "", &os.PathError{Op: "lookup", Path: parent, Err: err}
 	}
+}
+
+// cleanComponents refuses a target with a "." or ".." component.
+func cleanComponents(rel string) error {
+	for _, c := range strings.Split(strings.Trim(rel, "/"), "/") {
+		if c == "." || c == ".." {
+			return fmt.Errorf("%q: %q component", rel, c)
+		}
+	}
+	return nil
+}
+
+// mountPoint makes, or finds, the mount point for a bind of a directory
+// (dir) or a file at rel under base: its parent made or found without
+// following any symlink, and the point made in it, or found there,
+// through a descriptor of that parent: a directory, or an empty regular
+// file (the /mnt skeleton is read-only and has its own). Anything else
+// there is refused, and nothing existing is opened. It returns the
+// parent's descriptor and the point's name, for the attach to be made
+// relative to them; the caller closes the descriptor.
+func mountPoint(base, rel string, dir bool) (int, string, error) {
+	rel = filepath.Clean("/" + rel)
+	parent, name := filepath.Dir(rel), filepath.Base(rel)
+	if rel == "/" {
+		return -1, "", fmt.Errorf("%s: not a mount point of its own", rel)
+	}
+	pfd, err := openDirNoSymlinks(filepath.Join(base, parent))
+	if err == unix.ENOENT {
+		if err = mkdirAll(base, parent, 0o755); err != nil {
+			return -1, "", err
+		}
+		pfd, err = openDirNoSymlinks(filepath.Join(base, parent))
+	}
+	switch err {
+	case nil:
+	case unix.ELOOP:
+		return -1, "", fmt.Errorf("%s: a symlink on the way to a mount target", rel)
+	default:
+		return -1, "", &os.PathError{Op: "lookup", Path: parent, Err: err}
+	}
+	want, what := uint32(unix.S_IFREG), "a regular file"
+	if dir {
+		want, what = unix.S_IFDIR, "a directory"
+		err = unix.Mkdirat(pfd, name, 0o755)
+	} else {
+		var fd int
+		if fd, err = unix.Openat(pfd, name, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644); err == nil {
+			unix.Close(fd)
+		}
+	}
+	if err == unix.EEXIST || err == unix.EROFS {
+		var st unix.Stat_t
+		if serr := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil {
+			if st.Mode&unix.S_IFMT == want {
+				return pfd, name, nil
+			}
+			unix.Close(pfd)
+			return -1, "", fmt.Errorf("%s: exists and is not %s", rel, what)
+		}
+	}
+	if err != nil {
+		unix.Close(pfd)
+		return -1, "", &os.PathError{Op: "create", Path: rel, Err: err}
+	}
+	return pfd, name, nil
 }
 
 // mkdirAll creates rel under base, refusing symlinks on the way: one
