@@ -18,6 +18,7 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/policy"
+	"ctx/ptyterm"
 )
 
 // agentRun is everything `ctx agent start` prepares before it starts the
@@ -55,10 +56,11 @@ type agentRun struct {
 	idmapTree     *os.File // the idmapped workspace for the sandbox, until it starts
 	planOnly      bool     // --plan: nothing is started, no cgroup made
 	budgets       *runBudgets
-	broker        *broker             // the run's tool broker, when it could be bound
-	isoAsked      policy.Iso          // the iso the agent asked for (auto, or a mode)
-	onTerminal    bool                // the program gets a terminal (ctxterm starts the init)
-	early         chan *fsops.Sandbox // the init started while the run is prepared (nil if it could not be), until run takes it
+	broker        *broker        // the run's tool broker, when it could be bound
+	isoAsked      policy.Iso     // the iso the agent asked for (auto, or a mode)
+	onTerminal    bool           // the program gets a terminal (ctxterm starts the init)
+	early         chan earlyInit // the init started while the run is prepared (none if it could not be), until run takes it
+	earlyPTY      *ptyterm.PTY   // the PTY the early init was started on (a run on a terminal)
 }
 
 // isoNote says, in the agent.start event, which mode auto chose.

@@ -3,11 +3,13 @@ package applets
 import (
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/ptyterm"
 )
 
 // Starting the sandbox's init early: a run with namespaces (iso userns or
-// uid) whose program gets no terminal starts its init as soon as the
-// run's cgroup exists, while the run host still prepares the run. Being
+// uid) starts its init as soon as the run's cgroup exists, while the run
+// host still prepares the run; on a terminal, on the PTY that ctxterm
+// then serves (ptyterm.OpenPTY). Being
 // born in new namespaces, exec'ing ctx and starting a Go runtime took
 // the init about 2 ms, all of it on the start's critical path; now it
 // happens beside the preparation, and the init waits for its plan. The
@@ -33,11 +35,18 @@ func (r *agentRun) startCgroupAndInit(e *Env) <-chan struct{} {
 	return done
 }
 
+// earlyInit is an init started early, and the PTY it was started on (a
+// run on a terminal).
+type earlyInit struct {
+	sb  *fsops.Sandbox
+	pty *ptyterm.PTY
+}
+
 // startEarly starts the init, when this run allows it, on another
 // thread: starting it waits for its exec. When it cannot be started, the
 // init is started later as before.
 func (r *agentRun) startEarly(e *Env) {
-	if r.planOnly || r.onTerminal || (r.iso != policy.IsoUserns && r.iso != policy.IsoUID) {
+	if r.planOnly || (r.iso != policy.IsoUserns && r.iso != policy.IsoUID) {
 		return
 	}
 	a := r.agent
@@ -45,20 +54,36 @@ func (r *agentRun) startEarly(e *Env) {
 		Namespaces: policy.SandboxNamespaces(string(r.iso), networkGranted(a)),
 		UID:        a.UID, GID: a.GID, OuterUID: uint32(r.callerUID), OuterGID: uint32(r.callerGID),
 	}
-	done := make(chan *fsops.Sandbox, 1)
+	done := make(chan earlyInit, 1)
 	r.early = done
 	go func() {
+		var ei earlyInit
+		defer func() { done <- ei }()
 		sb, err := fsops.NewSandboxFor(start)
 		if err != nil {
-			done <- nil
 			return
 		}
-		r.shieldStdio(e, sb)
+		var pty *ptyterm.PTY
+		if r.onTerminal {
+			if pty, err = ptyterm.OpenPTY(r.terminalConfig(e)); err != nil {
+				sb.Abandon()
+				return
+			}
+			pty.Prepare(sb.Cmd)
+		} else {
+			r.shieldStdio(e, sb)
+		}
 		if err := r.startFirst(sb.Cmd); err != nil {
 			sb.Abandon()
-			sb = nil
+			if pty != nil {
+				pty.Close()
+			}
+			return
 		}
-		done <- sb
+		if pty != nil {
+			pty.Started()
+		}
+		ei = earlyInit{sb, pty}
 	}()
 }
 
@@ -68,16 +93,27 @@ func (r *agentRun) takeEarly() *fsops.Sandbox {
 	if r.early == nil {
 		return nil
 	}
-	sb := <-r.early
+	ei := <-r.early
 	r.early = nil
-	if sb == nil {
+	if ei.sb == nil {
 		return nil
 	}
-	if err := sb.SetPlan(r.plan); err != nil {
-		sb.Abandon()
+	if err := ei.sb.SetPlan(r.plan); err != nil {
+		ei.abandon()
 		return nil
 	}
-	return sb
+	r.earlyPTY = ei.pty
+	return ei.sb
+}
+
+// abandon ends an early init and closes its PTY.
+func (ei earlyInit) abandon() {
+	if ei.sb != nil {
+		ei.sb.Abandon()
+	}
+	if ei.pty != nil {
+		ei.pty.Close()
+	}
 }
 
 // sendEarly sends an early init its plan and descriptors at once: it
@@ -95,9 +131,7 @@ func (r *agentRun) abandonEarly() {
 	if r.early == nil {
 		return
 	}
-	if sb := <-r.early; sb != nil {
-		sb.Abandon()
-	}
+	(<-r.early).abandon()
 	r.early = nil
 }
 

@@ -64,7 +64,13 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 		stdinTTY = true
 	}
 	if stdinTTY || forceTerminal {
-		status = r.runOnTerminal(e, cmd, stdinTTY, started)
+		status = r.runOnTerminal(e, cmd, started)
+		if cmd.Process != nil && cmd.ProcessState == nil {
+			// Started early and never served (the terminal could not be
+			// set up): it ends here, before the run is recorded as over.
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
 	} else {
 		// The caller's terminal or files reach the agent only as pipes.
 		// An init started early has them already.

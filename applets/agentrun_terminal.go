@@ -17,7 +17,7 @@ import (
 // owns for the whole run: the caller's terminal is its console, the
 // session's terminal socket lets others watch or attach, and the output is
 // recorded in the session.
-func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(int)) int {
+func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, started func(int)) int {
 	id := "terminal-" + r.agent.Name + "-" + r.session
 	termDir := filepath.Join(r.sess.TerminalDir, id)
 	if err := fsops.MkdirNoFollow(termDir, r.sess.DirMode); err != nil {
@@ -33,37 +33,17 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(i
 		return fail(e, exitUnavailable, "terminal locator %s: %v", link, err)
 	}
 	defer os.Remove(link)
-	cfg := ptyterm.Config{
-		Cmd:        cmd,
-		Socket:     r.socket,
-		Owner:      r.callerUID,
-		Events:     filepath.Join(termDir, "events.jsonl"),
-		ID:         id,
-		ConsoleIn:  e.Stdin,
-		ConsoleOut: e.Stdout,
-		Log:        e.Stderr,
-		Started:    started,
-		Start:      r.startFirst,
-	}
+	cfg := r.terminalConfig(e)
+	cfg.Cmd, cfg.Socket, cfg.Owner = cmd, r.socket, r.callerUID
+	cfg.Events, cfg.ID = filepath.Join(termDir, "events.jsonl"), id
+	cfg.Log, cfg.Started, cfg.Start = e.Stderr, started, r.startFirst
+	cfg.PTY = r.earlyPTY
 	// record_bytes: past it the recording stops and the run goes on.
 	if v := r.budgets.limits.Get("record_bytes"); v != policy.Unlimited {
 		cfg.RecordLimit = int64(min(v, 1<<62))
 		cfg.OnRecordLimit = func() {
 			r.budgetExceeded("record_bytes", "terminal recording stopped; the run goes on")
 		}
-	}
-	if r.iso == policy.IsoUID && r.plan != nil {
-		// The agent runs as its own uid: its terminal is its own.
-		cfg.TTYOwner = &[2]int{int(r.agent.UID), int(r.agent.GID)}
-	}
-	switch {
-	case r.noConsole:
-		// A background session: reachable only through its socket.
-		cfg.Console = ptyterm.ConsoleNone
-	case tty:
-		cfg.Console = ptyterm.ConsoleTTY
-	default:
-		cfg.Console = ptyterm.ConsolePipe
 	}
 	status, err := ptyterm.Serve(cfg)
 	if err != nil {
@@ -74,6 +54,28 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, tty bool, started func(i
 		cli.Errorf(e.Stderr, "ctx agent", "terminal: %v", err)
 	}
 	return status
+}
+
+// terminalConfig is how the run's PTY is made and its console kept: the
+// console mode and input, and the slave's owner. The early init is
+// started on a PTY made from it (ptyterm.OpenPTY), and ctxterm then
+// serves it with the rest (runOnTerminal).
+func (r *agentRun) terminalConfig(e *Env) ptyterm.Config {
+	cfg := ptyterm.Config{ConsoleIn: e.Stdin, ConsoleOut: e.Stdout}
+	if r.iso == policy.IsoUID {
+		// The agent runs as its own uid: its terminal is its own.
+		cfg.TTYOwner = &[2]int{int(r.agent.UID), int(r.agent.GID)}
+	}
+	switch {
+	case r.noConsole:
+		// A background session: reachable only through its socket.
+		cfg.Console = ptyterm.ConsoleNone
+	case ptyterm.IsTerminal(e.Stdin):
+		cfg.Console = ptyterm.ConsoleTTY
+	default:
+		cfg.Console = ptyterm.ConsolePipe
+	}
+	return cfg
 }
 
 // replaceSymlink points link at target, replacing an earlier symlink

@@ -68,6 +68,7 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 	// An init started early and never taken dies before the cgroup it
 	// was born in is removed (endBudgets, deferred earlier, runs later).
 	defer r.abandonEarly()
+	r.noConsole = noConsole
 	r.onTerminal = forceTerminal || noConsole || ptyterm.IsTerminal(e.Stdin)
 	if code, ok := r.prepare(e, session, sharedSpace, cwd, mounts, f.Command); !ok {
 		if r.runDir != "" {
@@ -84,7 +85,6 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 		fmt.Fprintf(e.Stdout, "%s\n", b)
 		return exitOK
 	}
-	r.noConsole = noConsole
 	return r.run(e, forceTerminal || noConsole)
 }
 

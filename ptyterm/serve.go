@@ -79,6 +79,9 @@ type Config struct {
 	// ctxterm (an agent with a uid of its own) can then reopen its own
 	// terminal (/dev/stdout, /proc/self/fd/0).
 	TTYOwner *[2]int
+	// PTY, when set, is the terminal Cmd was started on already (OpenPTY):
+	// Serve serves it instead of opening one and starting Cmd.
+	PTY *PTY
 }
 
 // SetupError is an error that happened before the command ran, with the
@@ -110,21 +113,21 @@ func Serve(cfg Config) (int, error) {
 
 	ttyIn, size, err := consoleTerminal(cfg)
 	if err != nil {
-		return 1, &SetupError{1, err}
+		return cfg.setupFailed(err)
 	}
 
 	rec, err := openRecorder(cfg.Events, cfg.RecordLimit, cfg.OnRecordLimit, func(err error) { logf("%v", err) })
 	if err != nil {
-		return 1, &SetupError{1, err}
+		return cfg.setupFailed(err)
 	}
 	var sock *terminalSocket
 	if cfg.Socket != "" {
 		if sock, err = listenSocket(cfg.Socket); err != nil {
 			rec.discard()
-			return 1, &SetupError{1, err}
+			return cfg.setupFailed(err)
 		}
 	}
-	master, pid, veof, err := startOnPTY(cfg.Cmd, size, cfg.TTYOwner, cfg.Start)
+	master, pid, veof, err := startServed(cfg, size)
 	if err != nil {
 		if sock != nil {
 			sock.close()
@@ -171,6 +174,26 @@ func Serve(cfg Config) (int, error) {
 	h.shutdown()
 
 	return recordExit(rec, state, logf), nil
+}
+
+// setupFailed is Serve's answer when it cannot serve the command: a
+// terminal opened ahead is closed (the caller ends the command started
+// on it).
+func (cfg Config) setupFailed(err error) (int, error) {
+	if cfg.PTY != nil {
+		cfg.PTY.Close()
+	}
+	return 1, &SetupError{1, err}
+}
+
+// startServed starts cfg.Cmd on a new PTY, or takes the one it was
+// started on ahead (cfg.PTY).
+func startServed(cfg Config, size Winsize) (*os.File, int, byte, error) {
+	if p := cfg.PTY; p != nil && cfg.Cmd.Process != nil {
+		p.Started()
+		return p.master, cfg.Cmd.Process.Pid, p.veof, nil
+	}
+	return startOnPTY(cfg.Cmd, size, cfg.TTYOwner, cfg.Start)
 }
 
 // consoleTerminal is the console's terminal in ConsoleTTY mode (nil in
