@@ -128,7 +128,22 @@ func ListToolsFunc(dirs []string, accept func(ToolHit) bool) (hits []ToolHit, tr
 // an error naming the file.
 func ReadControls(dir string, names []string) (map[string][]byte, error) {
 	out := make(map[string][]byte, len(names))
+	// The directory is listed once and only the names in it are opened:
+	// most of an agent's controls are usually absent, and a failed open
+	// walks the whole path as a successful one does. A file made after
+	// the listing counts as missing, as one made after the read would.
+	present := map[string]bool{}
+	if listed, err := DirNames(dir); err == nil {
+		for _, n := range listed {
+			present[n] = true
+		}
+	} else {
+		present = nil // not listable: every name is tried, as before
+	}
 	for _, n := range names {
+		if present != nil && !present[n] {
+			continue
+		}
 		b, err := ReadControl(filepath.Join(dir, n))
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
