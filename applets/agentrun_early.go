@@ -8,13 +8,13 @@ import (
 
 // Starting the sandbox's init early: a run with namespaces (iso userns or
 // uid) starts its init as soon as the run's cgroup exists, while the run
-// host still prepares the run; on a terminal, on the PTY that ctxterm
-// then serves (ptyterm.OpenPTY). Being
-// born in new namespaces, exec'ing ctx and starting a Go runtime took
-// the init about 2 ms, all of it on the start's critical path; now it
-// happens beside the preparation, and the init waits for its plan. The
-// descriptors it needs that do not exist yet (the broker's channel, the
-// idmapped workspace) come with the plan (fsops.Sandbox.SendPlan).
+// host still prepares the run (a run on a terminal: on the PTY ctxterm
+// then serves, ptyterm.OpenPTY). Being born in new namespaces, exec'ing
+// ctx and starting a Go runtime took the init about 2 ms, all of it on
+// the start's critical path; now it happens beside the preparation, and
+// the init waits for its plan. The descriptors it needs that do not exist
+// yet (the broker's channel, the idmapped workspace) come with the plan
+// (fsops.Sandbox.SendPlan).
 //
 // Nothing of the run starts before the plan: the init only waits. A
 // preparation that fails kills it (abandonEarly); one whose plan needs
