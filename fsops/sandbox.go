@@ -22,17 +22,18 @@ const SandboxInitApplet = "ctx-sandbox-init"
 // Descriptors the sandbox child receives.
 const (
 	RunFD  = 3 // the run capability socket, as the agent's program gets it (CTX_RUN_FD)
-	planFD = 4 // the plan channel: the handed-over descriptors, the plan (JSON), the release byte
+	planFD = 4 // the plan channel (below)
 )
 
 // What travels on the plan channel, a stream socket, in order: one byte
 // saying which descriptors the run host hands over (handoff bits), with
 // those descriptors attached to it, in the bits' order; the plan
-// (encodePlan);
-// and, when the run host lets the program start, releaseByte. The
-// descriptors travel as SCM_RIGHTS rather than being inherited, so the
-// init can be started before they exist: the run host starts it while
-// it still prepares the run (StartSandbox), and sends them with the plan.
+// (encodePlan); and, when the run host lets the program start,
+// releaseByte. The other way, once the run has ended, the init's report
+// of the program's status (endReport, Ended). The descriptors travel as
+// SCM_RIGHTS rather than being inherited, so the init can be started
+// before they exist: the run host starts it while it still prepares the
+// run (NewSandboxFor), and sends them with the plan.
 const (
 	handoffRun    = 1 << iota // the run capability (a run without a broker)
 	handoffIDMap              // the idmapped workspace tree (uid mode)
