@@ -267,15 +267,16 @@ func dropPrivileges() error {
 	return nil
 }
 
-// planRest is what follows the plan on its pipe: the run host's release
-// byte (Sandbox.Release); planFile the pipe itself.
+// planRest is what follows the plan on its channel: the run host's release
+// byte (Sandbox.Release); planFile the channel itself, which carries the
+// end report back (reportEnd).
 var (
 	planRest io.Reader
 	planFile *os.File
 )
 
 // awaitRelease waits for the run host to let the program start (once the
-// init is in the run's cgroup): its release byte, or the end of the pipe
+// init is in the run's cgroup): its release byte, or the end of the channel
 // when the host went away or never released.
 func awaitRelease() error {
 	if planRest == nil {
