@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"ctx/policy"
 )
 
 // An init started before its plan exists (as the run host starts it
@@ -20,15 +23,7 @@ func TestSandboxStartedBeforePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	plan := testPlan(t, "userns", 0, ws, "cat /workspace/f; ls /proc/self/fd")
-	sb, err := NewSandboxFor(StartOf(plan))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	sb.Cmd.Stdout, sb.Cmd.Stderr = &out, &out
-	if err := sb.Cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	sb, out := startWaitingInit(t, plan)
 	// Started, it waits: nothing runs before the plan.
 	time.Sleep(50 * time.Millisecond)
 	if out.Len() != 0 {
@@ -163,16 +158,7 @@ func TestReceiveHandoffRefusals(t *testing.T) {
 // can report the missing plan, and reaps it.
 func TestSandboxAbandonedQuietly(t *testing.T) {
 	requireSandbox(t)
-	plan := testPlan(t, "userns", 0, t.TempDir(), "true")
-	sb, err := NewSandboxFor(StartOf(plan))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	sb.Cmd.Stdout, sb.Cmd.Stderr = &out, &out
-	if err := sb.Cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	sb, out := startWaitingInit(t, testPlan(t, "userns", 0, t.TempDir(), "true"))
 	pid := sb.Cmd.Process.Pid
 	time.Sleep(20 * time.Millisecond)
 	sb.Abandon()
@@ -238,4 +224,46 @@ func TestReadEndReport(t *testing.T) {
 			t.Errorf("readEndReport(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
 	}
+}
+
+// startWaitingInit starts an init born for plan's namespaces, without its
+// plan (as the run host starts it early); its output is gathered in a
+// buffer that may be read while it runs.
+func startWaitingInit(t *testing.T, plan *policy.Plan) (*Sandbox, *lockedBuffer) {
+	t.Helper()
+	sb, err := NewSandboxFor(StartOf(plan))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := &lockedBuffer{}
+	sb.Cmd.Stdout, sb.Cmd.Stderr = out, out
+	if err := sb.Cmd.Start(); err != nil {
+		sb.Abandon()
+		t.Fatal(err)
+	}
+	return sb, out
+}
+
+// lockedBuffer is a bytes.Buffer for a writer in another goroutine.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
