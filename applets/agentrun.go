@@ -58,7 +58,7 @@ type agentRun struct {
 	budgets       *runBudgets
 	broker        *broker        // the run's tool broker, when it could be bound
 	isoAsked      policy.Iso     // the iso the agent asked for (auto, or a mode)
-	onTerminal    bool           // the program gets a terminal (ctxterm starts the init)
+	onTerminal    bool           // the program gets a terminal (ctxterm serves it): --terminal, --no-console, or a terminal on stdin
 	early         chan earlyInit // the init started while the run is prepared (none if it could not be), until run takes it
 	earlyPTY      *ptyterm.PTY   // the PTY the early init was started on (a run on a terminal)
 }

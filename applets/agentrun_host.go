@@ -15,7 +15,6 @@ import (
 	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/proc"
-	"ctx/ptyterm"
 )
 
 // Hosting a run (ctx agent start, once prepared): the run host starts the
@@ -26,7 +25,7 @@ import (
 const stopGrace = 5 * time.Second
 
 // run starts the program and hosts the run until it ends.
-func (r *agentRun) run(e *Env, forceTerminal bool) int {
+func (r *agentRun) run(e *Env) int {
 	runcap, err := fsops.NewRunCapability()
 	if err != nil {
 		return fail(e, exitUnavailable, "run capability: %v", err)
@@ -59,11 +58,7 @@ func (r *agentRun) run(e *Env, forceTerminal bool) int {
 	stopWatch := make(chan struct{})
 	started := r.onStarted(e, sandbox, runcap, stopWatch, sigs)
 	var status int
-	stdinTTY := false
-	if ptyterm.IsTerminal(e.Stdin) {
-		stdinTTY = true
-	}
-	if stdinTTY || forceTerminal {
+	if r.onTerminal {
 		status = r.runOnTerminal(e, cmd, started)
 		if cmd.Process != nil && cmd.ProcessState == nil {
 			// Started early and never served (the terminal could not be

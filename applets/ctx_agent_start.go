@@ -85,7 +85,7 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 		fmt.Fprintf(e.Stdout, "%s\n", b)
 		return exitOK
 	}
-	return r.run(e, forceTerminal || noConsole)
+	return r.run(e)
 }
 
 // lockAgent takes the agent's run lock: an exclusive flock on its control
