@@ -34,9 +34,10 @@ type agentRun struct {
 	runID      string
 	workspace  string
 	sess       fsops.SessionFiles
-	runtime    string // the caller's runtime directory
-	runDir     string // RUNTIME/run/RUN: the files shown at /mnt/proc
-	pid        int    // what setStatus last wrote to the agent's pid control
+	runtime    string   // the caller's runtime directory
+	runDir     string   // RUNTIME/run/RUN: the files shown at /mnt/proc
+	runHeld    *os.File // runDir, locked while this host lives (fsops.MakeHeldDir)
+	pid        int      // what setStatus last wrote to the agent's pid control
 	pidWritten bool
 	bornInside bool   // the first process was started inside the run's cgroup
 	socket     string // the terminal socket (runtime path)
@@ -208,10 +209,12 @@ func (r *agentRun) makeRunDir() error {
 	if err := fsops.MkdirNoFollow(parent, 0o755); err != nil {
 		return err
 	}
-	r.runDir = filepath.Join(parent, name)
-	if err := os.Mkdir(r.runDir, 0o755); err != nil {
+	held, err := fsops.MakeHeldDir(parent, name, 0o755)
+	if err != nil {
 		return err
 	}
+	r.runDir, r.runHeld = held.Name(), held
+	r.sweepRunDirs(parent)
 	r.sop = renderSOP(r.root, r.agent.Name)
 	id := policy.Identity{Agent: r.agent.Name, Label: r.agent.Label, Subject: r.agent.Subject,
 		UID: r.agent.UID, GID: r.agent.GID, Session: r.session, Run: r.runID}
@@ -231,6 +234,32 @@ func (r *agentRun) makeRunDir() error {
 		}
 	}
 	return nil
+}
+
+// sweepRunDirs removes the run directories in parent that no living run
+// host holds (fsops.SweepUnheld): those of hosts killed with SIGKILL,
+// which could not remove their own. The cgroups such runs leave go with
+// them.
+func (r *agentRun) sweepRunDirs(parent string) {
+	swept := fsops.SweepUnheld(parent, func(name string) bool {
+		if r.iso == policy.IsoLandlock {
+			return policy.IsLowerHex(name, 12)
+		}
+		return fsops.IsRunID(name)
+	})
+	if len(swept) > 0 && r.iso != policy.IsoLandlock {
+		fsops.RemoveRunCgroups(swept)
+	}
+}
+
+// removeRunDir removes the run directory, and lets it go.
+func (r *agentRun) removeRunDir() {
+	if r.runDir == "" {
+		return
+	}
+	os.RemoveAll(r.runDir)
+	r.runHeld.Close()
+	r.runDir, r.runHeld = "", nil
 }
 
 // writeRunDir writes the rest of the run directory: the policy and the

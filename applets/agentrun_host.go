@@ -254,9 +254,7 @@ func (r *agentRun) finish(status int) {
 	r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + r.agent.Name, Status: st, Exit: &status, Detail: r.protectDetail()})
 	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "state"), []byte("idle\n"), r.sess.FileMode)
 	fsops.WriteVolatile(filepath.Join(r.sess.Dir, "updated_at"), []byte(strconv.FormatInt(time.Now().Unix(), 10)+"\n"), r.sess.FileMode)
-	if r.runDir != "" {
-		os.RemoveAll(r.runDir)
-	}
+	r.removeRunDir()
 }
 
 // waitStatus turns cmd.Wait's result into a shell-style status.

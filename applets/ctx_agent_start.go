@@ -71,16 +71,12 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 	r.noConsole = noConsole
 	r.onTerminal = forceTerminal || noConsole || ptyterm.IsTerminal(e.Stdin)
 	if code, ok := r.prepare(e, session, sharedSpace, cwd, mounts, f.Command); !ok {
-		if r.runDir != "" {
-			os.RemoveAll(r.runDir) // a run that never started leaves no run directory
-		}
+		r.removeRunDir() // a run that never started leaves no run directory
 		return code
 	}
 	if showPlan {
 		// --plan: print the sandbox plan as JSON and start nothing.
-		if r.runDir != "" {
-			defer os.RemoveAll(r.runDir)
-		}
+		defer r.removeRunDir()
 		b, _ := json.MarshalIndent(r.plan, "", "  ")
 		fmt.Fprintf(e.Stdout, "%s\n", b)
 		return exitOK

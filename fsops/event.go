@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"strings"
 	"time"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
+
+	"ctx/policy"
 )
 
 // Event is one line of an event stream (events.jsonl, .d/log). The first six
@@ -138,4 +141,10 @@ func NewRunID() string {
 		panic("ctx: no system entropy: " + err.Error())
 	}
 	return "ctx-" + hex.EncodeToString(b[:])
+}
+
+// IsRunID reports whether s has the form NewRunID gives.
+func IsRunID(s string) bool {
+	hexPart, ok := strings.CutPrefix(s, "ctx-")
+	return ok && policy.IsLowerHex(hexPart, 32)
 }

@@ -124,7 +124,7 @@ func (id *Identity) set(key, val string) string {
 		}
 		id.SOP = val
 	case "sop.sha256":
-		if !isLowerHex(val, 64) {
+		if !IsLowerHex(val, 64) {
 			return quote(val) + " is not 64 lowercase hex digits"
 		}
 		id.SOPSHA256 = val
@@ -142,8 +142,8 @@ func (id *Identity) set(key, val string) string {
 	return ""
 }
 
-// isLowerHex reports whether s is exactly n lowercase hex digits.
-func isLowerHex(s string, n int) bool {
+// IsLowerHex reports whether s is exactly n lowercase hex digits.
+func IsLowerHex(s string, n int) bool {
 	if len(s) != n {
 		return false
 	}

@@ -101,18 +101,7 @@ func IsReservedToolGroup(name string) bool {
 	return false
 }
 
-func isLowerHex64(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func isLowerHex64(s string) bool { return policy.IsLowerHex(s, 64) }
 
 func hasControlByte(s string) bool {
 	return strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f }) >= 0
