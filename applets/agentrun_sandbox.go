@@ -65,7 +65,7 @@ func (r *agentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string
 		return nil, nil, err.Error()
 	}
 	m := fsops.IDMapping{DiskUID: st.Uid, DiskGID: st.Gid, UID: r.agent.UID, GID: r.agent.GID}
-	tree, err := fsops.IDMappedTree(r.workspace, m, fsops.MountAttrs(op))
+	tree, err := fsops.IDMappedTree(r.workspace, m, fsops.MountAttrs(op), r.runtime)
 	if err != nil {
 		return nil, nil, err.Error()
 	}

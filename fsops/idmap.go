@@ -42,15 +42,17 @@ type IDMapping struct {
 // workspace as itself, and the caller finds its own files afterwards.
 // attrs are MOUNT_ATTR_* flags (read-only, nosuid...). It needs root, a
 // kernel with idmapped mounts (5.12) and a filesystem that supports them;
+// the user namespace of the mapping is kept in the runtime directory
+// runtime for the next tree ("": not kept; see pinnedUserns);
 // the error says which step failed so the caller can fall back to a plain
 // bind and report why.
-func IDMappedTree(dir string, m IDMapping, attrs uint64) (*os.File, error) {
+func IDMappedTree(dir string, m IDMapping, attrs uint64, runtime string) (*os.File, error) {
 	src, err := OpenNoSymlinks(dir)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s: %w", dir, explainNoSymlinks(err))
 	}
 	defer unix.Close(src)
-	userns, err := mappedUserns(m)
+	userns, err := pinnedUserns(runtime, m)
 	if err != nil {
 		return nil, fmt.Errorf("user namespace for the idmap: %w", err)
 	}
