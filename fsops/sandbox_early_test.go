@@ -3,6 +3,7 @@ package fsops
 import (
 	"bytes"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -193,6 +194,47 @@ func TestSandboxReportsEnd(t *testing.T) {
 	}
 	if err := sb.Cmd.Wait(); err == nil || sb.Cmd.ProcessState.ExitCode() != 5 {
 		t.Fatalf("the init exited %v, want status 5", err)
+	}
+}
+
+// An init asked to end (SIGTERM) before its program started ends without
+// starting it, with the status the signal would have given, though it
+// catches its signals from its first moment.
+func TestSandboxTerminatedBeforeProgram(t *testing.T) {
+	requireSandbox(t)
+	ws := t.TempDir()
+	plan := testPlan(t, "userns", 0, ws, "echo ran > /workspace/ran")
+	sb, out := startWaitingInit(t, plan)
+	// Wait until the init catches SIGTERM (SigCgt, bit 15), so the signal
+	// meets the handler and not the default action.
+	caught := false
+	for i := 0; i < 500 && !caught; i++ {
+		status, _ := os.ReadFile("/proc/" + strconv.Itoa(sb.Cmd.Process.Pid) + "/status")
+		for _, l := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(l, "SigCgt:\t"); ok {
+				mask, _ := strconv.ParseUint(v, 16, 64)
+				caught = mask&(1<<(unix.SIGTERM-1)) != 0
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if !caught {
+		t.Fatal("the init never caught SIGTERM")
+	}
+	if err := sb.Cmd.Process.Signal(unix.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.SetPlan(plan); err != nil {
+		t.Fatal(err)
+	}
+	sb.SendPlan()
+	sb.Release()
+	sb.Cmd.Wait()
+	if code := sb.Cmd.ProcessState.ExitCode(); code != 128+int(unix.SIGTERM) {
+		t.Errorf("the init exited %d, want %d\n%s", code, 128+int(unix.SIGTERM), out.String())
+	}
+	if _, err := os.Stat(ws + "/ran"); err == nil {
+		t.Error("the program ran after the init was asked to end")
 	}
 }
 

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -38,6 +40,18 @@ func RunSandboxInit(stderr io.Writer) int {
 	// passes on purpose may reach the agent: mark every inherited
 	// descriptor close-on-exec before anything else runs.
 	CloseInheritedOnExec()
+	// The init's signals are caught from its first moment, registered on
+	// another goroutine: the runtime makes its signal-handling goroutines
+	// and threads while this locked thread reads and applies the plan, not
+	// between the walls and the program's start, where it cost 0.5 ms of
+	// every start. A termination signal that comes before the program
+	// starts still ends the init without it (runAgentProgram).
+	sigs := make(chan os.Signal, 8)
+	notified := make(chan struct{})
+	go func() {
+		defer close(notified)
+		signal.Notify(sigs, initSignals...)
+	}()
 	plan, err := readPlan()
 	if err == nil {
 		err = buildSandbox(plan)
@@ -46,7 +60,28 @@ func RunSandboxInit(stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
 		return 69
 	}
-	return runAgentProgram(plan, stderr)
+	<-notified
+	return runAgentProgram(plan, sigs, stderr)
+}
+
+// initSignals are the signals the init handles: termination, which it
+// passes on to the run, and SIGCHLD, on which it reaps.
+var initSignals = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGCHLD}
+
+// pendingTermination is the first termination signal among those caught
+// so far (sigs is drained), and whether there is one: before the program
+// starts, such a signal ends the init as its default action would have.
+func pendingTermination(sigs chan os.Signal) (syscall.Signal, bool) {
+	for {
+		select {
+		case sig := <-sigs:
+			if s := sig.(syscall.Signal); s != syscall.SIGCHLD {
+				return s, true
+			}
+		default:
+			return 0, false
+		}
+	}
 }
 
 func readPlan() (*policy.Plan, error) {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -28,10 +27,13 @@ import (
 // environment and waits as init: it reaps every process of the namespace,
 // forwards termination signals, and when the program exits, everything
 // else in the sandbox goes with it.
-func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
+func runAgentProgram(plan *policy.Plan, sigs chan os.Signal, stderr io.Writer) int {
 	cmd, code := agentCommand(plan, stderr)
 	if cmd == nil {
 		return code
+	}
+	if sig, ok := pendingTermination(sigs); ok {
+		return 128 + int(sig) // asked to end before the program started
 	}
 	if !plan.Namespaces.PID {
 		// No pid namespace to hold the run (iso landlock): the init is
@@ -39,8 +41,6 @@ func runAgentProgram(plan *policy.Plan, stderr io.Writer) int {
 		// double-forks still comes back to it, and ends with the run.
 		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
-	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, syscall.SIGQUIT, syscall.SIGCHLD)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: starting %s: %v\n", plan.Argv[0], err)
 		if errors.Is(err, fs.ErrNotExist) {
