@@ -27,33 +27,43 @@ func wireOps() []policy.Op {
 // Every field survives the wire, and the wire covers every field: a
 // field added to Op or FillEntry fails here until the codec carries it.
 func TestPlanWireRoundTrip(t *testing.T) {
-	if n := reflect.TypeOf(policy.Op{}).NumField(); n != 15 {
-		t.Fatalf("policy.Op has %d fields; the wire (planwire.go) carries 15: add the new one there and here", n)
+	for _, c := range []struct {
+		v any
+		n int
+	}{{policy.Op{}, 15}, {policy.FillEntry{}, 5}, {policy.Plan{}, 23}, {policy.AccessRule{}, 5}, {policy.Namespaces{}, 6}, {policy.IDMap{}, 2}} {
+		if got := reflect.TypeOf(c.v).NumField(); got != c.n {
+			t.Fatalf("%T has %d fields; the wire (planwire.go, planwire_plan.go) carries %d: add the new one there and here", c.v, got, c.n)
+		}
 	}
-	if n := reflect.TypeOf(policy.FillEntry{}).NumField(); n != 5 {
-		t.Fatalf("policy.FillEntry has %d fields; the wire carries 5", n)
-	}
-	plan := &policy.Plan{Iso: "uid", NewRoot: "/r", Ops: wireOps(), UID: 60101, Env: []string{"A=b"}, Argv: []string{"sh"},
-		Access: []policy.AccessRule{{Path: "/workspace", Write: true}}}
-	b, err := encodePlan(plan)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = append(b, 'g') // what follows the plan stays for the reader
-	rd := bufio.NewReader(bytes.NewReader(b))
-	got, err := decodePlan(rd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(got, plan) {
-		t.Fatalf("round trip:\n got %+v\nwant %+v", got, plan)
-	}
-	if c, err := rd.ReadByte(); err != nil || c != 'g' {
-		t.Fatalf("after the plan: %q %v", c, err)
+	// Every field set, each boolean on somewhere and off somewhere.
+	plan := &policy.Plan{Iso: "uid", Namespaces: policy.Namespaces{User: true, PID: true, Net: true}, NewRoot: "/r",
+		RootFS: true, Ops: wireOps(), UID: 60101, GID: 60102, Groups: []uint32{7, 1 << 31}, OuterUID: 1, OuterGID: 1<<32 - 1,
+		Hostname: "ctx-coder", Cwd: "/workspace", Env: []string{"A=b", ""}, Argv: []string{"sh", "-c", "x"}, Exe: "/ctx/bin/ctx",
+		Worker: "/ctx/bin/ctx", Access: []policy.AccessRule{{Path: "/workspace", Write: true, Dev: true}, {Path: "/", Exec: true, Optional: true}},
+		ExecAll: true, ExecPaths: []string{"/ctx/bin"}, DenyTCP: true, IDMap: &policy.IDMap{DiskUID: 5, DiskGID: 6},
+		Limits: map[string]uint64{"nofile": 1024, "cpu": 1<<64 - 1}, NoNetwork: true}
+	plan2 := &policy.Plan{Iso: "userns", Namespaces: policy.Namespaces{Mount: true, UTS: true, IPC: true}}
+	for _, p := range []*policy.Plan{plan, plan2} {
+		b, err := encodePlan(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, 'g') // what follows the plan stays for the reader
+		rd := bufio.NewReader(bytes.NewReader(b))
+		got, err := decodePlan(rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, p) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, p)
+		}
+		if c, err := rd.ReadByte(); err != nil || c != 'g' {
+			t.Fatalf("after the plan: %q %v", c, err)
+		}
 	}
 	// A plan without ops.
 	empty := &policy.Plan{Iso: "uid"}
-	b, _ = encodePlan(empty)
+	b, _ := encodePlan(empty)
 	if got, err := decodePlan(bufio.NewReader(bytes.NewReader(b))); err != nil || !reflect.DeepEqual(got, empty) {
 		t.Fatalf("empty plan: %+v %v", got, err)
 	}
@@ -75,14 +85,20 @@ func TestPlanWireRefusals(t *testing.T) {
 			t.Errorf("%s: decoded %+v", name, ops)
 		}
 	}
-	// A JSON plan carrying its ops in the JSON part is refused.
-	var w []byte
-	js := []byte(`{"iso":"uid","ops":[{"kind":"pivotroot"}]}`)
-	w = append(w, byte(len(js)))
-	w = append(w, js...)
-	w = append(w, 1, 0)
-	if _, err := decodePlan(bufio.NewReader(bytes.NewReader(w))); err == nil {
-		t.Error("ops in the JSON part were accepted")
+	// The rest of the plan: truncated, trailing, unknown flags, an idmap
+	// neither absent nor present, a count beyond the input.
+	rest := encodePlanRest(&policy.Plan{Iso: "uid", Argv: []string{"sh"}})
+	for name, b := range map[string][]byte{
+		"truncated":       rest[:len(rest)-1],
+		"trailing":        append(append([]byte{}, rest...), 0),
+		"namespace flags": append([]byte{0, 0x40}, rest[2:]...),
+		"plan flags":      append([]byte{0, 0, 0, 0x10}, rest[4:]...),
+		"idmap tag":       append(append([]byte{}, rest[:len(rest)-2]...), 2, 0),
+		"groups beyond":   append(append([]byte{}, rest[:8]...), 0xff, 0x7f),
+	} {
+		if p, err := decodePlanRest(b); err == nil {
+			t.Errorf("%s: decoded %+v", name, p)
+		}
 	}
 }
 
@@ -102,6 +118,24 @@ func FuzzPlanWireOps(f *testing.F) {
 		back, err := decodeOps(encodeOps(ops))
 		if err != nil || !reflect.DeepEqual(back, ops) {
 			t.Fatalf("re-encoding changed the ops: %v", err)
+		}
+	})
+}
+
+// FuzzPlanWireRest: any input decodes or is refused without panicking,
+// and what decodes encodes back to the same plan.
+func FuzzPlanWireRest(f *testing.F) {
+	f.Add(encodePlanRest(&policy.Plan{Iso: "uid", NewRoot: "/r", Argv: []string{"sh"}, Access: []policy.AccessRule{{Path: "/", Exec: true}},
+		IDMap: &policy.IDMap{DiskUID: 1}, Limits: map[string]uint64{"nofile": 8}}))
+	f.Add(encodePlanRest(&policy.Plan{}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := decodePlanRest(b)
+		if err != nil {
+			return
+		}
+		back, err := decodePlanRest(encodePlanRest(p))
+		if err != nil || !reflect.DeepEqual(back, p) {
+			t.Fatalf("re-encoding changed the plan: %v", err)
 		}
 	})
 }
