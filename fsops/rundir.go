@@ -46,7 +46,7 @@ func MakeHeldDir(parent, name string, mode uint32) (*os.File, error) {
 			err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		}
 		if err == nil {
-			err = unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_NOREPLACE)
+			err = renameDirNoReplace(pfd, tmp, name)
 		}
 		if err != nil {
 			unix.Close(fd)
@@ -57,6 +57,26 @@ func MakeHeldDir(parent, name string, mode uint32) (*os.File, error) {
 		return nil, &os.PathError{Op: "make", Path: filepath.Join(parent, name), Err: err}
 	}
 	return os.NewFile(uintptr(fd), filepath.Join(parent, name)), nil
+}
+
+// renameDirNoReplace renames directory tmp to name in dirfd, never over
+// anything. Where the filesystem has no RENAME_NOREPLACE (NFS), name is
+// looked up first: a directory cannot be linked, and the names made here
+// are fresh run ids, so only a second maker of the same random name could
+// slip between the two calls.
+func renameDirNoReplace(dirfd int, tmp, name string) error {
+	err := RenameNoReplaceAt(dirfd, tmp, dirfd, name)
+	if err != ErrNoReplaceUnsupported {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != unix.ENOENT {
+		if err == nil {
+			return unix.EEXIST
+		}
+		return err
+	}
+	return unix.Renameat(dirfd, tmp, dirfd, name)
 }
 
 // SweepUnheld removes the directories in parent whose names isHeldName

@@ -79,8 +79,19 @@ func TestSweepUnheld(t *testing.T) {
 	}
 }
 
-// MakeHeldDir refuses a name that is taken and leaves no temporary.
+// MakeHeldDir refuses a name that is taken and leaves no temporary, with
+// RENAME_NOREPLACE and without it (NFS).
 func TestMakeHeldDirRefusesTaken(t *testing.T) {
+	t.Run("noreplace", testMakeHeldDirRefusesTaken)
+	t.Run("fallback", func(t *testing.T) {
+		was := noReplaceOff.Load()
+		noReplaceOff.Store(true)
+		defer noReplaceOff.Store(was)
+		testMakeHeldDirRefusesTaken(t)
+	})
+}
+
+func testMakeHeldDirRefusesTaken(t *testing.T) {
 	parent := t.TempDir()
 	if err := os.Mkdir(filepath.Join(parent, "run-1"), 0o700); err != nil {
 		t.Fatal(err)
