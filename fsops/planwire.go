@@ -86,44 +86,44 @@ func readPart(r *bufio.Reader, what string) ([]byte, error) {
 	return b, nil
 }
 
+// wireEncoder writes the binary form (a plan or its ops).
+type wireEncoder struct{ b []byte }
+
+func (w *wireEncoder) num(v uint64) { w.b = binary.AppendUvarint(w.b, v) }
+
+func (w *wireEncoder) bytes(d []byte) { w.num(uint64(len(d))); w.b = append(w.b, d...) }
+
+func (w *wireEncoder) str(s string) { w.num(uint64(len(s))); w.b = append(w.b, s...) }
+
+func (w *wireEncoder) strs(l []string) {
+	w.num(uint64(len(l)))
+	for _, s := range l {
+		w.str(s)
+	}
+}
+
 // encodeOps is the binary form of ops.
 func encodeOps(ops []policy.Op) []byte {
-	var b []byte
-	str := func(s string) {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	bytes := func(d []byte) {
-		b = binary.AppendUvarint(b, uint64(len(d)))
-		b = append(b, d...)
-	}
-	b = binary.AppendUvarint(b, uint64(len(ops)))
+	w := &wireEncoder{}
+	w.num(uint64(len(ops)))
 	for i := range ops {
 		op := &ops[i]
-		str(string(op.Kind))
-		str(op.Source)
-		str(op.Target)
-		str(op.Size)
-		str(op.Why)
-		var flags uint64
-		for bit, f := range opFlagBits {
-			if *f(op) {
-				flags |= 1 << bit
-			}
+		for _, s := range []string{string(op.Kind), op.Source, op.Target, op.Size, op.Why} {
+			w.str(s)
 		}
-		b = binary.AppendUvarint(b, flags)
-		b = binary.AppendUvarint(b, uint64(op.Mode))
-		bytes(op.Data)
-		b = binary.AppendUvarint(b, uint64(len(op.Fill)))
+		w.num(flagsOf(op, opFlagBits))
+		w.num(uint64(op.Mode))
+		w.bytes(op.Data)
+		w.num(uint64(len(op.Fill)))
 		for _, e := range op.Fill {
-			str(e.Path)
-			str(e.Kind)
-			str(e.Link)
-			bytes(e.Data)
-			b = binary.AppendUvarint(b, uint64(e.Mode))
+			w.str(e.Path)
+			w.str(e.Kind)
+			w.str(e.Link)
+			w.bytes(e.Data)
+			w.num(uint64(e.Mode))
 		}
 	}
-	return b
+	return w.b
 }
 
 // wireDecoder reads the binary form (a plan or its ops); the first
@@ -206,13 +206,7 @@ func decodeOps(b []byte) ([]policy.Op, error) {
 		op.Target = d.str()
 		op.Size = d.str()
 		op.Why = d.str()
-		flags := d.uvarint()
-		if d.err == nil && flags>>len(opFlagBits) != 0 {
-			d.err = fmt.Errorf("op %d: unknown flags %#x", i, flags)
-		}
-		for bit, f := range opFlagBits {
-			*f(op) = flags&(1<<bit) != 0
-		}
+		readFlags(d, op, opFlagBits, "op", i)
 		op.Mode = d.u32()
 		op.Data = d.bytes()
 		// A fill entry takes at least five bytes.

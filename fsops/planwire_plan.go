@@ -1,9 +1,9 @@
 package fsops
 
 import (
-	"encoding/binary"
 	"fmt"
 	"sort"
+	"strconv"
 
 	"ctx/policy"
 )
@@ -58,62 +58,59 @@ func flagsOf[T any](v *T, bits []func(*T) *bool) uint64 {
 
 // encodePlanRest is the binary form of everything in plan but its ops.
 func encodePlanRest(plan *policy.Plan) []byte {
-	var b []byte
-	num := func(v uint64) { b = binary.AppendUvarint(b, v) }
-	str := func(s string) { num(uint64(len(s))); b = append(b, s...) }
-	strs := func(l []string) {
-		num(uint64(len(l)))
-		for _, s := range l {
-			str(s)
-		}
-	}
-	str(plan.Iso)
-	num(flagsOf(&plan.Namespaces, nsFlagBits))
-	str(plan.NewRoot)
-	num(flagsOf(plan, planFlagBits))
+	w := &wireEncoder{}
+	w.str(plan.Iso)
+	w.num(flagsOf(&plan.Namespaces, nsFlagBits))
+	w.str(plan.NewRoot)
+	w.num(flagsOf(plan, planFlagBits))
 	for _, id := range []uint32{plan.UID, plan.GID, plan.OuterUID, plan.OuterGID} {
-		num(uint64(id))
+		w.num(uint64(id))
 	}
-	num(uint64(len(plan.Groups)))
+	w.num(uint64(len(plan.Groups)))
 	for _, g := range plan.Groups {
-		num(uint64(g))
+		w.num(uint64(g))
 	}
-	str(plan.Hostname)
-	str(plan.Cwd)
-	strs(plan.Env)
-	strs(plan.Argv)
-	str(plan.Exe)
-	str(plan.Worker)
-	num(uint64(len(plan.Access)))
+	w.str(plan.Hostname)
+	w.str(plan.Cwd)
+	w.strs(plan.Env)
+	w.strs(plan.Argv)
+	w.str(plan.Exe)
+	w.str(plan.Worker)
+	w.num(uint64(len(plan.Access)))
 	for i := range plan.Access {
-		str(plan.Access[i].Path)
-		num(flagsOf(&plan.Access[i], accessFlagBits))
+		w.str(plan.Access[i].Path)
+		w.num(flagsOf(&plan.Access[i], accessFlagBits))
 	}
-	strs(plan.ExecPaths)
+	w.strs(plan.ExecPaths)
 	if plan.IDMap == nil {
-		num(0)
+		w.num(0)
 	} else {
-		num(1)
-		num(uint64(plan.IDMap.DiskUID))
-		num(uint64(plan.IDMap.DiskGID))
+		w.num(1)
+		w.num(uint64(plan.IDMap.DiskUID))
+		w.num(uint64(plan.IDMap.DiskGID))
 	}
 	names := make([]string, 0, len(plan.Limits))
 	for n := range plan.Limits {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	num(uint64(len(names)))
+	w.num(uint64(len(names)))
 	for _, n := range names {
-		str(n)
-		num(plan.Limits[n])
+		w.str(n)
+		w.num(plan.Limits[n])
 	}
-	return b
+	return w.b
 }
 
-// readFlags reads a flags field into v's booleans, refusing unknown bits.
-func readFlags[T any](d *wireDecoder, v *T, bits []func(*T) *bool, what string) {
+// readFlags reads a flags field into v's booleans, refusing unknown bits;
+// what (with index, when not negative) names the field in the error,
+// formatted only then: the ops are read on the start's critical path.
+func readFlags[T any](d *wireDecoder, v *T, bits []func(*T) *bool, what string, index int) {
 	f := d.uvarint()
 	if d.err == nil && f>>len(bits) != 0 {
+		if index >= 0 {
+			what += " " + strconv.Itoa(index)
+		}
 		d.err = fmt.Errorf("%s: unknown flags %#x", what, f)
 	}
 	for i, b := range bits {
@@ -140,9 +137,9 @@ func decodePlanRest(b []byte) (*policy.Plan, error) {
 	d := &wireDecoder{b: b}
 	p := &policy.Plan{}
 	p.Iso = d.str()
-	readFlags(d, &p.Namespaces, nsFlagBits, "namespaces")
+	readFlags(d, &p.Namespaces, nsFlagBits, "namespaces", -1)
 	p.NewRoot = d.str()
-	readFlags(d, p, planFlagBits, "plan")
+	readFlags(d, p, planFlagBits, "plan", -1)
 	for _, id := range []*uint32{&p.UID, &p.GID, &p.OuterUID, &p.OuterGID} {
 		*id = d.u32()
 	}
@@ -162,7 +159,7 @@ func decodePlanRest(b []byte) (*policy.Plan, error) {
 		p.Access = make([]policy.AccessRule, n)
 		for i := range p.Access {
 			p.Access[i].Path = d.str()
-			readFlags(d, &p.Access[i], accessFlagBits, "access rule")
+			readFlags(d, &p.Access[i], accessFlagBits, "access rule", i)
 		}
 	}
 	p.ExecPaths = d.strs()
