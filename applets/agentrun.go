@@ -57,11 +57,12 @@ type agentRun struct {
 	idmapTree     *os.File // the idmapped workspace for the sandbox, until it starts
 	planOnly      bool     // --plan: nothing is started, no cgroup made
 	budgets       *runBudgets
-	broker        *broker        // the run's tool broker, when it could be bound
-	isoAsked      policy.Iso     // the iso the agent asked for (auto, or a mode)
-	onTerminal    bool           // the program gets a terminal (ctxterm serves it): --terminal, --no-console, or a terminal on stdin
-	early         chan earlyInit // the init started while the run is prepared (none if it could not be), until run takes it
-	earlyPTY      *ptyterm.PTY   // the PTY the early init was started on (a run on a terminal)
+	broker        *broker                              // the run's tool broker, when it could be bound
+	isoAsked      policy.Iso                           // the iso the agent asked for (auto, or a mode)
+	probe         func(full bool) policy.HostIsolation // fsops.ProbeIsolation, or its answer started ahead
+	onTerminal    bool                                 // the program gets a terminal (ctxterm serves it): --terminal, --no-console, or a terminal on stdin
+	early         chan earlyInit                       // the init started while the run is prepared (none if it could not be), until run takes it
+	earlyPTY      *ptyterm.PTY                         // the PTY the early init was started on (a run on a terminal)
 }
 
 // isoNote says, in the agent.start event, which mode auto chose.

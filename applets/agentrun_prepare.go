@@ -123,7 +123,11 @@ func (r *agentRun) checkStart(e *Env) (int, bool) {
 	// refused with the reason and what would work, before anything is
 	// written or logged.
 	req := a.Isolation(uint32(r.callerUID))
-	iso, err := policy.ChooseIso(req, uint32(r.callerUID), fsops.ProbeIsolation(req == policy.IsoAuto))
+	probe := r.probe
+	if probe == nil {
+		probe = fsops.ProbeIsolation
+	}
+	iso, err := policy.ChooseIso(req, uint32(r.callerUID), probe(req == policy.IsoAuto))
 	if err != nil {
 		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
 	}

@@ -34,6 +34,12 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 	// Descriptors the caller left open (a shell's 7</) must not reach the
 	// sandbox or anything this run host starts.
 	fsops.CloseInheritedOnExec()
+	// What the run's start waits for later begins now, on the other core,
+	// while the agent is loaded: the isolation probe (an auto iso needs
+	// it) and the Go runtime's one check of pidfd support, which it makes
+	// before its first process start, the init's.
+	probe := fsops.ProbeAhead()
+	go fsops.WarmProcessStart()
 	f := newFlags()
 	f.String("session", &session)
 	f.String("shared", &sharedSpace)
@@ -61,7 +67,7 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 		}
 		defer lock.Close()
 	}
-	r := &agentRun{stderr: e.Stderr, root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan}
+	r := &agentRun{stderr: e.Stderr, root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan, probe: probe}
 	defer r.closeIDMap()
 	defer r.endBudgets()
 	defer r.closeBroker()

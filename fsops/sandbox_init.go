@@ -51,6 +51,7 @@ func RunSandboxInit(stderr io.Writer) int {
 	go func() {
 		defer close(notified)
 		signal.Notify(sigs, initSignals...)
+		WarmProcessStart()
 	}()
 	plan, err := readPlan()
 	if err == nil {

@@ -50,3 +50,15 @@ func FDOpen(fd int) bool {
 func ExecProgram(path string, argv, env []string) error {
 	return syscall.Exec(path, argv, env)
 }
+
+// WarmProcessStart makes the Go runtime's one check of pidfd support now.
+// The os package makes it before a process's first process start (a
+// pidfd of its own, a wait, a signal, and a child cloned and reaped), and
+// caches the answer; made ahead on another goroutine, it leaves the
+// critical path of the first start: the init's, in the run host, and the
+// agent program's, in the init.
+func WarmProcessStart() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Release()
+	}
+}
