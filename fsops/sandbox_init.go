@@ -46,14 +46,23 @@ func RunSandboxInit(stderr io.Writer) int {
 	// between the walls and the program's start, where it cost 0.5 ms of
 	// every start. A termination signal that comes before the program
 	// starts still ends the init without it (runAgentProgram).
+	//
+	// The runtime's pidfd check, made before a process's first process
+	// start, is made there too, while the plan is awaited. It is waited
+	// for before the plan is applied: the check clones a child that holds
+	// a copy of the descriptor table while it lives, and a file of the new
+	// root open for writing in that copy would make the read-only
+	// remount of its tmpfs fail (EBUSY).
 	sigs := make(chan os.Signal, 8)
-	notified := make(chan struct{})
+	warmed, notified := make(chan struct{}), make(chan struct{})
 	go func() {
-		defer close(notified)
 		signal.Notify(sigs, initSignals...)
+		close(notified)
 		WarmProcessStart()
+		close(warmed)
 	}()
 	plan, err := readPlan()
+	<-warmed
 	if err == nil {
 		err = buildSandbox(plan)
 	}
