@@ -60,6 +60,7 @@ type agentRun struct {
 	broker        *broker                              // the run's tool broker, when it could be bound
 	isoAsked      policy.Iso                           // the iso the agent asked for (auto, or a mode)
 	probe         func(full bool) policy.HostIsolation // fsops.ProbeIsolation, or its answer started ahead
+	agents        *authority.Agents                    // the start's one reading of the tree's agents
 	onTerminal    bool                                 // the program gets a terminal (ctxterm serves it): --terminal, --no-console, or a terminal on stdin
 	early         chan earlyInit                       // the init started while the run is prepared (none if it could not be), until run takes it
 	earlyPTY      *ptyterm.PTY                         // the PTY the early init was started on (a run on a terminal)
@@ -87,8 +88,13 @@ func (r *agentRun) closeIDMap() {
 // candidates at all. It also returns one line per candidate, skipped tier
 // and skipped tool for /mnt/proc/policy. Nothing is written: visibility is
 // computed, never materialised.
-func projectTools(root fsops.Root, a *policy.Agent) ([]policy.ProjectedTool, []string) {
-	tp := authority.TrustedToolDirs(root, a)
+//
+// agents is the reading of the tree's agents the decision is made on (a
+// start's, shared with its budgets; a fresh one for each of the run
+// host's refreshes).
+func projectTools(agents *authority.Agents, a *policy.Agent) ([]policy.ProjectedTool, []string) {
+	root := agents.Root()
+	tp := agents.TrustedToolDirs(a)
 	var tools []policy.ProjectedTool
 	var lines []string
 	for _, s := range tp.Skipped {

@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -33,7 +32,7 @@ type runBudgets struct {
 
 // effectiveBudgets are the agent's budgets capped by every ancestor's
 // (a child never gets more than its parent), as far as the lineage loads.
-func effectiveBudgets(root fsops.Root, a *policy.Agent) policy.Budgets {
+func effectiveBudgets(load func(name string) (*policy.Agent, error), a *policy.Agent) policy.Budgets {
 	b := a.Budgets
 	if b == nil {
 		b = policy.DefaultBudgets()
@@ -41,7 +40,7 @@ func effectiveBudgets(root fsops.Root, a *policy.Agent) policy.Budgets {
 	seen := map[string]bool{a.Name: true}
 	for p := a.Parent.Agent; p != "" && !seen[p] && len(seen) < 64; {
 		seen[p] = true
-		parent, err := authority.LoadAgent(root, p)
+		parent, err := load(p)
 		if err != nil {
 			break
 		}
@@ -62,7 +61,7 @@ func limitOrZero(v uint64) uint64 {
 // startBudgets computes the run's limits and, unless only the plan is
 // wanted, makes its cgroup.
 func (r *agentRun) startBudgets(planOnly bool) {
-	r.budgets = &runBudgets{limits: effectiveBudgets(r.root, r.agent), capped: map[string]bool{}}
+	r.budgets = &runBudgets{limits: effectiveBudgets(r.agents.Load, r.agent), capped: map[string]bool{}}
 	if planOnly {
 		r.budgets.cgroupWhy = "not made for --plan"
 		return

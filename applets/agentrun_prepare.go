@@ -46,7 +46,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	toolsRead := make(chan struct{})
 	go func() {
 		defer close(toolsRead)
-		tools, policyLines = projectTools(r.root, a)
+		tools, policyLines = projectTools(r.agents, a)
 		withToolSpecs(tools)
 	}()
 	defer func() { <-toolsRead }()

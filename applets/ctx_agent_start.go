@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/ptyterm"
 )
@@ -67,7 +68,8 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 		}
 		defer lock.Close()
 	}
-	r := &agentRun{stderr: e.Stderr, root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan, probe: probe}
+	r := &agentRun{stderr: e.Stderr, root: root, agent: a, callerUID: os.Getuid(), callerGID: os.Getgid(), allowHostRoot: allowHostRoot, planOnly: showPlan, probe: probe,
+		agents: authority.NewAgents(root, a)}
 	defer r.closeIDMap()
 	defer r.endBudgets()
 	defer r.closeBroker()

@@ -222,7 +222,7 @@ func (b *broker) decide(tool string) decision {
 	}
 	// Refused: the whole projection says why, and /mnt/proc/policy is
 	// brought up to date before the caller hears of it.
-	tools, lines := projectTools(r.root, a)
+	tools, lines := projectTools(authority.NewAgents(r.root, a), a)
 	b.writePolicy(lines)
 	for _, t := range tools {
 		if t.Name == tool && !projectedAtStart(r, t) {

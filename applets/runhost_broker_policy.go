@@ -25,7 +25,7 @@ func (b *broker) refreshPolicy() {
 	if err != nil {
 		return
 	}
-	_, lines := projectTools(b.r.root, a)
+	_, lines := projectTools(authority.NewAgents(b.r.root, a), a)
 	b.writePolicy(lines)
 }
 

@@ -54,6 +54,11 @@ type tierVerdict struct {
 // read-write entries of its mount control). An agent whose definition does
 // not load cannot start, so it writes nothing; its uid still counts.
 func LoadTrust(root fsops.Root) *Trust {
+	return loadTrust(root, func(name string) (*policy.Agent, error) { return LoadAgent(root, name) })
+}
+
+// loadTrust is LoadTrust with the agents read by load.
+func loadTrust(root fsops.Root, load func(name string) (*policy.Agent, error)) *Trust {
 	t := &Trust{tiers: map[string]tierVerdict{}}
 	t.facts.Root = root.Dir
 	t.facts.AgentUIDs = map[uint32]string{}
@@ -74,7 +79,7 @@ func LoadTrust(root fsops.Root) *Trust {
 		if !ok || policy.ValidName(name) != nil {
 			continue
 		}
-		a, err := LoadAgent(root, name)
+		a, err := load(name)
 		if err != nil {
 			if b, err := fsops.ReadControl(filepath.Join(root.AgentControl(name), "uid")); err == nil {
 				if uid, err := policy.ParseID("uid", b); err == nil {
