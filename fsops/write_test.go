@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -127,5 +129,27 @@ func TestWriteVolatileReplaces(t *testing.T) {
 	}
 	if l, err := os.Readlink(link); err != nil || l != target {
 		t.Fatalf("the symlink was replaced: %q %v", l, err)
+	}
+}
+
+// TestUmaskIsTheProcesss: Umask is the umask the process started with
+// (read at initialisation, in a child started under an unusual one), and
+// reading it left that umask in place.
+func TestUmaskIsTheProcesss(t *testing.T) {
+	if os.Getenv("CTX_UMASK_CHILD") != "" {
+		after := syscall.Umask(0)
+		fmt.Printf("\n%o %o\n", Umask(), after)
+		os.Exit(0)
+	}
+	old := syscall.Umask(0o037)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestUmaskIsTheProcesss$")
+	cmd.Env = append(os.Environ(), "CTX_UMASK_CHILD=1")
+	out, err := cmd.Output()
+	syscall.Umask(old)
+	if err != nil {
+		t.Fatalf("child: %v", err)
+	}
+	if got := strings.TrimSpace(string(out)); got != "37 37" {
+		t.Fatalf("child's Umask and umask after it: %q, want \"37 37\"", got)
 	}
 }
