@@ -20,6 +20,12 @@ func DirNames(dir string) ([]string, error) {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
 	defer unix.Close(fd)
+	return dirNamesFD(fd, dir)
+}
+
+// dirNamesFD lists the directory open as fd (named dir in errors) as
+// DirNames does, leaving fd open.
+func dirNamesFD(fd int, dir string) ([]string, error) {
 	var names []string
 	buf := make([]byte, 8<<10)
 	for {

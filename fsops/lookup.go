@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -227,15 +228,16 @@ func ControlTreeFacts(dir string) (facts []policy.FileFacts, more bool, err erro
 
 // controlDirFacts appends the facts of the entries of the directory open
 // as fd (at p), sorted by name, recursing into directories; it closes fd.
+//
+// The directory is listed with getdents on fd itself: an os.File around
+// it cost each directory a fcntl and the os package's directory reader.
 func controlDirFacts(fd int, p string, facts *[]policy.FileFacts) (more bool, err error) {
-	d := os.NewFile(uintptr(fd), p)
-	names, err := d.Readdirnames(-1)
+	defer unix.Close(fd)
+	names, err := dirNamesFD(fd, p)
 	if err != nil {
-		d.Close()
 		return false, err
 	}
-	sort.Strings(names)
-	defer d.Close()
+	slices.Sort(names)
 	for _, name := range names {
 		if len(*facts) == MaxControlEntries {
 			return true, nil
