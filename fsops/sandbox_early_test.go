@@ -205,21 +205,25 @@ func TestSandboxTerminatedBeforeProgram(t *testing.T) {
 	ws := t.TempDir()
 	plan := testPlan(t, "userns", 0, ws, "echo ran > /workspace/ran")
 	sb, out := startWaitingInit(t, plan)
-	// Wait until the init catches SIGTERM (SigCgt, bit 15), so the signal
-	// meets the handler and not the default action.
-	caught := false
-	for i := 0; i < 500 && !caught; i++ {
-		status, _ := os.ReadFile("/proc/" + strconv.Itoa(sb.Cmd.Process.Pid) + "/status")
-		for _, l := range strings.Split(string(status), "\n") {
-			if v, ok := strings.CutPrefix(l, "SigCgt:\t"); ok {
-				mask, _ := strconv.ParseUint(v, 16, 64)
-				caught = mask&(1<<(unix.SIGTERM-1)) != 0
-			}
+	// Wait until the init waits for its plan: one of its threads blocked
+	// receiving from the plan channel (descriptor 4). It registered its
+	// signals before that read, so the signal meets its handler, not the
+	// runtime's default action. (SigCgt in /proc/PID/status says nothing
+	// here: the Go runtime catches SIGTERM from its start.)
+	task := "/proc/" + strconv.Itoa(sb.Cmd.Process.Pid) + "/task/"
+	waiting := false
+	for i := 0; i < 1000 && !waiting; i++ {
+		tids, _ := os.ReadDir(task)
+		for _, tid := range tids {
+			call, _ := os.ReadFile(task + tid.Name() + "/syscall")
+			f := strings.Fields(string(call))
+			waiting = waiting || len(f) > 1 && f[1] == "0x4" &&
+				(f[0] == strconv.Itoa(unix.SYS_RECVMSG) || f[0] == strconv.Itoa(unix.SYS_READ))
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(time.Millisecond)
 	}
-	if !caught {
-		t.Fatal("the init never caught SIGTERM")
+	if !waiting {
+		t.Fatal("the init never waited for its plan")
 	}
 	if err := sb.Cmd.Process.Signal(unix.SIGTERM); err != nil {
 		t.Fatal(err)

@@ -32,6 +32,17 @@ func (e *SandboxError) Unwrap() error { return e.Err }
 // returns the program's exit status (128+N for a signal), or 69 when the
 // sandbox could not be built.
 func RunSandboxInit(stderr io.Writer) int {
+	// The init's signals are caught from its first moment, before it
+	// reads its plan: a termination signal that comes before the program
+	// starts ends the init without it, with 128+N (runAgentProgram). Only
+	// one that comes while the Go runtime starts, before this line, meets
+	// the runtime's default action instead (the init exits 2). Notify
+	// does not wait for the runtime's signal-handling goroutine and
+	// thread: they are made while the plan is read and applied, not
+	// between the walls and the program's start, where they cost 0.5 ms of
+	// every start.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, initSignals...)
 	// Capabilities and no_new_privs are per thread, and a child inherits
 	// them from the thread that forks it: this goroutine keeps one thread,
 	// drops privileges on it, and forks the agent from it.
@@ -40,24 +51,14 @@ func RunSandboxInit(stderr io.Writer) int {
 	// passes on purpose may reach the agent: mark every inherited
 	// descriptor close-on-exec before anything else runs.
 	CloseInheritedOnExec()
-	// The init's signals are caught from its first moment, registered on
-	// another goroutine: the runtime makes its signal-handling goroutines
-	// and threads while this locked thread reads and applies the plan, not
-	// between the walls and the program's start, where it cost 0.5 ms of
-	// every start. A termination signal that comes before the program
-	// starts still ends the init without it (runAgentProgram).
-	//
 	// The runtime's pidfd check, made before a process's first process
-	// start, is made there too, while the plan is awaited. It is waited
-	// for before the plan is applied: the check clones a child that holds
-	// a copy of the descriptor table while it lives, and a file of the new
-	// root open for writing in that copy would make the read-only
-	// remount of its tmpfs fail (EBUSY).
-	sigs := make(chan os.Signal, 8)
-	warmed, notified := make(chan struct{}), make(chan struct{})
+	// start, is made on another goroutine while the plan is awaited. It
+	// is waited for before the plan is applied: the check clones a child
+	// that holds a copy of the descriptor table while it lives, and a file
+	// of the new root open for writing in that copy would make the
+	// read-only remount of its tmpfs fail (EBUSY).
+	warmed := make(chan struct{})
 	go func() {
-		signal.Notify(sigs, initSignals...)
-		close(notified)
 		WarmProcessStart()
 		close(warmed)
 	}()
@@ -70,7 +71,6 @@ func RunSandboxInit(stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
 		return 69
 	}
-	<-notified
 	return runAgentProgram(plan, sigs, stderr)
 }
 
