@@ -88,8 +88,10 @@ func (q *Queue) tryClaim(job string, lease Lease, stale bool) (bool, error) {
 			return false, nil // gone, or not a job (symlink, directory, ...)
 		}
 	}
-	if held, err := exists(q.fd[dLease], job); err != nil || held {
-		return false, nil
+	if !q.emptyDir(dLease) {
+		if held, err := exists(q.fd[dLease], job); err != nil || held {
+			return false, nil
+		}
 	}
 	if err := unix.Mkdirat(cfd, job, jobDirMode&0o777); err != nil {
 		if err == unix.EEXIST {

@@ -233,7 +233,9 @@ type blocker struct{ name, kind string }
 // (refuseFinishAt). The protocol stays as safe: whatever is at J.result,
 // the rename fails, its temporary is removed, and the job is exactly as
 // it was, with the refusal a lookup would have given. (A negative lookup
-// costs a dentry allocation on tmpfs, which keeps no negative dentries.)
+// costs a dentry allocation on tmpfs, which keeps no negative dentries:
+// there a directory read as empty by emptyDir has none of the names
+// looked up, and is not looked in.)
 // blocked is J in st's directory when it exists but is not a regular
 // file: no evidence, yet it would block the rename.
 func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, blocked blocker, err error) {
@@ -248,9 +250,19 @@ func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, 
 	}{{&ev.Pending, dPending, job},
 		{&ev.DoneResult, dDone, res}, {&ev.Done, dDone, job},
 		{&ev.FailedResult, dFailed, res}, {&ev.Failed, dFailed, job}}
+	var empty [numDirs]int8 // 0 not asked, 1 empty, -1 not known to be
 	for _, c := range checks {
 		if c.d == st.dir() && c.name == res {
 			continue // the result's rename checks it (see above)
+		}
+		if empty[c.d] == 0 {
+			empty[c.d] = -1
+			if q.emptyDir(c.d) {
+				empty[c.d] = 1
+			}
+		}
+		if empty[c.d] == 1 {
+			continue // nothing there (emptyDir)
 		}
 		sta, err := lstatAt(q.fd[c.d], c.name)
 		if err == unix.ENOENT {

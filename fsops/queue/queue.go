@@ -98,6 +98,9 @@ type Queue struct {
 	// held are the directories of claims this Queue made and has not
 	// finished (see hold).
 	held map[string]heldClaim
+	// sizeCounts marks the state directories whose size counts their
+	// entries (tmpfs): see emptyDir.
+	sizeCounts [numDirs]bool
 }
 
 // Open opens the queue of shared space space under the /ctx tree root. The
@@ -132,6 +135,8 @@ func Open(root, space string) (*Queue, error) {
 			q.Close()
 			return nil, pathErr("open", filepath.Join(path, name), err)
 		}
+		var sfs unix.Statfs_t
+		q.sizeCounts[i] = unix.Fstatfs(q.fd[i], &sfs) == nil && sfs.Type == unix.TMPFS_MAGIC
 	}
 	return q, nil
 }

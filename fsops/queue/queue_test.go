@@ -218,8 +218,24 @@ func TestPublishRefusesExistingEvidence(t *testing.T) {
 	mustState(t, q, "d.req.json", StateInterruptedFinish)
 }
 
+// TestFinishRefusals runs on the test's temporary directory and on tmpfs,
+// where Finish reads an empty state directory from its size instead of
+// looking up each name (emptyDir): a name planted there must stop it the
+// same way.
 func TestFinishRefusals(t *testing.T) {
-	root, q := newQueue(t, "")
+	t.Run("tempdir", func(t *testing.T) { testFinishRefusals(t, t.TempDir()) })
+	t.Run("tmpfs", func(t *testing.T) {
+		base := fastDir(t)
+		var sfs unix.Statfs_t
+		if unix.Statfs(base, &sfs) != nil || sfs.Type != unix.TMPFS_MAGIC {
+			t.Fatalf("%s is not a tmpfs", base)
+		}
+		testFinishRefusals(t, base)
+	})
+}
+
+func testFinishRefusals(t *testing.T, base string) {
+	root, q := newQueue(t, base)
 	if _, err := q.Finish("nope.req.json", Done, nil, FinishOptions{}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("finish absent: %v", err)
 	}
@@ -588,4 +604,44 @@ func TestFinishResultCheckedByRename(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFile(t, res, []byte("mine"))
+}
+
+// TestEmptyDirBySize: on tmpfs a state directory is empty exactly when its
+// size says so, whatever appears in it (a hidden temporary, a directory,
+// a FIFO); elsewhere it is never taken as empty.
+func TestEmptyDirBySize(t *testing.T) {
+	for _, base := range []string{fastDir(t), t.TempDir()} {
+		root, q := newQueue(t, base)
+		var sfs unix.Statfs_t
+		if err := unix.Statfs(base, &sfs); err != nil {
+			t.Fatal(err)
+		}
+		tmpfs := sfs.Type == unix.TMPFS_MAGIC
+		if got := q.emptyDir(dFailed); got != tmpfs {
+			t.Fatalf("%s: empty failed/ read as empty %v (tmpfs %v)", base, got, tmpfs)
+		}
+		failed := qpath(root, "failed")
+		for _, plant := range []func(string) error{
+			func(p string) error { return os.WriteFile(p, nil, 0o640) },
+			func(p string) error { return os.Mkdir(p, 0o750) },
+			func(p string) error { return unix.Mkfifo(p, 0o640) },
+		} {
+			for _, name := range []string{"a.req.json", ".tmp-1-000000000000"} {
+				p := filepath.Join(failed, name)
+				if err := plant(p); err != nil {
+					t.Fatal(err)
+				}
+				if q.emptyDir(dFailed) {
+					t.Fatalf("%s: failed/ with %s read as empty", base, name)
+				}
+				if err := os.Remove(p); err != nil {
+					t.Fatal(err)
+				}
+				if got := q.emptyDir(dFailed); got != tmpfs {
+					t.Fatalf("%s: failed/ emptied again read as empty %v", base, got)
+				}
+			}
+		}
+		q.Close()
+	}
 }
