@@ -24,6 +24,8 @@ type runBudgets struct {
 	cgroup    *fsops.RunCgroup
 	cgroupWhy string // why there is no cgroup
 
+	ended sync.Once // endBudgets' work, done once: at the run's end, or by the start's cleanup
+
 	mu       sync.Mutex
 	logBytes uint64          // event bytes written for the run
 	capped   map[string]bool // keys already reported exceeded
@@ -260,13 +262,20 @@ func (r *agentRun) budgetsText() []byte {
 }
 
 // endBudgets kills whatever is left in the run's cgroup and removes it.
+//
+// It runs once: when the run's init has exited, and again, as a no-op, in
+// the cleanup of every start (a start that never ran removes its cgroup
+// there); a second pass read and removed a cgroup already gone, eleven
+// failed system calls before the run host's exit.
 func (r *agentRun) endBudgets() {
 	if r.budgets == nil || r.budgets.cgroup == nil {
 		return
 	}
-	r.checkCgroup(nil) // what the kernel refused since the last look
-	r.budgets.cgroup.KillAll()
-	r.budgets.cgroup.Remove()
+	r.budgets.ended.Do(func() {
+		r.checkCgroup(nil) // what the kernel refused since the last look
+		r.budgets.cgroup.KillAll()
+		r.budgets.cgroup.Remove()
+	})
 }
 
 // killRun ends the run as a stop does: SIGTERM to the sandbox's init (or
