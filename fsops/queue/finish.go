@@ -250,18 +250,12 @@ func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, 
 	}{{&ev.Pending, dPending, job},
 		{&ev.DoneResult, dDone, res}, {&ev.Done, dDone, job},
 		{&ev.FailedResult, dFailed, res}, {&ev.Failed, dFailed, job}}
-	var empty [numDirs]int8 // 0 not asked, 1 empty, -1 not known to be
+	empty := emptyDirs{q: q}
 	for _, c := range checks {
 		if c.d == st.dir() && c.name == res {
 			continue // the result's rename checks it (see above)
 		}
-		if empty[c.d] == 0 {
-			empty[c.d] = -1
-			if q.emptyDir(c.d) {
-				empty[c.d] = 1
-			}
-		}
-		if empty[c.d] == 1 {
+		if empty.empty(c.d) {
 			continue // nothing there (emptyDir)
 		}
 		sta, err := lstatAt(q.fd[c.d], c.name)

@@ -140,6 +140,22 @@ func (q *Queue) emptyDir(d int) bool {
 	return unix.Fstat(q.fd[d], &st) == nil && st.Size == tmpfsEmptyDirSize
 }
 
+// emptyDirs asks emptyDir at most once per directory, for one finish.
+type emptyDirs struct {
+	q     *Queue
+	known [numDirs]int8 // 0 not asked, 1 empty, -1 not known to be
+}
+
+func (e *emptyDirs) empty(d int) bool {
+	if e.known[d] == 0 {
+		e.known[d] = -1
+		if e.q.emptyDir(d) {
+			e.known[d] = 1
+		}
+	}
+	return e.known[d] == 1
+}
+
 func exists(dirfd int, name string) (bool, error) {
 	_, err := lstatAt(dirfd, name)
 	switch {
