@@ -39,8 +39,10 @@ type agentRun struct {
 	runHeld    *os.File // runDir, locked while this host lives (fsops.MakeHeldDir)
 	pid        int      // what setStatus last wrote to the agent's pid control
 	pidWritten bool
-	bornInside bool   // the first process was started inside the run's cgroup
-	socket     string // the terminal socket (runtime path)
+	bornInside bool       // the first process was started inside the run's cgroup
+	initJoins  bool       // the init's locked thread joins the run's cgroup itself, and leaves it before the end (letInitJoinCgroup)
+	cgTasks    []*os.File // the tasks files handed to that init, closed once it started
+	socket     string     // the terminal socket (runtime path)
 	tools      []policy.ProjectedTool
 	toolLogs   map[string]string // tool name -> its host log file
 	exes       map[[2]uint64]bool

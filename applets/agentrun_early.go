@@ -73,6 +73,7 @@ func (r *agentRun) startEarly(e *Env) {
 		} else {
 			r.shieldStdio(e, sb)
 		}
+		r.letInitJoinCgroup(sb)
 		if err := r.startFirst(sb.Cmd); err != nil {
 			sb.Abandon()
 			if pty != nil {

@@ -79,8 +79,15 @@ func (r *agentRun) run(e *Env) int {
 			started(cmd.Process.Pid)
 			var exited <-chan struct{}
 			status, exited = r.awaitEnd(cmd, sandbox)
-			// The sandbox's init is gone before its cgroup is.
-			defer func() { <-exited; r.endBudgets() }()
+			// The sandbox's init is out of its cgroup before the cgroup
+			// goes: its locked thread left it before it reported the end
+			// (letInitJoinCgroup), or it has exited.
+			defer func() {
+				if !r.initJoins {
+					<-exited
+				}
+				r.endBudgets()
+			}()
 		}
 	}
 	runcap.CloseChild()
@@ -125,6 +132,26 @@ func (r *agentRun) awaitEnd(cmd *exec.Cmd, sandbox *fsops.Sandbox) (int, <-chan 
 	return waited, exited
 }
 
+// letInitJoinCgroup hands the init the tasks files of the run's cgroup
+// and of its parent (cgroup v1), for the thread that starts every process
+// of the run to join the cgroup itself, and to leave it once they have all
+// ended, before the init reports the end: the run host then removes the
+// cgroup without waiting for the init's exit, which took about 1 ms of
+// every start (fsops cgroup_thread.go). Without them (cgroup v2, no
+// cgroup) the init is born inside or moved in, as before.
+func (r *agentRun) letInitJoinCgroup(sb *fsops.Sandbox) {
+	cg := r.budgets.cgroup
+	if cg == nil || sb.Cmd.Process != nil || r.initJoins {
+		return
+	}
+	files, err := cg.ThreadTasksFiles()
+	if err != nil || len(files) == 0 {
+		return
+	}
+	sb.SetCgroupTasks(files)
+	r.cgTasks, r.initJoins = files, true
+}
+
 // firstCommand is the run's first process, not yet started: the
 // sandbox's init with the plan (sandbox), or, without a plan (iso
 // shared), the program behind ctx's confining trampoline.
@@ -136,6 +163,7 @@ func (r *agentRun) firstCommand(e *Env, runcap *fsops.RunCapability) (*exec.Cmd,
 			if sandbox, err = fsops.NewSandbox(r.plan); err != nil {
 				return nil, nil, fail(e, exitUnavailable, "%v", err), false
 			}
+			r.letInitJoinCgroup(sandbox)
 		}
 		if r.broker == nil {
 			// Without a broker tools report their calls over the run
@@ -189,7 +217,7 @@ func (r *agentRun) onStarted(e *Env, sandbox *fsops.Sandbox, runcap *fsops.RunCa
 		if sandbox != nil {
 			sandbox.SendPlan()
 		}
-		if cg := r.budgets.cgroup; cg != nil && !r.bornInside {
+		if cg := r.budgets.cgroup; cg != nil && !r.bornInside && !r.initJoins {
 			if err := cg.Add(pid); err != nil {
 				cli.Errorf(e.Stderr, "ctx agent", "%s: run cgroup: %v; ending the run", r.agent.Name, err)
 				fsops.SignalProcess(pid, syscall.SIGKILL)
@@ -216,6 +244,16 @@ func (r *agentRun) onStarted(e *Env, sandbox *fsops.Sandbox, runcap *fsops.RunCa
 func (r *agentRun) startFirst(cmd *exec.Cmd) error {
 	if cmd.Process != nil {
 		return nil // started early (startEarly)
+	}
+	if r.initJoins {
+		// Born outside; the thread that starts every process of the run
+		// joins the cgroup before the plan is read (letInitJoinCgroup).
+		err := cmd.Start()
+		for _, f := range r.cgTasks {
+			f.Close()
+		}
+		r.cgTasks = nil
+		return err
 	}
 	cg := r.budgets.cgroup
 	if cg == nil {

@@ -51,6 +51,11 @@ func RunSandboxInit(stderr io.Writer) int {
 	// passes on purpose may reach the agent: mark every inherited
 	// descriptor close-on-exec before anything else runs.
 	CloseInheritedOnExec()
+	// The run's cgroup, joined by this thread alone (cgroup_thread.go).
+	if err := joinRunCgroup(os.Args[1:]); err != nil {
+		fmt.Fprintf(stderr, "ctx: sandbox: joining the run's cgroup: %v\n", err)
+		return 69
+	}
 	// The runtime's pidfd check, made before a process's first process
 	// start, is made on another goroutine while the plan is awaited. It
 	// is waited for before the plan is applied: the check clones a child

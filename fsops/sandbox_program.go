@@ -50,6 +50,7 @@ func runAgentProgram(plan *policy.Plan, sigs chan os.Signal, stderr io.Writer) i
 	}
 	status := serveRun(plan, cmd.Process.Pid, sigs)
 	endRun(plan)
+	leaveRunCgroup()
 	reportEnd(status)
 	return status
 }
