@@ -93,7 +93,14 @@ func (r *agentRun) run(e *Env) int {
 	runcap.CloseChild()
 	close(stopWatch)
 	r.endChildren()
-	r.checkCgroup(nil) // a budget hit is recorded before the stop
+	if r.initJoins {
+		// The init's thread left the cgroup before it reported the end:
+		// the last look at the budgets (a hit is recorded before the
+		// stop) and the cgroup's removal come now, once.
+		r.endBudgets()
+	} else {
+		r.checkCgroup(nil) // a budget hit is recorded before the stop
+	}
 	// Every holder of the run capability is gone with the sandbox; wait
 	// for the last events before recording the stop.
 	select {
