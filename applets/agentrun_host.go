@@ -90,6 +90,15 @@ func (r *agentRun) run(e *Env) int {
 			}()
 		}
 	}
+	r.closeRun(e, runcap, stopWatch, served)
+	r.finish(status)
+	return status
+}
+
+// closeRun is what comes between the program's end and the stop's
+// record: the run capability and the watches closed, the sub-agents
+// ended, the budgets' last look, the last events awaited.
+func (r *agentRun) closeRun(e *Env, runcap *fsops.RunCapability, stopWatch chan struct{}, served <-chan struct{}) {
 	runcap.CloseChild()
 	close(stopWatch)
 	r.endChildren()
@@ -108,8 +117,6 @@ func (r *agentRun) run(e *Env) int {
 	case <-time.After(2 * time.Second):
 	}
 	r.warnProtect(e)
-	r.finish(status)
-	return status
 }
 
 // awaitEnd waits for the end of the run started as cmd and returns the
