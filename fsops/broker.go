@@ -157,11 +157,26 @@ var ErrBrokerClosed = errors.New("broker channel closed")
 // RecvBrokerMessage receives one datagram from fd into v and returns the
 // descriptors attached to it (at most max; more are closed). A truncated
 // message or malformed JSON is an error, after closing what came with it.
+//
+// The message's length is read first, by a peek that takes nothing, and
+// the buffer made to fit: one of the largest message's size (256 KiB),
+// which the allocator zeroes, cost every receiver 64 page faults, the
+// process of every tool call among them.
 func RecvBrokerMessage(fd int, v any, max int) ([]*os.File, error) {
-	buf := make([]byte, MaxBrokerMessage+1)
-	oob := make([]byte, unix.CmsgSpace(8*4))
 	var n, oobn, flags int
 	var err error
+	var none [1]byte
+	for {
+		n, _, _, _, err = unix.Recvmsg(fd, none[:], nil, unix.MSG_PEEK|unix.MSG_TRUNC)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, min(n, MaxBrokerMessage)+1)
+	oob := make([]byte, unix.CmsgSpace(8*4))
 	for {
 		n, oobn, flags, _, err = unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
 		if err != unix.EINTR {
