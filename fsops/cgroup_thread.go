@@ -114,8 +114,9 @@ func joinRunCgroup(args []string) error {
 
 // leaveRunCgroup moves the calling (locked) thread back to the parent
 // cgroups, once every process of the run has ended. A failure leaves it
-// inside: the run host then waits for the init's exit before it removes
-// the cgroup, as without this.
+// inside until the init's exit: the run host's removal of the cgroup
+// (KillAll, then Remove, which retries while the cgroup is busy) then
+// lasts until that exit, as it did before the thread left at all.
 func leaveRunCgroup() {
 	for _, fd := range cgroupParents {
 		unix.Write(fd, []byte("0"))
