@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -42,6 +43,7 @@ type agentRun struct {
 	bornInside bool       // the first process was started inside the run's cgroup
 	initJoins  bool       // the init's locked thread joins the run's cgroup itself, and leaves it before the end (letInitJoinCgroup)
 	cgTasks    []*os.File // the tasks files handed to that init, closed once it started
+	joinCmd    *exec.Cmd  // that init's command: only it is started without StartInside or Add
 	socket     string     // the terminal socket (runtime path)
 	tools      []policy.ProjectedTool
 	toolLogs   map[string]string // tool name -> its host log file

@@ -101,6 +101,7 @@ func (r *agentRun) takeEarly() *fsops.Sandbox {
 	}
 	if err := ei.sb.SetPlan(r.plan); err != nil {
 		ei.abandon()
+		r.dropCgroupJoin() // the init that would have joined is gone
 		return nil
 	}
 	r.earlyPTY = ei.pty

@@ -153,9 +153,16 @@ func (r *agentRun) awaitEnd(cmd *exec.Cmd, sandbox *fsops.Sandbox) (int, <-chan 
 // cgroup without waiting for the init's exit, which took about 1 ms of
 // every start (fsops cgroup_thread.go). Without them (cgroup v2, no
 // cgroup) the init is born inside or moved in, as before.
+//
+// It is called for each init a run prepares: an early init that could not
+// start, or whose plan it could not take (abandoned), is replaced by one
+// prepared later, which gets tasks files of its own; the state is always
+// the last init's, so no init is ever started as if it joined when it
+// was not given the files to.
 func (r *agentRun) letInitJoinCgroup(sb *fsops.Sandbox) {
+	r.dropCgroupJoin()
 	cg := r.budgets.cgroup
-	if cg == nil || sb.Cmd.Process != nil || r.initJoins {
+	if cg == nil || sb.Cmd.Process != nil {
 		return
 	}
 	files, err := cg.ThreadTasksFiles()
@@ -163,7 +170,17 @@ func (r *agentRun) letInitJoinCgroup(sb *fsops.Sandbox) {
 		return
 	}
 	sb.SetCgroupTasks(files)
-	r.cgTasks, r.initJoins = files, true
+	r.cgTasks, r.joinCmd, r.initJoins = files, sb.Cmd, true
+}
+
+// dropCgroupJoin forgets the tasks files handed to an init (closing the
+// run host's copies): it has started with them, failed to, or was
+// abandoned.
+func (r *agentRun) dropCgroupJoin() {
+	for _, f := range r.cgTasks {
+		f.Close()
+	}
+	r.cgTasks, r.joinCmd, r.initJoins = nil, nil, false
 }
 
 // firstCommand is the run's first process, not yet started: the
@@ -259,15 +276,19 @@ func (r *agentRun) startFirst(cmd *exec.Cmd) error {
 	if cmd.Process != nil {
 		return nil // started early (startEarly)
 	}
-	if r.initJoins {
+	if r.initJoins && cmd == r.joinCmd {
 		// Born outside; the thread that starts every process of the run
 		// joins the cgroup before the plan is read (letInitJoinCgroup).
 		err := cmd.Start()
+		if err != nil {
+			r.dropCgroupJoin()
+			return err
+		}
 		for _, f := range r.cgTasks {
 			f.Close()
 		}
 		r.cgTasks = nil
-		return err
+		return nil
 	}
 	cg := r.budgets.cgroup
 	if cg == nil {
