@@ -228,7 +228,7 @@ func TestFinishRefusals(t *testing.T) {
 		base := fastDir(t)
 		var sfs unix.Statfs_t
 		if unix.Statfs(base, &sfs) != nil || sfs.Type != unix.TMPFS_MAGIC {
-			t.Fatalf("%s is not a tmpfs", base)
+			t.Skipf("no tmpfs here (%s is not one): emptyDir's size check is not used", base)
 		}
 		testFinishRefusals(t, base)
 	})
