@@ -177,9 +177,7 @@ func (r *agentRun) letInitJoinCgroup(sb *fsops.Sandbox) {
 // run host's copies): it has started with them, failed to, or was
 // abandoned.
 func (r *agentRun) dropCgroupJoin() {
-	for _, f := range r.cgTasks {
-		f.Close()
-	}
+	closeFiles(r.cgTasks)
 	r.cgTasks, r.joinCmd, r.initJoins = nil, nil, false
 }
 
@@ -284,9 +282,7 @@ func (r *agentRun) startFirst(cmd *exec.Cmd) error {
 			r.dropCgroupJoin()
 			return err
 		}
-		for _, f := range r.cgTasks {
-			f.Close()
-		}
+		closeFiles(r.cgTasks) // the init holds its own copies now
 		r.cgTasks = nil
 		return nil
 	}
