@@ -77,3 +77,38 @@ func TestInitJoinsRunCgroupItself(t *testing.T) {
 	}
 	sb.Cmd.Wait()
 }
+
+// TestJoinRunCgroupRefusesBadCount: the init's cgroup-tasks=N is refused
+// unless N is 1 to 8, before any descriptor is written to or kept: the
+// file at the first tasks descriptor stays empty and no parent is kept.
+func TestJoinRunCgroupRefusesBadCount(t *testing.T) {
+	saved, err := unix.Dup(firstCgroupFD)
+	if err == nil {
+		defer func() { unix.Dup2(saved, firstCgroupFD); unix.Close(saved) }()
+	} else {
+		defer unix.Close(firstCgroupFD)
+	}
+	file := filepath.Join(t.TempDir(), "tasks")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, arg := range []string{"cgroup-tasks=0", "cgroup-tasks=9", "cgroup-tasks=-1", "cgroup-tasks=x", "cgroup-tasks="} {
+		if err := unix.Dup2(int(f.Fd()), firstCgroupFD); err != nil {
+			t.Fatal(err)
+		}
+		if err := joinRunCgroup([]string{SandboxInitApplet, arg}); err == nil || !strings.Contains(err.Error(), arg) {
+			t.Errorf("%s: got %v, want a refusal naming it", arg, err)
+		}
+		if cgroupParents != nil {
+			t.Errorf("%s: parents kept: %v", arg, cgroupParents)
+		}
+		if data, _ := os.ReadFile(file); len(data) != 0 {
+			t.Fatalf("%s: the tasks file was written: %q", arg, data)
+		}
+	}
+	if err := joinRunCgroup([]string{SandboxInitApplet}); err != nil || cgroupParents != nil {
+		t.Fatalf("no cgroup-tasks: got %v, parents %v; want nothing done", err, cgroupParents)
+	}
+}
