@@ -46,7 +46,7 @@ func TestInitJoinsRunCgroupItself(t *testing.T) {
 	}
 	name := filepath.Base(c.dirs[firstKey(c.dirs)])
 	for i := 0; i < 500; i++ {
-		if _, err := os.Stat(filepath.Join(ws, "cg")); err == nil {
+		if st, err := os.Stat(filepath.Join(ws, "cg")); err == nil && st.Size() > 0 {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
