@@ -6,8 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
-
-	"golang.org/x/sys/unix"
+	"syscall"
 
 	"ctx/fsops"
 )
@@ -34,7 +33,7 @@ func runBootstrap(e *Env, args []string) int {
 		// own home in it, and leave the system part to its owner.
 		entries = homeEntries(entries, owner)
 		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s is not writable by uid %d (owner uid %d); creating only home/%d\n",
-			root.Dir, owner.UID, st.Sys().(*unix.Stat_t).Uid, owner.UID)
+			root.Dir, owner.UID, st.Sys().(*syscall.Stat_t).Uid, owner.UID)
 	}
 
 	managed := previouslyManaged(root)
