@@ -101,6 +101,7 @@ func (r *agentRun) run(e *Env) int {
 func (r *agentRun) closeRun(e *Env, runcap *fsops.RunCapability, stopWatch chan struct{}, served <-chan struct{}) {
 	runcap.CloseChild()
 	close(stopWatch)
+	r.settleBroker()
 	r.endChildren()
 	if r.initJoins {
 		// The init's thread left the cgroup before it reported the end:

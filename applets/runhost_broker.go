@@ -46,6 +46,11 @@ type broker struct {
 	initPid atomic.Int64
 	slots   chan struct{}
 	static  []string // /mnt/proc/policy lines that are not about tools
+	// handlers counts the connections being served; readDone is closed
+	// when readInit has returned; stopListen closes the listener once.
+	handlers   sync.WaitGroup
+	readDone   chan struct{}
+	stopListen sync.Once
 	// watch is the policy watch, from policyWatchDelay into the run on
 	// (nil before, and after closeBroker); under cacheMu.
 	watch        *fsops.DirWatch
@@ -76,7 +81,8 @@ func (r *agentRun) startBroker(static []string) error {
 		return err
 	}
 	r.broker = &broker{r: r, listen: fd, host: host, init: init,
-		waiting: map[uint64]chan fsops.BrokerOrder{}, calls: map[string]*brokerCall{}, slots: make(chan struct{}, maxBrokerCalls), static: static}
+		waiting: map[uint64]chan fsops.BrokerOrder{}, calls: map[string]*brokerCall{}, slots: make(chan struct{}, maxBrokerCalls), static: static,
+		readDone: make(chan struct{})}
 	go r.broker.readInit()
 	go r.broker.serve()
 	r.broker.watchPolicy()
@@ -86,7 +92,7 @@ func (r *agentRun) startBroker(static []string) error {
 // closeBroker stops accepting calls and closes the order channel.
 func (r *agentRun) closeBroker() {
 	if b := r.broker; b != nil {
-		fsops.CloseBrokerListener(b.listen)
+		b.stopListening()
 		b.host.Close()
 		b.stopWatch()
 		if b.init != nil {
@@ -122,6 +128,41 @@ func descendsFrom(pid, ancestor int) bool {
 	return false
 }
 
+// stopListening closes the listener, once: no call starts after it.
+func (b *broker) stopListening() {
+	b.stopListen.Do(func() { fsops.CloseBrokerListener(b.listen) })
+}
+
+// settleBroker lets the calls in flight when the run ended have their
+// answers before the run is recorded as over and the run host exits. The
+// init reported their exits (a joined program's among them) before it
+// reported the end, on the order channel, where they may wait unread by
+// a readInit not yet scheduled: the channel's closing would have answered
+// them "the sandbox is gone", and the host's exit taken the reply away.
+// Shutting its reading side down lets readInit take what is queued and
+// then stop; each handler then replies. Both waits are bounded.
+func (r *agentRun) settleBroker() {
+	b := r.broker
+	if b == nil {
+		return
+	}
+	b.stopListening()
+	unix.Shutdown(int(b.host.Fd()), unix.SHUT_RD)
+	settled := make(chan struct{})
+	go func() {
+		<-b.readDone
+		b.handlers.Wait()
+		close(settled)
+	}()
+	select {
+	case <-settled:
+	case <-time.After(settleWait):
+	}
+}
+
+// settleWait bounds how long a run's end waits for its last calls' answers.
+const settleWait = 2 * time.Second
+
 // sandboxStarted drops the host's copy of the init's end.
 func (b *broker) sandboxStarted() {
 	if b.init != nil {
@@ -138,8 +179,9 @@ func (b *broker) serve() {
 		}
 		select {
 		case b.slots <- struct{}{}:
+			b.handlers.Add(1)
 			go func() {
-				defer func() { <-b.slots }()
+				defer func() { <-b.slots; b.handlers.Done() }()
 				b.handle(conn)
 			}()
 		default:
@@ -151,6 +193,7 @@ func (b *broker) serve() {
 
 // readInit dispatches the init's exit reports to the calls waiting.
 func (b *broker) readInit() {
+	defer close(b.readDone)
 	for {
 		var o fsops.BrokerOrder
 		files, err := fsops.RecvBrokerMessage(int(b.host.Fd()), &o, 0)
