@@ -30,6 +30,7 @@ type runBudgets struct {
 	logBytes uint64          // event bytes written for the run
 	capped   map[string]bool // keys already reported exceeded
 	last     fsops.CgroupUsage
+	disk     diskBudget
 }
 
 // effectiveBudgets are the agent's budgets capped by every ancestor's
@@ -73,6 +74,7 @@ func (r *agentRun) startBudgets(planOnly bool) {
 		MemoryBytes: limitOrZero(b.limits.Get("memory_bytes")),
 		Pids:        limitOrZero(b.limits.Get("pids")),
 	})
+	r.startDisk()
 }
 
 // budgetExceeded records one budget.exceeded event per key and run.
@@ -244,6 +246,8 @@ func (r *agentRun) budgetsText() []byte {
 			if shared {
 				mech, why = "none", "iso shared has no private /tmp"
 			}
+		case "disk_bytes":
+			mech, used, why = r.diskText(shared)
 		case "tool_timeout_s", "tool_output_bytes":
 			mech = "tool"
 		case "children":

@@ -103,6 +103,7 @@ func (r *agentRun) closeRun(e *Env, runcap *fsops.RunCapability, stopWatch chan 
 	close(stopWatch)
 	r.settleBroker()
 	r.endChildren()
+	r.endDisk()
 	if r.initJoins {
 		// The init's thread left the cgroup before it reported the end:
 		// the last look at the budgets (a hit is recorded before the
@@ -257,6 +258,7 @@ func (r *agentRun) onStarted(e *Env, sandbox *fsops.Sandbox, runcap *fsops.RunCa
 			sandbox.Release()
 		}
 		go r.watchBudgets(stopWatch, func() { r.killRun(pid) })
+		go r.watchDisk(stopWatch, func() { r.endRunNow(pid) })
 		if r.broker != nil {
 			r.broker.initPid.Store(int64(pid))
 			r.broker.sandboxStarted()

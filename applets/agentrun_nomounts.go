@@ -93,7 +93,7 @@ func (r *agentRun) prepareLandlock(e *Env, exe, home string, extra []policy.Moun
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
 		RootDir: r.root.Dir, SystemDirs: systemDirs(), Workspace: r.workspace, AgentHome: home, Extra: extra,
 		Tools: tools, Shared: shared, ProcDir: r.runDir, Network: network,
-		Budgets: r.budgets.limits, Cgroup: r.budgets.cgroup != nil, HostTiers: authority.ToolDirs(r.root, a),
+		Budgets: r.planBudgets(), Cgroup: r.budgets.cgroup != nil, HostTiers: authority.ToolDirs(r.root, a),
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe, Protect: &r.protect.wp,
 	}
 	var err error

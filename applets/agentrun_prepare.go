@@ -77,6 +77,9 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 
 	<-toolsRead
 	<-budgetsMade
+	if code, ok := r.checkDiskAtStart(e); !ok {
+		return code, false
+	}
 	r.tools = tools
 	policyLines = append(policyLines, grantLines...)
 	policyLines = append(policyLines, protectLines...)
@@ -325,7 +328,7 @@ func (r *agentRun) prepareNamespaces(e *Env, exe, home string, extra []policy.Mo
 		RootDir: r.root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(), Etc: hostEtc(),
 		Workspace: r.workspace, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: r.tools, Shared: g.shared,
 		ProcDir: r.runDir, SkillsDir: g.skills.Dir, Skills: g.skills.List, SOP: r.sop, Network: g.network,
-		Budgets: r.budgets.limits, Cgroup: r.budgets.cgroup != nil,
+		Budgets: r.planBudgets(), Cgroup: r.budgets.cgroup != nil,
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
 	}
 	in.Protect = &r.protect.wp

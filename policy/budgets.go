@@ -34,6 +34,7 @@ var BudgetKeys = []BudgetKey{
 	{"file_bytes", 8 << 30, true, "largest file a process of the run may write (RLIMIT_FSIZE)"},
 	{"open_files", 8192, false, "open descriptors of each process (RLIMIT_NOFILE)"},
 	{"tmp_bytes", 1 << 30, true, "size of /tmp, a tmpfs"},
+	{"disk_bytes", 8 << 30, true, "what the agent's home holds (data, cache, root, log; not its session records)"},
 	{"tool_timeout_s", 20, false, "seconds one shell.exec command may run"},
 	{"tool_output_bytes", 64 << 10, true, "output kept of one shell.exec command"},
 	{"log_bytes", 16 << 20, true, "events and log lines the run host writes for the run"},
@@ -184,4 +185,20 @@ func FormatBudgetValue(v uint64) string {
 		return "unlimited"
 	}
 	return strconv.FormatUint(v, 10)
+}
+
+// WithDiskRoom returns b with file_bytes at most room, the space left
+// under disk_bytes when the run starts: the kernel has no limit on what a
+// directory holds, but RLIMIT_FSIZE stops one file from passing what is
+// left of the home's budget the moment it would (EFBIG). The cap holds
+// for every file the run writes, wherever it is.
+func (b Budgets) WithDiskRoom(room uint64) Budgets {
+	out := Budgets{}
+	for k, v := range b {
+		out[k] = v
+	}
+	if room < b.Get("file_bytes") {
+		out["file_bytes"] = max(room, 1)
+	}
+	return out
 }

@@ -198,8 +198,24 @@ func FuzzParseIdentity(f *testing.F) {
 	})
 }
 
+// sameSizeSyntax: the input as a value of disk_bytes parses exactly as
+// it does for the other byte budgets (same value, or an error for both).
+func sameSizeSyntax(t *testing.T, data []byte) {
+	if bytes.ContainsAny(data, "\r\n") {
+		return
+	}
+	d, derr := ParseBudgets(append([]byte("disk_bytes="), data...))
+	for _, k := range []string{"file_bytes", "tmp_bytes", "memory_bytes"} {
+		o, oerr := ParseBudgets(append([]byte(k+"="), data...))
+		if (derr == nil) != (oerr == nil) || (derr == nil && d.Get("disk_bytes") != o.Get(k)) {
+			t.Fatalf("disk_bytes=%q: %v %v; %s: %v %v", data, d.Get("disk_bytes"), derr, k, o.Get(k), oerr)
+		}
+	}
+}
+
 func FuzzParseBudgets(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
+		sameSizeSyntax(t, data)
 		b, err := ParseBudgets(data)
 		if err != nil {
 			checkControlError(t, "budgets", data, err)

@@ -1,0 +1,50 @@
+package proc
+
+import "golang.org/x/sys/unix"
+
+// KillTree ends pid and every process below it at once, with no grace:
+// for a run that must stop writing now (its disk budget spent), where no
+// pid namespace or cgroup ends the whole run in one call. It stops the tree
+// first (a stopped process forks no more), in passes until one finds no
+// process it had not stopped, and then kills what it stopped. Each process
+// is held by a pidfd from the moment it is found, so a pid reused by an
+// unrelated process meanwhile is never signalled.
+func KillTree(pid int) {
+	held := map[int]int{} // pid -> pidfd
+	defer func() {
+		for _, fd := range held {
+			unix.Close(fd)
+		}
+	}()
+	var stop func(p int, table map[int][]int) bool
+	stop = func(p int, table map[int][]int) bool {
+		found := false
+		if _, ok := held[p]; !ok {
+			fd, err := unix.PidfdOpen(p, 0)
+			if err != nil {
+				return false // gone
+			}
+			held[p] = fd
+			_ = unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0)
+			found = true
+		}
+		for _, c := range children(p, table) {
+			if stop(c, table) {
+				found = true
+			}
+		}
+		return found
+	}
+	for pass := 0; pass < 64; pass++ {
+		var table map[int][]int
+		if !childrenFiles() {
+			table = ScanParents()
+		}
+		if !stop(pid, table) && pass > 0 {
+			break
+		}
+	}
+	for _, fd := range held {
+		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+	}
+}
