@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -106,6 +107,13 @@ func (r *agentRun) checkStart(e *Env) (int, bool) {
 	a := r.agent
 	if r.callerUID != 0 && uint32(r.callerUID) != a.Owner {
 		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may start it", a.Name, a.Owner), false
+	}
+	// Never an agent another uid defined, whatever its owner control
+	// says (DESIGN §16 rule 12): every control the start reads must be
+	// root's, the tree owner's or the caller's, and writable by no one
+	// else. Refused before anything is written or logged.
+	if err := r.root.CheckAgentDef(a.Name, uint32(r.callerUID)); err != nil {
+		return fail(e, exitDenied, "%v", err), false
 	}
 	// A run needs /proc: its init finds the run's processes there to end
 	// them, and the broker checks who calls it. Refused before anything
@@ -214,6 +222,10 @@ func (r *agentRun) resolveRuntime(e *Env) (int, bool) {
 	// The agent's home exists whatever its uid was set to since bootstrap;
 	// in uid mode the agent owns the parts of it that it writes.
 	if _, err := r.root.EnsureAgentHome(int(a.UID), int(a.GID), a.Name, r.callerUID == 0 && a.UID != 0); err != nil {
+		var fe *fsops.ForeignError
+		if errors.As(err, &fe) {
+			return fail(e, exitDenied, "%v", err), false
+		}
 		return fail(e, exitUnavailable, "agent %s home: %v", a.Name, err), false
 	}
 	r.runID = fsops.NewRunID()

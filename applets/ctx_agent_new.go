@@ -128,6 +128,9 @@ func createAgent(root fsops.Root, spec agentSpec) (*policy.Agent, *toolError) {
 		}
 		uid, gid = free, free
 	}
+	if terr := checkNewAgentPlace(root, name, uid); terr != nil {
+		return nil, terr
+	}
 	toolNames := append([]string(nil), spec.Tools...)
 	if perm == "" {
 		perm = derivePerm(toolNames)
@@ -160,10 +163,34 @@ func createAgent(root fsops.Root, spec agentSpec) (*policy.Agent, *toolError) {
 		return nil, toolErr(syscall.EIO, exitFailure, "%v", err)
 	}
 	if _, err := root.EnsureAgentHome(int(child.UID), int(child.GID), name, os.Getuid() == 0 && child.UID != 0); err != nil {
+		var fe *fsops.ForeignError
+		if errors.As(err, &fe) {
+			// Another user made the home since the check: the agent
+			// must not exist with it.
+			os.RemoveAll(root.AgentControl(name))
+			os.Remove(root.Path("agent", name))
+			return nil, toolErr(syscall.EACCES, exitDenied, "%v; nothing written", err)
+		}
 		// The definition stays usable: its home is made again at start.
 		return child, nil
 	}
 	return child, nil
+}
+
+// checkNewAgentPlace refuses, before anything is written, a new agent
+// whose definition or home the caller may not make: agent/ of a tree
+// that is not the caller's (only its owner and root define agents there),
+// or a home/UID/agent/NAME another uid made first (ctx never adopts it).
+func checkNewAgentPlace(root fsops.Root, name string, uid uint32) *toolError {
+	if _, err := os.Stat(root.AgentDir()); err == nil && !fsops.Writable(root.AgentDir()) {
+		owner, _ := root.TreeOwner()
+		return toolErr(syscall.EACCES, exitDenied, "%s is not writable by uid %d: only root and the tree owner (uid %d) define agents in this tree; make a tree of your own (ctx bootstrap --root ~/ctx); nothing written",
+			root.AgentDir(), os.Geteuid(), owner)
+	}
+	if err := root.CheckAgentHome(int(uid), name); err != nil {
+		return toolErr(syscall.EACCES, exitDenied, "%v; nothing written", err)
+	}
+	return nil
 }
 
 // agentRules are the policy rules of a new agent of subject (one per tool

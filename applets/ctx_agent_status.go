@@ -3,6 +3,7 @@ package applets
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -170,7 +171,7 @@ func runAgentPs(e *Env, args []string) int {
 		if parent == "" {
 			parent = "-"
 		}
-		fmt.Fprintf(e.Stdout, "%s%s\t%s\tpid=%s\tlife=%s\tparent=%s\n", strings.Repeat("  ", depth), name, status, pidText, a.Life, parent)
+		fmt.Fprintf(e.Stdout, "%s%s\t%s\tpid=%s\tlife=%s\tparent=%s%s\n", strings.Repeat("  ", depth), name, status, pidText, a.Life, parent, foreignMark(root, name))
 		sort.Strings(kids[name])
 		for _, k := range kids[name] {
 			walk(k, depth+1)
@@ -195,4 +196,16 @@ func runAgentPs(e *Env, args []string) int {
 		fmt.Fprintln(e.Stdout, b)
 	}
 	return exitOK
+}
+
+// foreignMark is ps's mark of an agent the caller may not start because
+// another uid defined it or may change it (fsops.CheckAgentDef): a tab,
+// "foreign: " and the reason; "" for the caller's own and trusted ones.
+func foreignMark(root fsops.Root, name string) string {
+	err := root.CheckAgentDef(name, uint32(os.Geteuid()))
+	var fe *fsops.ForeignError
+	if !errors.As(err, &fe) {
+		return ""
+	}
+	return "\tforeign: " + ptyterm.Escape(fe.Reason)
 }

@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -40,6 +41,12 @@ func checkAgentStarts(root fsops.Root, host fsops.HostReport, fixes map[fsops.Fi
 			agents = append(agents, name+" cannot start (its controls are invalid)")
 			continue // checkControls reports it
 		}
+		if f, fix, ok := foreignAgent(root, a, caller); ok {
+			fixes[f] = fix
+			out = append(out, f)
+			agents = append(agents, name+" cannot start (foreign)")
+			continue
+		}
 		if caller != 0 && a.Owner != caller {
 			out = append(out, fsops.Finding{Status: "ok", Rel: "agent/" + name,
 				Detail: fmt.Sprintf("started by its owner uid %d or root; not checked for uid %d", a.Owner, caller)})
@@ -67,6 +74,25 @@ func checkAgentStarts(root fsops.Root, host fsops.HostReport, fixes map[fsops.Fi
 		out = append(out, fsops.Finding{Status: "ok", Rel: "agent/" + name, Detail: detail})
 	}
 	return out, agents
+}
+
+// foreignAgent is doctor's finding for an agent the caller may not start
+// because another uid defined it or may change it, or made its home, and
+// its fix.
+func foreignAgent(root fsops.Root, a *policy.Agent, caller uint32) (fsops.Finding, string, bool) {
+	rel := "agent/" + a.Name + ".d"
+	err := root.CheckAgentDef(a.Name, caller)
+	if err == nil {
+		rel = root.RelPath(root.AgentHome(int(a.UID), a.Name))
+		err = root.CheckAgentHome(int(a.UID), a.Name)
+	}
+	var fe *fsops.ForeignError
+	if !errors.As(err, &fe) {
+		return fsops.Finding{}, "", false
+	}
+	f := fsops.Finding{Status: "unexpected", Rel: rel,
+		Detail: "foreign: " + ptyterm.Escape(fe.Reason) + "; ctx agent start refuses it"}
+	return f, fe.Fix, true
 }
 
 // startFix is what makes an agent that cannot start startable: another

@@ -63,12 +63,14 @@ type treeOwner struct {
 // long: the reference tree entry by entry, one listing from bin/ to the
 // homes; split into parts, the tree would no longer read as one listing.
 func referenceTree(o treeOwner, self []byte) []fsops.Entry {
-	shared := fs.FileMode(0o755)
+	homes := fs.FileMode(0o755)
 	if o.UID == 0 {
-		// A system tree made by root lets every user create their own
-		// home and agents; the sticky bit keeps them from removing each
-		// other's.
-		shared = 0o777 | fs.ModeSticky
+		// A system tree made by root lets every user make their own
+		// home/UID in it (ctx bootstrap as that user); the sticky bit
+		// keeps them from removing each other's. No one else's home is
+		// ever adopted (fsops.CheckAgentHome). agent/ is not theirs: only
+		// root defines the agents of a root tree (ctx man ctx.agent).
+		homes = 0o777 | fs.ModeSticky
 	}
 	uid := strconv.Itoa(o.UID)
 	var t tree
@@ -104,7 +106,7 @@ func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 		}
 	}
 
-	t.dir("agent", shared)
+	t.dir("agent", 0o755)
 	for i, a := range referenceAgents {
 		t.link("agent/"+a.Name, "bin/ctx", 0o755)
 		d := "agent/" + a.Name + ".d/"
@@ -117,7 +119,7 @@ func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 		t.dir(d+"hooks/post.d", 0o755)
 	}
 
-	t.dir("home", shared)
+	t.dir("home", homes)
 	h := "home/" + uid
 	t.dir(h, 0o700)
 	t.file(h+"/.tshrc", 0o644, []byte("# tsh tool path (data, not shell code)\nCTX_PATH=/ctx/tool:/ctx/home/"+uid+"/tool\n"), false)

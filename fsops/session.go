@@ -225,9 +225,16 @@ var AgentHomeDirs = []string{"root", "data", "cache", "log"}
 // missing (an agent whose uid was changed with ctx set starts with a fresh
 // home) and, when chown is set (a root caller running the agent as its own
 // uid), gives the home and the directories the agent writes to uid:gid.
-// Nothing is followed through a symlink.
+// Nothing is followed through a symlink, and nothing another uid made is
+// adopted (a *ForeignError): home/ is sticky and world-writable in a root
+// tree, so another user may have made home/UID first, with a root/bin/sh
+// of theirs for the agent to run. It is checked before anything is made
+// and again after, when what a racing user made in between is in place.
 func (r Root) EnsureAgentHome(uid, gid int, name string, chown bool) (string, error) {
 	home := r.AgentHome(uid, name)
+	if err := r.CheckAgentHome(uid, name); err != nil {
+		return home, err
+	}
 	for _, d := range []string{r.Home(uid), filepath.Dir(home), home, filepath.Join(home, "session")} {
 		if err := MkdirNoFollow(d, 0o700); err != nil {
 			return home, err
@@ -240,6 +247,9 @@ func (r Root) EnsureAgentHome(uid, gid int, name string, chown bool) (string, er
 			return home, err
 		}
 		own = append(own, d)
+	}
+	if err := r.CheckAgentHome(uid, name); err != nil {
+		return home, err
 	}
 	if !chown {
 		return home, nil

@@ -58,13 +58,23 @@ func (a Action) String() string {
 // (wasManaged). It never writes through a symlink, never removes anything it
 // does not manage, and leaves foreign files at managed paths alone ("kept").
 // It stops at the first error that would make continuing unsafe.
+//
+// An existing directory is adopted only when root, the caller, the tree
+// owner or (for a directory given to an agent) that agent's uid owns it:
+// in a root tree home/ is world-writable, and a directory another user
+// made there first may hold what the agent would run (a *ForeignError).
 func (r Root) Reconcile(entries []Entry, wasManaged func(rel string) bool) ([]Action, error) {
 	if err := os.MkdirAll(r.Dir, 0o755); err != nil {
 		return nil, err
 	}
+	owner, err := r.TreeOwner()
+	if err != nil {
+		return nil, err
+	}
+	adopt := adopter{owner: owner, caller: uint32(os.Geteuid())}
 	var actions []Action
 	for _, e := range entries {
-		a, err := r.reconcileOne(e, wasManaged)
+		a, err := r.reconcileOne(e, wasManaged, adopt)
 		if err != nil {
 			return actions, fmt.Errorf("%s: %w", e.Rel, err)
 		}
@@ -75,7 +85,25 @@ func (r Root) Reconcile(entries []Entry, wasManaged func(rel string) bool) ([]Ac
 	return actions, nil
 }
 
-func (r Root) reconcileOne(e Entry, wasManaged func(string) bool) (Action, error) {
+// adopter says whose existing directories bootstrap takes as its own.
+type adopter struct{ owner, caller uint32 }
+
+// check refuses directory p (entry e) when another uid made it.
+func (a adopter) check(p string, e Entry, st fs.FileInfo) error {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	uid := sys.Uid
+	if uid == 0 || uid == a.owner || uid == a.caller || (e.Chown && int(uid) == e.UID) {
+		return nil
+	}
+	return &ForeignError{What: "not adopted: another uid made it", Path: p,
+		Reason: fmt.Sprintf("%s is owned by uid %d, neither root, the tree owner (uid %d) nor the caller (uid %d)", e.Rel, uid, a.owner, a.caller),
+		Fix:    foreignFix(p, a.owner, false) + "; then run ctx bootstrap again"}
+}
+
+func (r Root) reconcileOne(e Entry, wasManaged func(string) bool, adopt adopter) (Action, error) {
 	p := r.Path(filepath.FromSlash(e.Rel))
 	st, err := os.Lstat(p)
 	missing := errors.Is(err, fs.ErrNotExist)
@@ -87,6 +115,11 @@ func (r Root) reconcileOne(e Entry, wasManaged func(string) bool) (Action, error
 	}
 	switch e.Kind {
 	case KindDir:
+		if !missing {
+			if err := adopt.check(p, e, st); err != nil {
+				return Action{}, err
+			}
+		}
 		return r.reconcileDir(p, e, st, missing)
 	case KindFile:
 		return r.reconcileFile(p, e, st, missing)

@@ -20,16 +20,16 @@ func parentControls() map[string][]byte {
 	}
 }
 
-// childControls is a child that attenuates parentControls correctly,
-// under a different label (its rules re-map to the parent's subject).
+// childControls is a child that attenuates parentControls correctly: the
+// parent's subject (its label differs only in the level).
 func childControls() map[string][]byte {
 	return map[string][]byte{
-		"label":  []byte("review_t\n"),
+		"label":  []byte("user_u:agent_r:parent_t:s1\n"),
 		"perm":   []byte("r--\n"),
 		"uid":    []byte("1000\n"),
 		"gid":    []byte("50\n"),
 		"groups": []byte("60\n1000\n"),
-		"policy": []byte("allow review_t tool:fs.read execute\nallow review_t shared:proj read\nallow helper_t tool:fs.list execute\n"),
+		"policy": []byte("allow parent_t tool:fs.read execute\nallow parent_t shared:proj read\nallow helper_t tool:fs.list execute\n"),
 		"mount":  []byte("/srv/p\t/work\tro\tbind,nosuid,nodev\n/srv/ro\t/ro\tro\tbind,nodev,noexec\n"),
 		"path":   []byte("/ctx/tool\n/ctx/shared/proj/tool\n"),
 	}
@@ -66,10 +66,13 @@ func TestAttenuateRefusesEachWidening(t *testing.T) {
 		kv      []string
 		control string
 	}{
-		{"rule the parent lacks", []string{"policy", "allow review_t tool:shell.exec execute\n"}, "policy"},
-		{"same object, other permission", []string{"policy", "allow review_t shared:proj write\n"}, "policy"},
-		{"create another child", []string{"policy", "allow review_t agent:review-2 create\n"}, "policy"},
-		{"network", []string{"policy", "allow review_t network:default connect\n"}, "policy"},
+		{"another agent's subject", []string{"label", "helper_t\n"}, "label"},
+		{"another agent's subject, no rules", []string{"label", "user_u:agent_r:helper_t:s0\n", "policy", ""}, "label"},
+		{"a subject of its own", []string{"label", "review_t\n", "policy", "allow review_t tool:fs.read execute\n"}, "label"},
+		{"rule the parent lacks", []string{"policy", "allow parent_t tool:shell.exec execute\n"}, "policy"},
+		{"same object, other permission", []string{"policy", "allow parent_t shared:proj write\n"}, "policy"},
+		{"create another child", []string{"policy", "allow parent_t agent:review-2 create\n"}, "policy"},
+		{"network", []string{"policy", "allow parent_t network:default connect\n"}, "policy"},
 		{"foreign subject the parent lacks", []string{"policy", "allow other_t tool:fs.read execute\n"}, "policy"},
 		{"parent subject rule the parent lacks", []string{"policy", "allow parent_t tool:fs.write execute\n"}, "policy"},
 		{"perm adds w", []string{"perm", "rw-\n"}, "perm"},

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"unicode"
 )
@@ -52,6 +53,10 @@ type TrustFacts struct {
 	AgentUIDs map[uint32]string
 	// Writers are the directories agents of the tree may write.
 	Writers []TrustWriter
+	// Also are owners trusted beside root and the tree owner: the caller
+	// for an agent definition it made itself, the home's uid for an
+	// agent's home (AgentDefTrust, HomeTrust).
+	Also []uint32
 }
 
 // TierTrust decides whether target (a tier directory or a tool file) is
@@ -68,47 +73,75 @@ func TierTrust(target string, components []FileFacts, t TrustFacts) (bool, strin
 			return false, t.name(w.Dir) + " is writable by agent " + w.Agent
 		}
 	}
-	for i, c := range components {
-		if c.Mode&fs.ModeSymlink != 0 && !hookEntry(c.Path) {
-			// Consumers read a control directory's entries through
-			// whatever a symlinked directory points at; its target is not
-			// part of the walk. (A symlinked hook file is never run.)
-			return false, t.name(c.Path) + " is a symlink (its target is not checked)"
-		}
-		if !t.trustedOwner(c.UID) {
-			if agent, ok := t.AgentUIDs[c.UID]; ok {
-				return false, fmt.Sprintf("%s is owned by uid %d of agent %s", t.name(c.Path), c.UID, agent)
-			}
-			return false, fmt.Sprintf("%s is owned by uid %d, neither root nor the tree owner (uid %d)", t.name(c.Path), c.UID, t.TreeOwner)
-		}
-		if c.Mode&fs.ModeSymlink != 0 {
-			continue // a symlink's own mode bits mean nothing
-		}
-		perm := c.Mode.Perm()
-		if perm&0o022 == 0 {
-			continue
-		}
-		what := "group-writable"
-		if perm&0o002 != 0 {
-			what = "world-writable"
-		}
-		if c.Mode.IsDir() && c.Mode&fs.ModeSticky != 0 {
-			// Sticky: others may add entries but not replace this walk's
-			// next component, as long as they do not own it. The last
-			// component's entries are the tools, walked on their own.
-			if i+1 == len(components) || t.trustedOwner(components[i+1].UID) {
-				continue
-			}
-			return false, fmt.Sprintf("%s is %s and sticky, but %s is owned by uid %d", t.name(c.Path), what, t.name(components[i+1].Path), components[i+1].UID)
-		}
-		return false, fmt.Sprintf("%s is %s (mode %s)", t.name(c.Path), what, modeString(c.Mode))
-	}
-	return true, ""
+	_, reason := t.components(components)
+	return reason == "", reason
 }
 
-// trustedOwner: root or the tree owner.
+// components applies the owner and mode parts of the rule to each
+// component in order; it returns the index of the first that fails and
+// why, or -1 and "".
+func (t TrustFacts) components(components []FileFacts) (int, string) {
+	for i := range components {
+		if ok, reason := t.component(i, components); !ok {
+			return i, reason
+		}
+	}
+	return -1, ""
+}
+
+// component judges components[i] (its successor decides a sticky
+// directory).
+func (t TrustFacts) component(i int, components []FileFacts) (bool, string) {
+	c := components[i]
+	if c.Mode&fs.ModeSymlink != 0 && !hookEntry(c.Path) {
+		// Consumers read a control directory's entries through
+		// whatever a symlinked directory points at; its target is not
+		// part of the walk. (A symlinked hook file is never run.)
+		return false, t.name(c.Path) + " is a symlink (its target is not checked)"
+	}
+	if !t.trustedOwner(c.UID) {
+		if agent, ok := t.AgentUIDs[c.UID]; ok {
+			return false, fmt.Sprintf("%s is owned by uid %d of agent %s", t.name(c.Path), c.UID, agent)
+		}
+		return false, t.foreignOwner(c)
+	}
+	if c.Mode&fs.ModeSymlink != 0 {
+		return true, "" // a symlink's own mode bits mean nothing
+	}
+	perm := c.Mode.Perm()
+	if perm&0o022 == 0 {
+		return true, ""
+	}
+	what := "group-writable"
+	if perm&0o002 != 0 {
+		what = "world-writable"
+	}
+	if c.Mode.IsDir() && c.Mode&fs.ModeSticky != 0 {
+		// Sticky: others may add entries but not replace this walk's
+		// next component, as long as they do not own it. The last
+		// component's entries are the tools, walked on their own.
+		if i+1 == len(components) || t.trustedOwner(components[i+1].UID) {
+			return true, ""
+		}
+		return false, fmt.Sprintf("%s is %s and sticky, but %s is owned by uid %d", t.name(c.Path), what, t.name(components[i+1].Path), components[i+1].UID)
+	}
+	return false, fmt.Sprintf("%s is %s (mode %s)", t.name(c.Path), what, modeString(c.Mode))
+}
+
+// trustedOwner: root, the tree owner, or one of Also.
 func (t TrustFacts) trustedOwner(uid uint32) bool {
-	return uid == 0 || uid == t.TreeOwner
+	return uid == 0 || uid == t.TreeOwner || slices.Contains(t.Also, uid)
+}
+
+// foreignOwner is the reason for a component owned by an untrusted uid.
+func (t TrustFacts) foreignOwner(c FileFacts) string {
+	others := ""
+	for _, u := range t.Also {
+		if u != 0 && u != t.TreeOwner {
+			others += fmt.Sprintf(" nor uid %d", u)
+		}
+	}
+	return fmt.Sprintf("%s is owned by uid %d, neither root nor the tree owner (uid %d)%s", t.name(c.Path), c.UID, t.TreeOwner, others)
 }
 
 // name renders a host path for a reason: relative to the root ("." for the
