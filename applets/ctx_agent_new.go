@@ -162,19 +162,23 @@ func createAgent(root fsops.Root, spec agentSpec) (*policy.Agent, *toolError) {
 	if err := writeAgentObject(root, name, controls); err != nil {
 		return nil, toolErr(syscall.EIO, exitFailure, "%v", err)
 	}
-	if _, err := root.EnsureAgentHome(int(child.UID), int(child.GID), name, os.Getuid() == 0 && child.UID != 0); err != nil {
-		var fe *fsops.ForeignError
-		if errors.As(err, &fe) {
-			// Another user made the home since the check: the agent
-			// must not exist with it.
-			os.RemoveAll(root.AgentControl(name))
-			os.Remove(root.Path("agent", name))
-			return nil, toolErr(syscall.EACCES, exitDenied, "%v; nothing written", err)
-		}
-		// The definition stays usable: its home is made again at start.
-		return child, nil
+	return child, makeNewAgentHome(root, child)
+}
+
+// makeNewAgentHome makes the home of a new agent just written. A home
+// another user made since checkNewAgentPlace looked (a *ForeignError)
+// takes the definition back out: the agent must not exist with it. Any
+// other failure leaves the definition usable: its home is made again at
+// start.
+func makeNewAgentHome(root fsops.Root, child *policy.Agent) *toolError {
+	_, err := root.EnsureAgentHome(int(child.UID), int(child.GID), child.Name, os.Getuid() == 0 && child.UID != 0)
+	var fe *fsops.ForeignError
+	if !errors.As(err, &fe) {
+		return nil
 	}
-	return child, nil
+	os.RemoveAll(root.AgentControl(child.Name))
+	os.Remove(root.Path("agent", child.Name))
+	return toolErr(syscall.EACCES, exitDenied, "%v; nothing written", err)
 }
 
 // checkNewAgentPlace refuses, before anything is written, a new agent
