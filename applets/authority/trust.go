@@ -89,6 +89,14 @@ func loadTrust(root fsops.Root, load func(name string) (*policy.Agent, error)) *
 			continue
 		}
 		t.addUID(a.UID, name)
+		if !t.trustedDefinition(root, name) {
+			// Another uid defined it: only that uid may start it, as
+			// itself, writing no more than it could anyway, which the
+			// owner rule covers. Counting its mount control would let
+			// anyone with a foothold in agent/ make every tier
+			// untrusted (a mount of tool/ read-write).
+			continue
+		}
 		add := func(dir string) {
 			t.facts.Writers = append(t.facts.Writers, policy.TrustWriter{Dir: filepath.Clean(dir), Agent: name})
 		}
@@ -105,6 +113,18 @@ func loadTrust(root fsops.Root, load func(name string) (*policy.Agent, error)) *
 		}
 	}
 	return t
+}
+
+// trustedDefinition reports whether agent name's control directory
+// belongs to root or the tree owner: no other uid can have made one of
+// theirs (fsops.CheckAgentDef judges the whole definition at start).
+func (t *Trust) trustedDefinition(root fsops.Root, name string) bool {
+	info, err := os.Lstat(root.AgentControl(name))
+	if err != nil {
+		return true // counted, as before: the conservative side
+	}
+	uid := ownerOf(info)
+	return uid == 0 || uid == t.facts.TreeOwner
 }
 
 func (t *Trust) addUID(uid uint32, agent string) {
