@@ -147,7 +147,7 @@ func (r *agentRun) settleBroker() {
 		return
 	}
 	b.stopListening()
-	unix.Shutdown(int(b.host.Fd()), unix.SHUT_RD)
+	fsops.StopBrokerReads(b.host)
 	settled := make(chan struct{})
 	go func() {
 		<-b.readDone

@@ -1,6 +1,7 @@
 package fsops
 
 import (
+	"os"
 	"syscall"
 	"time"
 
@@ -31,6 +32,13 @@ func AcceptBroker(listen int) (int, error) {
 func CloseBrokerListener(listen int) {
 	unix.Shutdown(listen, unix.SHUT_RDWR)
 	unix.Close(listen)
+}
+
+// StopBrokerReads shuts the reading side of the host's end of the order
+// channel: a receive takes the messages queued and then sees the end,
+// and one blocked wakes (the run's end lets its last reports be read).
+func StopBrokerReads(host *os.File) {
+	unix.Shutdown(int(host.Fd()), unix.SHUT_RD)
 }
 
 // SetBrokerRecvTimeout bounds every later receive on conn to d (whole
