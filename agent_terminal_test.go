@@ -14,7 +14,7 @@ import (
 
 	"github.com/creack/pty"
 
-	"ctx/ptyterm"
+	"ctx/applets/cli"
 )
 
 // syncBuffer is a bytes.Buffer safe for a writer goroutine and a reader.
@@ -74,7 +74,7 @@ func streams(named ...any) func() string {
 		var b strings.Builder
 		for i := 0; i+1 < len(named); i += 2 {
 			text := strings.ReplaceAll(named[i+1].(fmt.Stringer).String(), "\r\n", "\n")
-			fmt.Fprintf(&b, "--- %s ---\n%s\n", named[i], ptyterm.EscapeLines(text))
+			fmt.Fprintf(&b, "--- %s ---\n%s\n", named[i], cli.EscapeLines(text))
 		}
 		return b.String()
 	}

@@ -1,13 +1,13 @@
 package applets
 
 import (
+	"ctx/applets/cli"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"ctx/applets/authority"
 	"ctx/fsops"
-	"ctx/ptyterm"
 )
 
 // sharedPATH is the program's PATH in an iso=shared run. A sandbox mounts
@@ -50,5 +50,5 @@ func (r *agentRun) resolveSharedProgram(e *Env) (int, bool) {
 		}
 	}
 	return fail(e, exitNotFound, "agent %s: %s: not found in the program's PATH (%s)",
-		r.agent.Name, ptyterm.Escape(name), ptyterm.Escape(path)), false
+		r.agent.Name, cli.Escape(name), cli.Escape(path)), false
 }

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // effectiveStatus is the agent's status control, except that a run whose
@@ -139,7 +139,7 @@ func runAgentPs(e *Env, args []string) int {
 		}
 		a, err := authority.LoadAgent(root, name)
 		if err != nil {
-			bad = append(bad, name+"\tinvalid\t"+ptyterm.Escape(err.Error()))
+			bad = append(bad, name+"\tinvalid\t"+cli.Escape(err.Error()))
 			continue
 		}
 		agents[name] = a
@@ -207,5 +207,5 @@ func foreignMark(root fsops.Root, name string) string {
 	if !errors.As(err, &fe) {
 		return ""
 	}
-	return "\tforeign: " + ptyterm.Escape(fe.Reason)
+	return "\tforeign: " + cli.Escape(fe.Reason)
 }

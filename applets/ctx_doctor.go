@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"ctx/applets/cli"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,7 +12,6 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // rootEntries are the only names allowed at the top of the tree.
@@ -128,11 +128,11 @@ func checkToolTrust(root fsops.Root) []fsops.Finding {
 		rel := "agent/" + name + ".d/path"
 		tp := trust.Filter(a.Path, authority.ToolDirs(root, a))
 		for _, s := range tp.Skipped {
-			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel, Detail: ptyterm.Escape(policy.TierSkipLine(s.Tier, s.Reason))})
+			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel, Detail: cli.Escape(policy.TierSkipLine(s.Tier, s.Reason))})
 		}
 		_, tools := tp.List()
 		for _, s := range tools {
-			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel, Detail: ptyterm.Escape(policy.ToolSkipLine(s.Tool, s.Reason))})
+			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel, Detail: cli.Escape(policy.ToolSkipLine(s.Tool, s.Reason))})
 		}
 	}
 	return out

@@ -1,13 +1,13 @@
 package applets
 
 import (
+	"ctx/applets/cli"
 	"fmt"
 	"io/fs"
 	"os"
 	"sort"
 
 	"ctx/fsops"
-	"ctx/ptyterm"
 )
 
 // runLs is `ctx ls [--root DIR] [ABI-PATH]`: the entries of one directory of
@@ -35,7 +35,7 @@ func runLs(e *Env, args []string) int {
 		return failErr(e, exitFailure, err)
 	}
 	if !st.IsDir() {
-		fmt.Fprintln(e.Stdout, ptyterm.Escape(st.Name())+typeMark(st.Mode()))
+		fmt.Fprintln(e.Stdout, cli.Escape(st.Name())+typeMark(st.Mode()))
 		return exitOK
 	}
 	entries, err := os.ReadDir(p)
@@ -48,7 +48,7 @@ func runLs(e *Env, args []string) int {
 		if err != nil {
 			continue
 		}
-		fmt.Fprintln(e.Stdout, ptyterm.Escape(en.Name())+typeMark(info.Mode()))
+		fmt.Fprintln(e.Stdout, cli.Escape(en.Name())+typeMark(info.Mode()))
 	}
 	return exitOK
 }

@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"ctx/applets/cli"
 	"errors"
 	"fmt"
 	"path"
@@ -12,7 +13,6 @@ import (
 	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // runPolicyCheck is `ctx policy check FILE`: it parses FILE as a policy
@@ -50,7 +50,7 @@ func runPolicyCheck(e *Env, args []string) int {
 
 // describeIOError renders a read error with its errno name.
 func describeIOError(err error) string {
-	msg := ptyterm.Escape(err.Error())
+	msg := cli.Escape(err.Error())
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
 		msg += " (" + unix.ErrnoName(errno) + ")"
@@ -99,10 +99,10 @@ func runPolicyExplain(e *Env, args []string) int {
 		tiers, tools := tp.SkippedFor(obj.Name)
 		for _, s := range tiers {
 			fmt.Fprintf(e.Stdout, "%s: skipped: %s: tier %s untrusted: %s\n", policy.LayerTrust,
-				ptyterm.Escape(path.Join(s.Tier, obj.Name)), ptyterm.Escape(s.Tier), ptyterm.Escape(s.Reason))
+				cli.Escape(path.Join(s.Tier, obj.Name)), cli.Escape(s.Tier), cli.Escape(s.Reason))
 		}
 		for _, s := range tools {
-			fmt.Fprintf(e.Stdout, "%s: skipped: %s: untrusted: %s\n", policy.LayerTrust, ptyterm.Escape(s.Tool), ptyterm.Escape(s.Reason))
+			fmt.Fprintf(e.Stdout, "%s: skipped: %s: untrusted: %s\n", policy.LayerTrust, cli.Escape(s.Tool), cli.Escape(s.Reason))
 		}
 		facts, _ = tp.ToolFacts(obj.Name)
 	case policy.ClassShared:
@@ -114,7 +114,7 @@ func runPolicyExplain(e *Env, args []string) int {
 		if !v.Allowed {
 			verdict = "refused"
 		}
-		fmt.Fprintf(e.Stdout, "%s: %s: %s\n", v.Layer, verdict, ptyterm.Escape(v.Reason))
+		fmt.Fprintf(e.Stdout, "%s: %s: %s\n", v.Layer, verdict, cli.Escape(v.Reason))
 	}
 	if d.Allowed {
 		fmt.Fprintln(e.Stdout, "decision: allowed")

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"ctx/ptyterm"
+	"ctx/applets/cli"
 )
 
 // ctx queue check [--root DIR] SPACE
@@ -33,10 +33,10 @@ func queueCheck(e *Env, args []string) int {
 		if t.Alive {
 			life = "alive"
 		}
-		fmt.Fprintf(e.Stdout, "temp %s pid=%d %s\n", ptyterm.Escape(t.Path), t.PID, life)
+		fmt.Fprintf(e.Stdout, "temp %s pid=%d %s\n", cli.Escape(t.Path), t.PID, life)
 	}
 	for _, ig := range r.Ignored {
-		fmt.Fprintf(e.Stdout, "ignored %s: %s\n", ptyterm.Escape(ig.Path), ig.Reason)
+		fmt.Fprintf(e.Stdout, "ignored %s: %s\n", cli.Escape(ig.Path), ig.Reason)
 	}
 	if len(r.Incomplete()) > 0 {
 		return exitFailure

@@ -1,10 +1,10 @@
 package applets
 
 import (
+	"ctx/applets/cli"
 	"fmt"
 
 	"ctx/fsops/queue"
-	"ctx/ptyterm"
 )
 
 // ctx queue status [--root DIR] SPACE [--counts]
@@ -58,7 +58,7 @@ func queueStatus(e *Env, args []string) int {
 		}
 	}
 	for _, name := range r.Inbox {
-		fmt.Fprintf(e.Stdout, "inbox %s\n", ptyterm.Escape(name))
+		fmt.Fprintf(e.Stdout, "inbox %s\n", cli.Escape(name))
 	}
 	return exitOK
 }

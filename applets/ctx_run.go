@@ -109,7 +109,7 @@ func parseRunOp(e *Env, cmd []string) (runOp, int, bool) {
 			return bad("tool: missing TOOL")
 		}
 		if err := policy.ValidName(cmd[1]); err != nil {
-			return bad("tool %s", ptyterm.Escape(err.Error()))
+			return bad("tool %s", cli.Escape(err.Error()))
 		}
 		op.tool, op.args = cmd[1], cmd[2:]
 	case "policy":
@@ -128,15 +128,15 @@ func parseRunOp(e *Env, cmd []string) (runOp, int, bool) {
 				i++
 				n, err := strconv.Atoi(cmd[i])
 				if err != nil || n < 0 || strconv.Itoa(n) != cmd[i] {
-					return bad("audit tail -n %s: not a count of lines", ptyterm.Escape(cmd[i]))
+					return bad("audit tail -n %s: not a count of lines", cli.Escape(cmd[i]))
 				}
 				op.lines = n
 			default:
-				return bad("audit tail: unexpected argument %s", ptyterm.Escape(a))
+				return bad("audit tail: unexpected argument %s", cli.Escape(a))
 			}
 		}
 	default:
-		return bad("unknown command %s: tool TOOL [ARGS...], policy show or audit tail [-f] [-n N]", ptyterm.Escape(op.verb))
+		return bad("unknown command %s: tool TOOL [ARGS...], policy show or audit tail [-f] [-n N]", cli.Escape(op.verb))
 	}
 	return op, 0, true
 }
@@ -199,14 +199,16 @@ func (op runOp) fresh(e *Env, root fsops.Root, a *policy.Agent, session string, 
 	return runAgentStart(&start, args)
 }
 
-// catRunFile copies one file of a run directory to stdout.
+// catRunFile copies one file of a run directory to stdout, escaped line
+// by line: the run's policy names tools, servers and paths an agent may
+// have chosen (cli.Escape).
 func catRunFile(e *Env, path string) int {
 	f, err := fsops.OpenRegular(path)
 	if err != nil {
 		return fail(e, exitUnavailable, "%v", err)
 	}
 	defer f.Close()
-	if _, err := io.Copy(e.Stdout, f); err != nil {
+	if err := cli.CopyLines(e.Stdout, f); err != nil {
 		return fail(e, exitFailure, "%v", err)
 	}
 	return exitOK
@@ -214,7 +216,8 @@ func catRunFile(e *Env, path string) int {
 
 // tail prints the last op.lines lines of the audit file and, with -f, what
 // is appended after, until ended reports the run over (inside a run, until
-// interrupted). Only whole lines are printed.
+// interrupted). Only whole lines are printed, each escaped (cli.Escape):
+// an audit line holds names and details an agent chose.
 func (op runOp) tail(e *Env, path string, ended func() bool) int {
 	f, err := fsops.OpenRegular(path)
 	if err != nil {
@@ -240,7 +243,7 @@ func (op runOp) tail(e *Env, path string, ended func() bool) int {
 			if err != nil {
 				return err
 			}
-			if _, err := e.Stdout.Write(partial); err != nil {
+			if _, err := io.WriteString(e.Stdout, cli.EscapeLines(string(partial))); err != nil {
 				return err
 			}
 			partial = partial[:0]

@@ -13,11 +13,11 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // mcpFlags are the flags list and project share.
@@ -37,7 +37,7 @@ func (m *mcpFlags) check(e *Env, timeout string) (int, bool) {
 		return usageError(e, "--config and --server are required"), false
 	}
 	if err := policy.ValidName(m.server); err != nil {
-		return usageError(e, "--server: %s", ptyterm.Escape(err.Error())), false
+		return usageError(e, "--server: %s", cli.Escape(err.Error())), false
 	}
 	if timeout != "" {
 		d, err := time.ParseDuration(timeout)
@@ -55,20 +55,20 @@ func (m *mcpFlags) listTools(e *Env) ([]mcpstdio.Tool, mcpstdio.ServerConfig, in
 	var none mcpstdio.ServerConfig
 	cfg, _, err := mcpstdio.ReadConfig(m.config)
 	if err != nil {
-		return nil, none, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
+		return nil, none, fail(e, exitUnavailable, "%s", cli.Escape(err.Error())), false
 	}
 	srv, ok := cfg.Servers[m.server]
 	if !ok {
-		return nil, none, fail(e, exitUnavailable, "config %s has no server %q", ptyterm.Escape(m.config), m.server), false
+		return nil, none, fail(e, exitUnavailable, "config %s has no server %q", cli.Escape(m.config), m.server), false
 	}
 	c, err := mcpstdio.Start(m.server, srv, mcpstdio.Options{RequestTimeout: m.timeout})
 	if err != nil {
-		return nil, none, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
+		return nil, none, fail(e, exitUnavailable, "%s", cli.Escape(err.Error())), false
 	}
 	tools, err := c.ListTools()
 	c.Close()
 	if err != nil {
-		return nil, none, fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error())), false
+		return nil, none, fail(e, exitUnavailable, "%s", cli.Escape(err.Error())), false
 	}
 	return tools, srv, 0, true
 }
@@ -89,7 +89,7 @@ func ctxmcpList(e *Env, args []string) int {
 		return code
 	}
 	for _, t := range tools {
-		fmt.Fprintf(e.Stdout, "%s.%s\t%s\n", m.server, ptyterm.Escape(t.Name), ptyterm.Escape(t.Description))
+		fmt.Fprintf(e.Stdout, "%s.%s\t%s\n", m.server, cli.Escape(t.Name), cli.Escape(t.Description))
 	}
 	return exitOK
 }
@@ -116,11 +116,11 @@ func ctxmcpProject(e *Env, args []string) int {
 	case runtimeConfig == "" || out == "":
 		return usageError(e, "--runtime-config and --out are required")
 	case !filepath.IsAbs(runtimeConfig) || filepath.Clean(runtimeConfig) != runtimeConfig:
-		return usageError(e, "--runtime-config %q must be an absolute, clean path", ptyterm.Escape(runtimeConfig))
+		return usageError(e, "--runtime-config %q must be an absolute, clean path", cli.Escape(runtimeConfig))
 	}
 	// Refuse an existing output before starting anything.
 	if _, err := os.Lstat(out); err == nil {
-		return fail(e, exitUnavailable, "%s already exists (output directories are never replaced)", ptyterm.Escape(out))
+		return fail(e, exitUnavailable, "%s already exists (output directories are never replaced)", cli.Escape(out))
 	}
 	pol, code, ok := projectPolicy(e, policyFile)
 	if !ok {
@@ -136,21 +136,21 @@ func ctxmcpProject(e *Env, args []string) int {
 	}
 	entrySum, err := runtimeEntryDigest(e, runtimeConfig, m.server, srv)
 	if err != nil {
-		return fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error()))
+		return fail(e, exitUnavailable, "%s", cli.Escape(err.Error()))
 	}
 	cands, skipped, err := mcpstdio.Project(mcpstdio.Projection{
 		Server: m.server, Executable: exe, ExecSHA256: exeSum,
 		RuntimeConfig: runtimeConfig, EntrySHA256: entrySum, Policy: pol,
 	}, tools)
 	if err != nil {
-		return fail(e, exitUnavailable, "server %s: %s; nothing written", m.server, ptyterm.Escape(err.Error()))
+		return fail(e, exitUnavailable, "server %s: %s; nothing written", m.server, cli.Escape(err.Error()))
 	}
 	for _, s := range skipped {
-		fmt.Fprintf(e.Stderr, "%s: skipped %s: %s\n", e.Name, ptyterm.Escape(s.Name), s.Reason)
+		fmt.Fprintf(e.Stderr, "%s: skipped %s: %s\n", e.Name, cli.Escape(s.Name), s.Reason)
 	}
 	for _, c := range cands {
 		for _, n := range c.Notes {
-			fmt.Fprintf(e.Stderr, "%s: note: %s: %s\n", e.Name, ptyterm.Escape(c.Name), ptyterm.Escape(n))
+			fmt.Fprintf(e.Stderr, "%s: note: %s: %s\n", e.Name, cli.Escape(c.Name), cli.Escape(n))
 		}
 	}
 	if len(cands) == 0 {
@@ -161,10 +161,10 @@ func ctxmcpProject(e *Env, args []string) int {
 		files[i] = object.File{Name: c.File, Data: c.Manifest}
 	}
 	if err := object.WriteNewDir(out, "ctxmcp-project", files); err != nil {
-		return fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error()))
+		return fail(e, exitUnavailable, "%s", cli.Escape(err.Error()))
 	}
 	for _, c := range cands {
-		fmt.Fprintln(e.Stdout, ptyterm.Escape(filepath.Join(out, c.File)))
+		fmt.Fprintln(e.Stdout, cli.Escape(filepath.Join(out, c.File)))
 	}
 	return exitOK
 }
@@ -178,10 +178,10 @@ func projectPolicy(e *Env, policyFile string) (string, int, bool) {
 	}
 	b, err := fsops.ReadControl(policyFile)
 	if err != nil {
-		return "", fail(e, exitUnavailable, "--policy-file: %s", ptyterm.Escape(err.Error())), false
+		return "", fail(e, exitUnavailable, "--policy-file: %s", cli.Escape(err.Error())), false
 	}
 	if err := object.ValidateControl("tool", "policy", b); err != nil {
-		return "", fail(e, exitUsage, "--policy-file %s: %s", ptyterm.Escape(policyFile), ptyterm.Escape(err.Error())), false
+		return "", fail(e, exitUsage, "--policy-file %s: %s", cli.Escape(policyFile), cli.Escape(err.Error())), false
 	}
 	return string(b), exitOK, true
 }
@@ -225,7 +225,7 @@ func runtimeEntryDigest(e *Env, path, server string, fromConfig mcpstdio.ServerC
 		return mcpstdio.EntryDigest(srv), nil
 	case errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, fs.ErrPermission):
 		fmt.Fprintf(e.Stderr, "%s: note: runtime config %s is not readable here (%s); the digest of server %s's entry is taken from --config, so the runtime config's entry must be the same\n",
-			e.Name, ptyterm.Escape(path), errText(err), server)
+			e.Name, cli.Escape(path), errText(err), server)
 		return mcpstdio.EntryDigest(fromConfig), nil
 	}
 	return "", fmt.Errorf("runtime %v", err)

@@ -17,7 +17,6 @@ import (
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // ctxmcp serve: the tools of an agent (or of the caller) as an MCP
@@ -41,7 +40,7 @@ func ctxmcpServe(e *Env, args []string) int {
 	// empty or a person's tool list.
 	ctxt, err := authority.Context(e.Getenv)
 	if err != nil {
-		return fail(e, exitDenied, "permission denied (agent-context): %s", ptyterm.Escape(err.Error()))
+		return fail(e, exitDenied, "permission denied (agent-context): %s", cli.Escape(err.Error()))
 	}
 	onHost := ctxt.Agent == ""
 	if agent == "" {
@@ -49,7 +48,7 @@ func ctxmcpServe(e *Env, args []string) int {
 	}
 	if agent != "" {
 		if err := policy.ValidName(agent); err != nil {
-			return usageError(e, "--agent: %s", ptyterm.Escape(err.Error()))
+			return usageError(e, "--agent: %s", cli.Escape(err.Error()))
 		}
 	}
 	var callTimeout time.Duration
@@ -84,7 +83,7 @@ func ctxmcpServe(e *Env, args []string) int {
 	}()
 	opts := mcpstdio.ServeOptions{Name: "ctx", Version: object.CortexFSVersion, PollInterval: pollInterval, Stop: stop}
 	if err := mcpstdio.Serve(e.Stdin, e.Stdout, tools, opts); err != nil {
-		return fail(e, exitUnavailable, "%s", ptyterm.Escape(err.Error()))
+		return fail(e, exitUnavailable, "%s", cli.Escape(err.Error()))
 	}
 	return exitOK
 }
@@ -101,7 +100,7 @@ func servedTools(e *Env, root fsops.Root, agent string, inSandbox bool, callTime
 		Env:     serveToolEnv(e, root, agent, dirs),
 		Timeout: callTimeout,
 		Warn: func(format string, args ...any) {
-			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, ptyterm.Escape(fmt.Sprintf(format, args...)))
+			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, cli.Escape(fmt.Sprintf(format, args...)))
 		},
 		Terminal: terminalTool,
 		Refusal: func(hit fsops.ToolHit) (string, string, bool) {
@@ -152,7 +151,7 @@ func serveToolPath(e *Env, root fsops.Root, agent string) []string {
 		return dirs // a person serving their own tools
 	}
 	for _, s := range tp.Skipped {
-		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, ptyterm.Escape(policy.TierSkipLine(s.Tier, s.Reason)))
+		fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, cli.Escape(policy.TierSkipLine(s.Tier, s.Reason)))
 	}
 	return tp.Dirs
 }
@@ -250,7 +249,7 @@ func recordServeRefusal(e *Env, name, errno, layer, reason string) {
 		}
 	}
 	if err := authority.RecordToolCall(e.Getenv, "", ev); err != nil {
-		fmt.Fprintf(e.Stderr, "%s: warning: refused call of %s not logged: %v\n", e.Name, ptyterm.Escape(name), err)
+		fmt.Fprintf(e.Stderr, "%s: warning: refused call of %s not logged: %v\n", e.Name, cli.Escape(name), err)
 	}
 }
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // checkAgentStarts reports, for every agent this caller may start (its
@@ -57,7 +57,7 @@ func checkAgentStarts(root fsops.Root, host fsops.HostReport, fixes map[fsops.Fi
 		iso, err := policy.ChooseIso(asked, caller, host.Isolation)
 		if err != nil {
 			f := fsops.Finding{Status: "invalid", Rel: "agent/" + name + ".d/iso",
-				Detail: "agent " + name + " cannot start here: " + ptyterm.Escape(err.Error())}
+				Detail: "agent " + name + " cannot start here: " + cli.Escape(err.Error())}
 			fixes[f] = startFix(root, name, asked, host)
 			out = append(out, f)
 			agents = append(agents, name+" cannot start")
@@ -91,7 +91,7 @@ func foreignAgent(root fsops.Root, a *policy.Agent, caller uint32) (fsops.Findin
 		return fsops.Finding{}, "", false
 	}
 	f := fsops.Finding{Status: "unexpected", Rel: rel,
-		Detail: "foreign: " + ptyterm.Escape(fe.Reason) + "; ctx agent start refuses it"}
+		Detail: "foreign: " + cli.Escape(fe.Reason) + "; ctx agent start refuses it"}
 	return f, fe.Fix, true
 }
 
@@ -149,7 +149,7 @@ func hostLine(h fsops.HostReport) string {
 	if !h.Proc {
 		parts = append(parts, "/proc not mounted")
 	}
-	return "host (uid " + strconv.Itoa(os.Geteuid()) + "): " + ptyterm.Escape(strings.Join(parts, ", "))
+	return "host (uid " + strconv.Itoa(os.Geteuid()) + "): " + cli.Escape(strings.Join(parts, ", "))
 }
 
 // fixFor is the fix doctor prints under a problem: the one its check

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"ctx/ptyterm"
+	"ctx/applets/cli"
 )
 
 func TestContentNote(t *testing.T) {
@@ -32,7 +32,7 @@ func FuzzContentNote(f *testing.F) {
 	f.Add([]byte(`{"type":"resource_link","uri":"file:///x\n\u001b[2J","name":"a\nb"}`))
 	f.Add([]byte(`{"type":"resource","resource":{"text":"x"}}`))
 	f.Fuzz(func(t *testing.T, block []byte) {
-		line := ptyterm.Escape(contentNote(block))
+		line := cli.Escape(contentNote(block))
 		if strings.ContainsAny(line, "\n\r\x1b") {
 			t.Fatalf("%s: note %q is not one safe line", block, line)
 		}

@@ -23,7 +23,6 @@ import (
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // projectedToolApplet returns the applet that runs an installed tool whose
@@ -78,7 +77,7 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) int {
 	if len(args) == 1 && (args[0] == "--help" || args[0] == "-h") {
 		desc, _ := fsops.ReadControl(filepath.Join(ctl, "description"))
 		fmt.Fprintf(e.Stdout, "%s - %s\n\nMCP tool projected by ctxmcp. Input: one JSON object, as the only\nargument or on standard input. See `ctx man ctx.mcp`.\n",
-			name, ptyterm.Escape(strings.TrimSpace(string(desc))))
+			name, cli.Escape(strings.TrimSpace(string(desc))))
 		return exitOK
 	}
 	if len(args) == 1 && args[0] == "--agentrc-schema" {
@@ -266,7 +265,7 @@ func projectedResult(c *toolCall, res *mcpstdio.CallResult) error {
 				}
 				continue
 			}
-			io.WriteString(w, ptyterm.Escape(contentNote(b))+"\n")
+			io.WriteString(w, cli.Escape(contentNote(b))+"\n")
 		}
 		if res.Structured != nil && !sameJSONAsAny(res.Structured, texts) {
 			w.Write(append(compactRaw(res.Structured), '\n'))

@@ -10,10 +10,10 @@ import (
 	"path/filepath"
 	"sort"
 
+	"ctx/applets/cli"
 	"ctx/applets/tsh"
 	"ctx/fsops"
 	"ctx/policy"
-	"ctx/ptyterm"
 )
 
 // tshConfigSchema is the input schema of tsh.config. Unlike the reference
@@ -118,7 +118,7 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 			return fail(e, exitFailure, "%v", err)
 		}
 	}
-	fmt.Fprintf(e.Stdout, "%s\n%s", ptyterm.Escape(path), cfg.Format())
+	fmt.Fprintf(e.Stdout, "%s\n%s", cli.Escape(path), cfg.Format())
 	return exitOK
 }
 

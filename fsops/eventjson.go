@@ -72,7 +72,10 @@ func appendJSONFloat(b []byte, f float64) []byte {
 // appendJSONString is encoding/json's string encoding with HTML escaping
 // on, as Marshal does it: the short escapes, \u00XX for other control
 // characters and for < > &, \ufffd for invalid UTF-8, and U+2028 and
-// U+2029 escaped.
+// U+2029 escaped. Beyond Marshal it escapes the display controls
+// (displayControl) as \uXXXX too: an event line stays the same JSON value,
+// and a person who reads the file with cat or tail sees no raw C1 control
+// or bidi override an agent put in a name or detail.
 func appendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
@@ -112,9 +115,9 @@ func appendJSONString(b []byte, s string) []byte {
 			start = i
 			continue
 		}
-		if r == '\u2028' || r == '\u2029' {
+		if r == '\u2028' || r == '\u2029' || displayControl(r) {
 			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
+			b = append(b, '\\', 'u', hex[r>>12&0xF], hex[r>>8&0xF], hex[r>>4&0xF], hex[r&0xF])
 			i += size
 			start = i
 			continue
@@ -122,4 +125,18 @@ func appendJSONString(b []byte, s string) []byte {
 		i += size
 	}
 	return append(append(b, s[start:]...), '"')
+}
+
+// displayControl reports the runes an event never holds raw though JSON
+// allows them: the C1 controls U+0080-U+009F (U+009B is a CSI to a
+// terminal) and the bidi controls that reorder what a line shows (U+061C,
+// U+200E, U+200F, the embeddings and overrides U+202A-U+202E, the
+// isolates U+2066-U+2069).
+func displayControl(r rune) bool {
+	switch {
+	case r >= 0x80 && r <= 0x9f, r == 0x061c, r == 0x200e, r == 0x200f,
+		r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }

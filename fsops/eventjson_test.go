@@ -3,16 +3,36 @@ package fsops
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
+	"unicode/utf8"
 )
 
 // eventStrings are field values that exercise every escape Marshal makes.
 var eventStrings = []string{
 	"", "ok", "tool.call", `quote " backslash \ slash /`, "<script>&amp;</script>",
 	"\x00\x01\b\f\n\r\t\x1f\x7f", "é ü 中文 🙂", "\u2028\u2029", "\xff\xfe bad \xc3", "\xe2\x80",
-	"a\u2027b\u202ac",
+	"a\u2027b\u202ac", "\u009b2J\u0085 \u202eevil\u202c \u2066x\u2069 \u200e\u200f\u061c \x9b\x9d",
+}
+
+// marshalEscaped is encoding/json's Marshal of ev with the display
+// controls escaped as appendJSONString escapes them: the same JSON value.
+func marshalEscaped(ev Event) ([]byte, error) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return nil, err
+	}
+	var out []byte
+	for _, r := range string(b) {
+		if displayControl(r) {
+			out = fmt.Appendf(out, "\\u%04x", r)
+			continue
+		}
+		out = utf8.AppendRune(out, r)
+	}
+	return out, nil
 }
 
 func randomEvent(r *rand.Rand) Event {
@@ -43,12 +63,13 @@ func randomEvent(r *rand.Rand) Event {
 }
 
 // TestEventJSONMatchesMarshal holds the hand encoder to encoding/json's
-// Marshal, byte for byte, on random events and every escape.
+// Marshal, byte for byte, on random events and every escape, with the
+// display controls escaped as well (marshalEscaped).
 func TestEventJSONMatchesMarshal(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for i := 0; i < 20000; i++ {
 		ev := randomEvent(r)
-		want, err := json.Marshal(ev)
+		want, err := marshalEscaped(ev)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,10 +93,52 @@ func FuzzEventJSON(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string, dur float64) {
 		ev := Event{TS: s, Type: s, Detail: s, Worker: s, DurMS: dur}
-		want, err := json.Marshal(ev)
+		want, err := marshalEscaped(ev)
 		got, ok := ev.appendJSON(nil)
 		if (err == nil) != ok || (ok && !bytes.Equal(got, want)) {
 			t.Fatalf("%q %v:\n got %s (%v)\nwant %s (%v)", s, dur, got, ok, want, err)
 		}
+		if ok {
+			var back Event
+			if err := json.Unmarshal(got, &back); err != nil || back.Detail != string([]rune(s)) {
+				t.Fatalf("%q does not read back: %q %v", s, back.Detail, err)
+			}
+			if hasDisplayControl(got) {
+				t.Fatalf("%q: a display control left raw: %q", s, got)
+			}
+		}
 	})
+}
+
+func hasDisplayControl(b []byte) bool {
+	for _, r := range string(b) {
+		if displayControl(r) || r < 0x20 {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEventJSONEscapesDisplayControls: a hostile agent's detail with C1
+// controls, a raw 8-bit CSI and bidi overrides is one JSON line with no
+// such rune raw, and reads back as what was given (invalid UTF-8 as
+// U+FFFD).
+func TestEventJSONEscapesDisplayControls(t *testing.T) {
+	hostile := "x\u009b2J\u009d0;pwn\u0007\u202etxt.exe\u2066\u200f\x9b31m\x1b]52;c;aGk=\x07"
+	line := Event{TS: "t", Type: "tool.call", Object: hostile, Detail: hostile}.Line()
+	if hasDisplayControl(bytes.TrimSuffix(line, []byte("\n"))) {
+		t.Fatalf("raw control in the event line: %q", line)
+	}
+	for _, esc := range []string{`\u009b`, `\u009d`, `\u202e`, `\u2066`, `\u200f`, `\ufffd`, `\u001b`, `\u0007`} {
+		if !bytes.Contains(line, []byte(esc)) {
+			t.Errorf("no %s in %s", esc, line)
+		}
+	}
+	var back Event
+	if err := json.Unmarshal(line, &back); err != nil {
+		t.Fatal(err)
+	}
+	if want := string([]rune(hostile)); back.Detail != want || back.Object != want {
+		t.Errorf("read back %q, want %q", back.Detail, want)
+	}
 }

@@ -1,7 +1,8 @@
 // Package ptyterm is ctxterm: the owner of an agent's pseudo-terminal, its
 // terminal socket (the watch/attach protocol), the session record, and the
-// client that `ctx agent watch|attach` use. It also makes untrusted text
-// safe to print (Escape).
+// client that `ctx agent watch|attach` use, with the filter that keeps an
+// agent's terminal strings (clipboard, title, device control) from a
+// person's terminal (ControlFilter).
 //
 // Serve runs one command on a new PTY for its whole life. Its goroutines:
 // one reads the PTY master and only reads (a PTY yields at most 4 KiB per

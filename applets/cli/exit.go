@@ -1,9 +1,10 @@
 // Package cli is the leaf that every applet and tsh share for how a
 // program of ctx ends: the exit statuses (one table, `ctx man ctx` and
 // `ctx man ctx.tool`, EXIT STATUS), the one errno-to-exit mapping, and the
-// one printer of error and refusal lines, which escapes terminal control
-// bytes. It imports nothing of ctx but ptyterm and fsops/proc, so tsh and authority can
-// use it without reaching back into applets.
+// one printer of error and refusal lines, and Escape, the one function that
+// makes untrusted text safe to show a person. It imports nothing of ctx but
+// fsops/proc, so tsh, authority and every applet can use it without
+// reaching back into applets.
 package cli
 
 import (

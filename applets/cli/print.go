@@ -3,8 +3,6 @@ package cli
 import (
 	"fmt"
 	"io"
-
-	"ctx/ptyterm"
 )
 
 // DeniedPrefix starts the one standard-error line of every exit 13 that
@@ -20,13 +18,13 @@ const DeniedPrefix = "ctx: denied: "
 
 // Line is the one line a program called name prints for a failure:
 // "NAME: MESSAGE" and a newline. Everything in it is escaped for a
-// terminal (ptyterm.Escape: control bytes, escape sequences, newlines and
+// terminal (Escape: control bytes, escape sequences, newlines and
 // invalid UTF-8 are shown as Go escapes), so no text of a caller, a file
 // name or a server reaches the terminal as control bytes, and a message
 // cannot forge a second line. Escaping is idempotent: text escaped before
 // is printed as it is.
 func Line(name, msg string) string {
-	return ptyterm.Escape(name) + ": " + ptyterm.Escape(msg) + "\n"
+	return Escape(name) + ": " + Escape(msg) + "\n"
 }
 
 // DeniedLine is the line of a refusal: Line marked with DeniedPrefix.

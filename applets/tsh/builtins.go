@@ -11,7 +11,6 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
-	"ctx/ptyterm"
 )
 
 type builtin struct {
@@ -116,7 +115,7 @@ func (sh *Shell) builtinHelp(args []string) int {
 // Lines for absent fields are left out. All tool text is escaped.
 func (sh *Shell) printToolHelp(hit fsops.ToolHit) int {
 	m, err := readMetadata(hit)
-	sh.out("%s\t%s\n", hit.Name, ptyterm.Escape(hit.Path))
+	sh.out("%s\t%s\n", hit.Name, cli.Escape(hit.Path))
 	if err != nil {
 		sh.errorf("%v", err)
 		return cli.Failure
@@ -125,7 +124,7 @@ func (sh *Shell) printToolHelp(hit fsops.ToolHit) int {
 		if text == "" {
 			return
 		}
-		lines := strings.Split(ptyterm.EscapeLines(text), "\n")
+		lines := strings.Split(cli.EscapeLines(text), "\n")
 		sh.out("%s: %s\n", label, lines[0])
 		for _, l := range lines[1:] {
 			sh.out("  %s\n", l)
@@ -137,7 +136,7 @@ func (sh *Shell) printToolHelp(hit fsops.ToolHit) int {
 	if len(m.Required) > 0 {
 		req := make([]string, len(m.Required))
 		for i, r := range m.Required {
-			req[i] = ptyterm.Escape(r)
+			req[i] = cli.Escape(r)
 		}
 		sh.out("required: %s\n", strings.Join(req, ", "))
 	}
@@ -171,11 +170,11 @@ func (sh *Shell) builtinTools(args []string) int {
 			sh.out("%s\n", h.Name)
 			continue
 		}
-		sh.out("%s\t%s", h.Name, ptyterm.Escape(h.Path))
+		sh.out("%s\t%s", h.Name, cli.Escape(h.Path))
 		// A listing shows what it can: a tool with unreadable metadata is
 		// still listed, without a description (help TOOL says why).
 		if m, err := readMetadata(h); err == nil && m.Description != "" {
-			sh.out("\t%s", ptyterm.Escape(m.FirstLine()))
+			sh.out("\t%s", cli.Escape(m.FirstLine()))
 		}
 		sh.out("\n")
 	}
@@ -196,7 +195,7 @@ func (sh *Shell) builtinTools(args []string) int {
 		if len(missing) == len(sh.dirs) {
 			why = "none of them exists; make a tree with ctx bootstrap --root " + fsops.ShellQuote(sh.root.Dir) + " or choose one with --root DIR or CTX_ROOT"
 		}
-		sh.errorf("tools: no tool in CTX_PATH %s: %s", ptyterm.Escape(strings.Join(sh.dirs, ":")), why)
+		sh.errorf("tools: no tool in CTX_PATH %s: %s", cli.Escape(strings.Join(sh.dirs, ":")), why)
 		return cli.Failure
 	}
 	// An empty answer to a question about a group must not look like a
@@ -223,7 +222,7 @@ func (sh *Shell) builtinWhich(args []string) int {
 			code = sh.notFound(name, err, cli.Failure)
 			continue
 		}
-		sh.out("%s\n", ptyterm.Escape(hit.Path))
+		sh.out("%s\n", cli.Escape(hit.Path))
 	}
 	return code
 }
@@ -243,7 +242,7 @@ func (sh *Shell) builtinType(args []string) int {
 			code = sh.notFound(name, err, cli.Failure)
 			continue
 		}
-		sh.out("%s is %s\n", name, ptyterm.Escape(hit.Path))
+		sh.out("%s is %s\n", name, cli.Escape(hit.Path))
 	}
 	return code
 }
@@ -278,7 +277,7 @@ func (sh *Shell) builtinCommand(args []string) int {
 			code = cli.Failure
 			continue
 		}
-		sh.out("%s\n", ptyterm.Escape(hit.Path))
+		sh.out("%s\n", cli.Escape(hit.Path))
 	}
 	return code
 }
@@ -316,7 +315,7 @@ func (sh *Shell) builtinLoad(args []string) int {
 			continue
 		}
 		gone := sh.loaded.Load(name, hit.Path, m)
-		sh.out("loaded %s\t%s\tmetadata\n", name, ptyterm.Escape(hit.Path))
+		sh.out("loaded %s\t%s\tmetadata\n", name, cli.Escape(hit.Path))
 		sh.reportUnloaded(gone)
 	}
 	return code
@@ -337,7 +336,7 @@ func (sh *Shell) builtinUnload(args []string) int {
 			sh.errorf("%s is pinned; run `unpin %s` before unload", name, name)
 			code = cli.Failure
 		default:
-			sh.out("unloaded %s\t%s\n", name, ptyterm.Escape(l.Path))
+			sh.out("unloaded %s\t%s\n", name, cli.Escape(l.Path))
 		}
 	}
 	return code
@@ -355,9 +354,9 @@ func (sh *Shell) listLoaded(args []string, pinnedOnly bool, name string) int {
 		if l.Pinned {
 			state = "pinned"
 		}
-		sh.out("%s\t%s\t%s", l.Name, ptyterm.Escape(l.Path), state)
+		sh.out("%s\t%s\t%s", l.Name, cli.Escape(l.Path), state)
 		if d := l.Meta.FirstLine(); d != "" {
-			sh.out("\t%s", ptyterm.Escape(d))
+			sh.out("\t%s", cli.Escape(d))
 		}
 		sh.out("\n")
 	}
@@ -382,7 +381,7 @@ func (sh *Shell) builtinPin(args []string) int {
 		if c, ok := sh.cache.Peek(name); ok {
 			sh.cache.Pin(name, c)
 		}
-		sh.out("pinned metadata %s\t%s\n", name, ptyterm.Escape(hit.Path))
+		sh.out("pinned metadata %s\t%s\n", name, cli.Escape(hit.Path))
 	}
 	return code
 }
@@ -400,7 +399,7 @@ func (sh *Shell) builtinUnpin(args []string) int {
 			continue
 		}
 		sh.cache.Unpin(name)
-		sh.out("unpinned %s\t%s\n", name, ptyterm.Escape(l.Path))
+		sh.out("unpinned %s\t%s\n", name, cli.Escape(l.Path))
 		sh.reportUnloaded(gone)
 	}
 	return code
