@@ -55,6 +55,7 @@ type agentRun struct {
 	sop        []byte    // the rendered system prompt: /mnt/SOP, its digest in the identity
 	argv       []string
 	noConsole  bool // --no-console: the terminal is reachable only through its socket
+	rawConsole bool // --raw: the console terminal gets the output unfiltered
 	// allowHostRoot is --allow-host-root: the caller accepts a run as host
 	// uid 0 (still without capabilities, behind seccomp).
 	allowHostRoot bool

@@ -61,7 +61,7 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, started func(int)) int {
 // started on a PTY made from it (ptyterm.OpenPTY), and ctxterm then
 // serves it with the rest (runOnTerminal).
 func (r *agentRun) terminalConfig(e *Env) ptyterm.Config {
-	cfg := ptyterm.Config{ConsoleIn: e.Stdin, ConsoleOut: e.Stdout}
+	cfg := ptyterm.Config{ConsoleIn: e.Stdin, ConsoleOut: e.Stdout, ConsoleRaw: r.rawConsole}
 	if r.iso == policy.IsoUID {
 		// The agent runs as its own uid: its terminal is its own.
 		cfg.TTYOwner = &[2]int{int(r.agent.UID), int(r.agent.GID)}

@@ -31,7 +31,7 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 	}
 	var session, sharedSpace, cwd string
 	var mounts [][]string
-	var forceTerminal, noConsole, showPlan, allowHostRoot bool
+	var forceTerminal, noConsole, showPlan, allowHostRoot, raw bool
 	// Descriptors the caller left open (a shell's 7</) must not reach the
 	// sandbox or anything this run host starts.
 	fsops.CloseInheritedOnExec()
@@ -48,6 +48,7 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 	f.Tuple("mount", 3, &mounts)
 	f.Bool("terminal", &forceTerminal)
 	f.Bool("no-console", &noConsole)
+	f.Bool("raw", &raw)
 	f.Bool("plan", &showPlan)
 	f.Bool("allow-host-root", &allowHostRoot)
 	root, a, code, ok := agentArgs(e, args, f)
@@ -76,7 +77,7 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 	// An init started early and never taken dies before the cgroup it
 	// was born in is removed (endBudgets, deferred earlier, runs later).
 	defer r.abandonEarly()
-	r.noConsole = noConsole
+	r.noConsole, r.rawConsole = noConsole, raw
 	r.onTerminal = forceTerminal || noConsole || ptyterm.IsTerminal(e.Stdin)
 	if code, ok := r.prepare(e, session, sharedSpace, cwd, mounts, f.Command); !ok {
 		r.removeRunDir() // a run that never started leaves no run directory

@@ -11,22 +11,26 @@ import (
 	"ctx/ptyterm"
 )
 
-// runAgentWatch is `ctx agent watch [--root DIR] NAME [--session S] [--shared SPACE]`.
+// runAgentWatch is `ctx agent watch [--root DIR] NAME [--session S] [--shared SPACE] [--raw]`.
 func runAgentWatch(e *Env, args []string) int { return joinTerminal(e, args, ptyterm.Watch) }
 
-// runAgentAttach is `ctx agent attach [--root DIR] NAME [--session S] [--shared SPACE]`.
+// runAgentAttach is `ctx agent attach [--root DIR] NAME [--session S] [--shared SPACE] [--raw]`.
 func runAgentAttach(e *Env, args []string) int { return joinTerminal(e, args, ptyterm.Attach) }
 
 // joinTerminal connects to the session's terminal through its ABI locator,
 // home/UID/agent/NAME/session/S/terminal/main.sock (with --shared SPACE,
 // shared/SPACE/agent/NAME/session/S/terminal/main.sock), a symlink to the
 // run's socket. The server must run as the agent's owner or root
-// (SO_PEERCRED).
+// (SO_PEERCRED). The agent's output reaches the caller's terminal through
+// ptyterm's ControlFilter (no clipboard, title or device control string),
+// or as it is with --raw.
 func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 	var session, space string
+	var raw bool
 	f := newFlags()
 	f.String("session", &session)
 	f.String("shared", &space)
+	f.Bool("raw", &raw)
 	root, a, code, ok := agentArgs(e, args, f)
 	if !ok {
 		return code
@@ -54,7 +58,7 @@ func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 	case err != nil:
 		return fail(e, exitUnavailable, "agent %s session %s: %v", a.Name, session, err)
 	}
-	end, err := ptyterm.Connect(target, mode, e.Stdin, e.Stdout, ptyterm.ClientOptions{TrustedServerUIDs: []int{int(a.Owner), 0}})
+	end, err := ptyterm.Connect(target, mode, e.Stdin, e.Stdout, ptyterm.ClientOptions{TrustedServerUIDs: []int{int(a.Owner), 0}, Raw: raw})
 	if err != nil {
 		var refused *ptyterm.RefusedError
 		if errors.As(err, &refused) {

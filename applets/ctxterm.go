@@ -15,10 +15,11 @@ import (
 // runCtxterm is the ctxterm applet: it runs a command on a new PTY that it
 // owns until the command exits, serving the terminal socket and recording
 // the session (ptyterm.Serve), and exits with the command's status.
-// `ctxterm --replay FILE` prints a record's PTY output instead.
+// `ctxterm --replay FILE` prints a record's PTY output instead. --raw
+// relays the output to a terminal unfiltered (ptyterm.ControlFilter).
 func runCtxterm(e *Env, args []string) int {
 	var socket, events, owner, rows, cols, id, replay string
-	var noConsole bool
+	var noConsole, raw bool
 	f := newFlags()
 	f.String("socket", &socket)
 	f.String("events", &events)
@@ -28,6 +29,7 @@ func runCtxterm(e *Env, args []string) int {
 	f.String("id", &id)
 	f.String("replay", &replay)
 	f.Bool("no-console", &noConsole)
+	f.Bool("raw", &raw)
 	if _, code, ok := parseArgs(e, f, args, 0, 0); !ok {
 		return code
 	}
@@ -35,7 +37,13 @@ func runCtxterm(e *Env, args []string) int {
 		if socket != "" || events != "" || f.Command != nil {
 			return usageError(e, "--replay takes no other option or command")
 		}
-		if err := ptyterm.Replay(replay, e.Stdout); err != nil {
+		// A record holds what the agent wrote: on a person's terminal
+		// it is shown as a watcher sees it (ptyterm.ControlFilter).
+		out := e.Stdout
+		if !raw && ptyterm.IsTerminal(out) {
+			out = ptyterm.NewControlFilterWriter(out)
+		}
+		if err := ptyterm.Replay(replay, out); err != nil {
 			return fail(e, exitFailure, "%v", err)
 		}
 		return exitOK
@@ -70,7 +78,7 @@ func runCtxterm(e *Env, args []string) int {
 	}
 	if !noConsole {
 		cfg.Console = ptyterm.ConsoleModeFor(e.Stdin)
-		cfg.ConsoleIn, cfg.ConsoleOut = e.Stdin, e.Stdout
+		cfg.ConsoleIn, cfg.ConsoleOut, cfg.ConsoleRaw = e.Stdin, e.Stdout, raw
 	}
 
 	sigs := make(chan os.Signal, 4)

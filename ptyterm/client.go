@@ -38,6 +38,10 @@ type ClientOptions struct {
 	// process may run as (checked with SO_PEERCRED); any other server is
 	// refused before a byte is sent.
 	TrustedServerUIDs []int
+	// Raw relays the terminal's output as it is. By default it passes
+	// through a ControlFilter: the agent's clipboard, title and device
+	// control strings never reach the client's terminal.
+	Raw bool
 }
 
 // End says how a connection ended.
@@ -60,7 +64,7 @@ type RefusedError struct {
 func (e *RefusedError) Error() string { return "terminal refused: " + e.Reason + ": " + e.Text }
 
 // Connect joins the terminal at socketPath in mode and copies its output to
-// out until the terminal closes the connection or the user detaches, and
+// out (through a ControlFilter unless opts.Raw) until the terminal closes the connection or the user detaches, and
 // says which (End is 0 when err is not nil). A refusal by the terminal is a
 // *RefusedError.
 //
@@ -94,6 +98,9 @@ func Connect(socketPath string, mode Mode, in io.Reader, out io.Writer, opts Cli
 	}
 	results := make(chan result, 2)
 	outputDone := make(chan struct{})
+	if !opts.Raw {
+		out = NewControlFilterWriter(out)
+	}
 	go func() {
 		defer close(outputDone)
 		err := copyFromServer(conn, out)

@@ -61,6 +61,11 @@ type Config struct {
 	Console    ConsoleMode
 	ConsoleIn  io.Reader
 	ConsoleOut io.Writer
+	// ConsoleRaw relays the output to a ConsoleOut that is a terminal as
+	// it is. By default a person's terminal gets it through a
+	// ControlFilter, as a watcher's does; a ConsoleOut that is no
+	// terminal (a pipe, a file) always gets the bytes as they are.
+	ConsoleRaw bool
 
 	// Signals are forwarded to the command's process group (the caller
 	// subscribes to SIGTERM, SIGHUP, ... with signal.Notify).
@@ -377,6 +382,9 @@ type console struct {
 
 func startConsole(cfg Config, ttyIn *os.File, h *hub, veof byte) (*console, error) {
 	con := &console{out: cfg.ConsoleOut, done: make(chan struct{})}
+	if con.out != nil && !cfg.ConsoleRaw && IsTerminal(con.out) {
+		con.out = NewControlFilterWriter(con.out)
+	}
 	if cfg.Console == ConsoleNone || cfg.ConsoleIn == nil {
 		close(con.done)
 		return con, nil
