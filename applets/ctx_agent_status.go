@@ -59,9 +59,9 @@ func runAgentStatus(e *Env, args []string) int {
 	}
 	session := root.CurrentSession(int(a.UID), a.Name)
 	fmt.Fprintf(e.Stdout, "%s\nmodel=%s\nlife=%s\nparent=%s\nchildren=%d\npid=%s\nuid=%d\ngid=%d\ngroups=%s\niso=%s\nsubject=%s\nperm=%s\nsession=%s\nbudget=%s\n",
-		status, a.Model, a.Life, a.Parent, children, pidText, a.UID, a.GID, strings.Join(groups, ","),
-		a.Isolation(uint32(os.Getuid())), a.Subject, a.Ceiling, session,
-		lastBudgetEvent(filepath.Join(root.AgentControl(a.Name), "log")))
+		cli.Escape(status), cli.Escape(a.Model), a.Life, cli.Escape(a.Parent.String()), children, pidText, a.UID, a.GID, strings.Join(groups, ","),
+		a.Isolation(uint32(os.Getuid())), cli.Escape(a.Subject), cli.Escape(a.Ceiling.String()), cli.Escape(session),
+		cli.Escape(lastBudgetEvent(filepath.Join(root.AgentControl(a.Name), "log"))))
 	return exitOK
 }
 
@@ -171,7 +171,7 @@ func runAgentPs(e *Env, args []string) int {
 		if parent == "" {
 			parent = "-"
 		}
-		fmt.Fprintf(e.Stdout, "%s%s\t%s\tpid=%s\tlife=%s\tparent=%s%s\n", strings.Repeat("  ", depth), name, status, pidText, a.Life, parent, foreignMark(root, name))
+		fmt.Fprintf(e.Stdout, "%s%s\t%s\tpid=%s\tlife=%s\tparent=%s%s\n", strings.Repeat("  ", depth), cli.Escape(name), cli.Escape(status), pidText, a.Life, cli.Escape(parent), foreignMark(root, name))
 		sort.Strings(kids[name])
 		for _, k := range kids[name] {
 			walk(k, depth+1)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 )
@@ -78,7 +79,7 @@ func runObject(e *Env, verb string, args []string) int {
 	if err != nil {
 		return objectFail(e, err)
 	}
-	fmt.Fprintf(e.Stdout, "%s %s\n", word, ins.Describe())
+	fmt.Fprintf(e.Stdout, "%s %s\n", word, cli.Escape(ins.Describe()))
 	return exitOK
 }
 

@@ -47,14 +47,14 @@ func queueStatus(e *Env, args []string) int {
 		case st == queue.StateClaimed:
 			if l := ev.LeaseData; l != nil {
 				h, _ := l.HolderState()
-				fmt.Fprintf(e.Stdout, "claimed %s worker=%s pid=%d host=%s holder=%s\n", ev.Job, l.Worker, l.PID, l.Host, h)
+				fmt.Fprintf(e.Stdout, "claimed %s worker=%s pid=%d host=%s holder=%s\n", cli.Escape(ev.Job), cli.Escape(l.Worker), l.PID, cli.Escape(l.Host), h)
 			} else {
-				fmt.Fprintf(e.Stdout, "claimed %s holder=unknown (lease unreadable)\n", ev.Job)
+				fmt.Fprintf(e.Stdout, "claimed %s holder=unknown (lease unreadable)\n", cli.Escape(ev.Job))
 			}
 		case st.Complete():
-			fmt.Fprintf(e.Stdout, "%s %s\n", st, ev.Job)
+			fmt.Fprintf(e.Stdout, "%s %s\n", st, cli.Escape(ev.Job))
 		default:
-			fmt.Fprintf(e.Stdout, "incomplete %s %s\n", ev.Job, st)
+			fmt.Fprintf(e.Stdout, "incomplete %s %s\n", cli.Escape(ev.Job), st)
 		}
 	}
 	for _, name := range r.Inbox {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 
+	"ctx/applets/cli"
 	"ctx/applets/tsh"
 	"ctx/fsops"
 	"ctx/policy"
@@ -34,13 +35,13 @@ func runWhich(e *Env, args []string) int {
 		if err != nil {
 			return fail(e, exitNotFound, "%s: not found in CTX_PATH", name)
 		}
-		fmt.Fprintln(e.Stdout, hit.Path)
+		fmt.Fprintln(e.Stdout, cli.Escape(hit.Path))
 	case "agent":
 		d := root.AgentControl(name)
 		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
 			return fail(e, exitNotFound, "agent %s: no %s", name, d)
 		}
-		fmt.Fprintln(e.Stdout, root.Path("agent", name))
+		fmt.Fprintln(e.Stdout, cli.Escape(root.Path("agent", name)))
 	default:
 		return usageError(e, "unknown class %q (tool or agent)", class)
 	}

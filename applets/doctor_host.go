@@ -206,9 +206,9 @@ func printDoctor(w io.Writer, root fsops.Root, findings []fsops.Finding, fixes m
 			if f.Status == "ok" && !all {
 				continue
 			}
-			fmt.Fprintln(w, f)
+			fmt.Fprintln(w, cli.Escape(f.String()))
 			if f.Status != "ok" && !quiet {
-				fmt.Fprintln(w, "  fix: "+fixFor(root, f, fixes))
+				fmt.Fprintln(w, "  fix: "+cli.Escape(fixFor(root, f, fixes)))
 			}
 		}
 	}
@@ -222,7 +222,7 @@ func printDoctor(w io.Writer, root fsops.Root, findings []fsops.Finding, fixes m
 		if len(agents) == 0 {
 			agents = []string{"none"}
 		}
-		fmt.Fprintln(w, "agents (starting as uid "+strconv.Itoa(os.Geteuid())+"): "+strings.Join(agents, ", "))
+		fmt.Fprintln(w, "agents (starting as uid "+strconv.Itoa(os.Geteuid())+"): "+cli.Escape(strings.Join(agents, ", ")))
 	}
 	switch {
 	case quiet:
