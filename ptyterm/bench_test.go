@@ -57,9 +57,9 @@ func BenchmarkPTYThroughput(b *testing.B) {
 		var whole bool
 		if i%2 == 0 {
 			s = runScript(b, file)
-			c, whole = runServe(b, dir, file, want, true)
+			c, whole = runServe(b, dir, file, want, true, "")
 		} else {
-			c, whole = runServe(b, dir, file, want, true)
+			c, whole = runServe(b, dir, file, want, true, "")
 			s = runScript(b, file)
 		}
 		if !whole {
@@ -83,6 +83,45 @@ func BenchmarkPTYThroughput(b *testing.B) {
 	b.ReportMetric(mbs(rawTimes), "raw-MB/s")
 	b.ReportMetric(float64(median(ratios))/1000, "ratio")
 	b.ReportMetric(float64(dropped), "watcher-dropped")
+}
+
+// BenchmarkWatchFilter is the cost of the watcher's ControlFilter on the
+// relay: Serve streams 64 MiB of text to a watcher that is ctx agent
+// watch's client (Connect), once raw and once filtered, in alternating
+// order; ratio is the filtered throughput over the raw one.
+func BenchmarkWatchFilter(b *testing.B) {
+	if _, err := exec.LookPath("script"); err != nil {
+		b.Skip("script(1) not installed")
+	}
+	dir := b.TempDir()
+	file := filepath.Join(dir, "data.txt")
+	line := "\x1b[1;32mok\x1b[0m grüße 中文 ✓ \x1b[38;5;208mwarn\x1b[m résumé naïve 0123456789abcdef\n"
+	if err := os.WriteFile(file, bytes.Repeat([]byte(line), (64<<20)/len(line)), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	st, _ := os.Stat(file)
+	want := st.Size() + (64<<20)/int64(len(line))
+	var raws, filtereds, ratios []time.Duration
+	for i := 0; i < b.N; i++ {
+		order := []string{"raw", "filter"}
+		if i%2 == 1 {
+			order = []string{"filter", "raw"}
+		}
+		got := map[string]time.Duration{}
+		for _, mode := range order {
+			d, whole := runServe(b, dir, file, want, true, mode)
+			if !whole {
+				b.Fatalf("%s watcher was dropped", mode)
+			}
+			got[mode] = d
+		}
+		raws, filtereds = append(raws, got["raw"]), append(filtereds, got["filter"])
+		ratios = append(ratios, got["raw"]*1000/got["filter"])
+	}
+	mbs := func(ds []time.Duration) float64 { return float64(st.Size()) / median(ds).Seconds() / 1e6 }
+	b.ReportMetric(mbs(raws), "raw-MB/s")
+	b.ReportMetric(mbs(filtereds), "filtered-MB/s")
+	b.ReportMetric(float64(median(ratios))/1000, "ratio")
 }
 
 // runRawRead times cat of file on a PTY read by a bare loop.
@@ -157,7 +196,7 @@ func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''
 // command waits for a line of console input before it starts cat) to its
 // return, and reports whether the watcher received everything: want
 // bytes (the terminal turns each "\n" of the file into "\r\n").
-func runServe(b *testing.B, dir, file string, want int64, record bool) (time.Duration, bool) {
+func runServe(b *testing.B, dir, file string, want int64, record bool, connect string) (time.Duration, bool) {
 	socket := filepath.Join(dir, "run", "main.sock")
 	events := ""
 	if record {
@@ -185,6 +224,9 @@ func runServe(b *testing.B, dir, file string, want int64, record bool) (time.Dur
 	// the test binary as a client that counts what it receives.
 	watcher := exec.Command(os.Args[0])
 	watcher.Env = append(os.Environ(), "PTYTERM_TEST_CLIENT="+socket, "PTYTERM_TEST_SEND=watch\n", "PTYTERM_TEST_DISCARD=1")
+	if connect != "" {
+		watcher.Env = append(watcher.Env, "PTYTERM_TEST_CONNECT="+connect)
+	}
 	var count bytes.Buffer
 	watcher.Stdout, watcher.Stderr = &count, os.Stderr
 	if err := watcher.Start(); err != nil {

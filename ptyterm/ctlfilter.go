@@ -1,6 +1,7 @@
 package ptyterm
 
 import (
+	"encoding/binary"
 	"io"
 	"unicode/utf8"
 )
@@ -88,34 +89,52 @@ func (f *ControlFilter) Filter(dst, p []byte) []byte {
 func passRun(p []byte) int {
 	i := 0
 	for i < len(p) {
-		c := p[i]
-		if c < utf8.RuneSelf {
-			if c == 0x1b {
-				// ESC and a plain final or intermediate byte (CSI,
-				// charset, keypad...) pass as escape would pass them.
-				if i+1 < len(p) && p[i+1] >= 0x20 && p[i+1] <= 0x7e && !stringIntroducer(p[i+1]) {
-					i += 2
-					continue
-				}
+		// Eight bytes at a time while they are ASCII without ESC.
+		for i+8 <= len(p) {
+			w := binary.LittleEndian.Uint64(p[i:])
+			x := w ^ 0x1b1b1b1b1b1b1b1b // a zero byte where w has ESC
+			if (w|(x-0x0101010101010101)&^x)&0x8080808080808080 != 0 {
+				break
+			}
+			i += 8
+		}
+		// Then byte by byte over the next eight, which hold one at least.
+		for stop := min(i+8, len(p)); i < stop; {
+			n := passOne(p[i:])
+			if n == 0 {
 				return i
 			}
-			i++
-			continue
+			i += n
 		}
-		if c < 0xc0 { // a stray continuation byte
-			if stringC1(rune(c)) {
-				return i
-			}
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(p[i:])
-		if r == utf8.RuneError && n <= 1 || stringC1(r) {
-			return i // incomplete, invalid or a string start: step decides
-		}
-		i += n
 	}
 	return i
+}
+
+// passOne is the length of the byte, rune or escape sequence p starts
+// with when it passes as it is, 0 when step must decide.
+func passOne(p []byte) int {
+	c := p[0]
+	switch {
+	case c == 0x1b:
+		// ESC and a plain final or intermediate byte (CSI, charset,
+		// keypad...) pass as escape would pass them.
+		if len(p) > 1 && p[1] >= 0x20 && p[1] <= 0x7e && !stringIntroducer(p[1]) {
+			return 2
+		}
+		return 0
+	case c < utf8.RuneSelf:
+		return 1
+	case c < 0xc0: // a stray continuation byte
+		if stringC1(rune(c)) {
+			return 0
+		}
+		return 1
+	}
+	r, n := utf8.DecodeRune(p)
+	if r == utf8.RuneError && n <= 1 || stringC1(r) {
+		return 0 // incomplete, invalid or a string start: step decides
+	}
+	return n
 }
 
 // step takes one byte in the slow path.

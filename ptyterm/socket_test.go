@@ -27,6 +27,17 @@ func TestMain(m *testing.M) {
 }
 
 func testClientMain(socket, send string, discard bool) int {
+	if mode := os.Getenv("PTYTERM_TEST_CONNECT"); mode != "" {
+		// Like ctx agent watch: Connect, through the filter unless raw.
+		var n countWriter
+		_, err := Connect(socket, Watch, nil, &n, ClientOptions{Raw: mode == "raw"})
+		if err != nil {
+			os.Stderr.WriteString(err.Error() + "\n")
+			return 3
+		}
+		fmt.Println(int64(n))
+		return 0
+	}
 	c, err := net.Dial("unix", socket)
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
@@ -272,4 +283,12 @@ func TestCommandNotStarted(t *testing.T) {
 			t.Errorf("%v: record left behind", tc.cmd.Args)
 		}
 	}
+}
+
+// countWriter counts the bytes written to it.
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	*c += countWriter(len(p))
+	return len(p), nil
 }
