@@ -37,16 +37,7 @@ func runCtxterm(e *Env, args []string) int {
 		if socket != "" || events != "" || f.Command != nil {
 			return usageError(e, "--replay takes no other option or command")
 		}
-		// A record holds what the agent wrote: on a person's terminal
-		// it is shown as a watcher sees it (ptyterm.ControlFilter).
-		out := e.Stdout
-		if !raw && ptyterm.IsTerminal(out) {
-			out = ptyterm.NewControlFilterWriter(out)
-		}
-		if err := ptyterm.Replay(replay, out); err != nil {
-			return fail(e, exitFailure, "%v", err)
-		}
-		return exitOK
+		return ctxtermReplay(e, replay, raw)
 	}
 	if socket == "" || events == "" {
 		return usageError(e, "--socket and --events are required")
@@ -114,4 +105,18 @@ func parseWindowDim(s string) (uint16, error) {
 		return 0, errors.New("must be a number from 1 to 65535")
 	}
 	return uint16(n), nil
+}
+
+// ctxtermReplay is ctxterm --replay FILE: a record holds what the agent
+// wrote, so on a person's terminal it is shown as a watcher sees it
+// (ptyterm.ControlFilter), unless raw.
+func ctxtermReplay(e *Env, file string, raw bool) int {
+	out := e.Stdout
+	if !raw && ptyterm.IsTerminal(out) {
+		out = ptyterm.NewControlFilterWriter(out)
+	}
+	if err := ptyterm.Replay(file, out); err != nil {
+		return fail(e, exitFailure, "%v", err)
+	}
+	return exitOK
 }
