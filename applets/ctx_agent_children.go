@@ -3,6 +3,8 @@ package applets
 import (
 	"fmt"
 	"sort"
+
+	"ctx/applets/cli"
 )
 
 // runAgentChildren is `ctx agent children [--root DIR] NAME`: the agents
@@ -21,7 +23,7 @@ func runAgentChildren(e *Env, args []string) int {
 		if pid > 0 {
 			pidText = fmt.Sprint(pid)
 		}
-		fmt.Fprintf(e.Stdout, "%s\t%s\tpid=%s\tlife=%s\tparent=%s\n", k.Name, status, pidText, k.Life, k.Parent)
+		fmt.Fprintf(e.Stdout, "%s\t%s\tpid=%s\tlife=%s\tparent=%s\n", cli.Escape(k.Name), cli.Escape(status), pidText, k.Life, cli.Escape(k.Parent.String()))
 	}
 	return exitOK
 }

@@ -26,7 +26,7 @@ func queueCheck(e *Env, args []string) int {
 		return queueFail(e, err)
 	}
 	for _, fd := range r.Incomplete() {
-		fmt.Fprintf(e.Stdout, "incomplete %s %s: %s: %s\n", fd.Job, fd.State, fd.Reason, strings.Join(fd.Evidence, " "))
+		fmt.Fprintf(e.Stdout, "incomplete %s %s: %s: %s\n", cli.Escape(fd.Job), fd.State, cli.Escape(fd.Reason), cli.Escape(strings.Join(fd.Evidence, " ")))
 	}
 	for _, t := range r.Temps {
 		life := "gone"

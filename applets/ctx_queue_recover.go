@@ -2,6 +2,8 @@ package applets
 
 import (
 	"fmt"
+
+	"ctx/applets/cli"
 )
 
 // ctx queue recover [--root DIR] SPACE J [--force]
@@ -26,7 +28,7 @@ func queueRecover(e *Env, args []string) int {
 	}
 	rec, err := q.Recover(job, force)
 	for _, a := range rec.Actions {
-		fmt.Fprintln(e.Stdout, a)
+		fmt.Fprintln(e.Stdout, cli.Escape(fmt.Sprint(a)))
 	}
 	if err != nil {
 		return queueFail(e, err)
