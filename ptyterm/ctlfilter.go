@@ -100,6 +100,10 @@ func passRun(p []byte) int {
 		}
 		// Then byte by byte over the next eight, which hold one at least.
 		for stop := min(i+8, len(p)); i < stop; {
+			if c := p[i]; c < utf8.RuneSelf && c != 0x1b {
+				i++
+				continue
+			}
 			n := passOne(p[i:])
 			if n == 0 {
 				return i
@@ -129,6 +133,9 @@ func passOne(p []byte) int {
 			return 0
 		}
 		return 1
+	}
+	if c >= 0xc3 && c < 0xe0 && len(p) > 1 && p[1]&0xc0 == 0x80 {
+		return 2 // U+00C0-U+07FF: no control among them
 	}
 	r, n := utf8.DecodeRune(p)
 	if r == utf8.RuneError && n <= 1 || stringC1(r) {
