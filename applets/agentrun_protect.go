@@ -2,13 +2,9 @@ package applets
 
 import (
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
-	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -35,9 +31,13 @@ const (
 
 // protectState is what one run's start found, kept for the end.
 type protectState struct {
-	wp      policy.WorkspaceProtect
-	watched []watchedPath
-	found   []string // what the end of the run found changed
+	wp policy.WorkspaceProtect
+	// The census of the protected paths at start (what they held), and
+	// what it needs to be taken again at the end.
+	set    []policy.ProtectPattern
+	mounts map[string]bool
+	start  *protectCensus
+	found  []string // what the end of the run found and did
 	// Under Landlock (iso landlock, iso shared): the host paths kept
 	// read-only, the directories listed for it (one snapshot for the
 	// policy lines and the plan), and in iso shared the write rules
@@ -55,16 +55,6 @@ type protectListing struct {
 	err     error
 }
 
-// watchedPath is a protected path (or an absent top-level one) and what
-// stood there when the run started.
-type watchedPath struct {
-	rel     string
-	present bool
-	dev     uint64
-	ino     uint64
-	mode    uint32 // S_IFMT bits
-}
-
 // gatherProtect finds the protected set of this run and returns its lines
 // for /mnt/proc/policy. A protected path that is a symlink refuses the
 // start: a mount cannot keep the agent from replacing a symlink, and
@@ -76,20 +66,15 @@ func (r *agentRun) gatherProtect() ([]string, error) {
 	if err := g.walk(); err != nil {
 		return nil, fmt.Errorf("%v; %s", err, protectEscape(a.Name))
 	}
-	st := &protectState{wp: policy.WorkspaceProtect{Paths: g.paths, GitDirs: g.gitDirs}}
+	st := &protectState{wp: policy.WorkspaceProtect{Paths: g.paths, GitDirs: g.gitDirs}, set: g.set, mounts: g.mounts}
 	var absent []string
-	for _, rel := range g.paths {
-		st.watched = append(st.watched, watch(g.ws, rel))
-	}
 	for _, p := range g.set {
-		if g.protected(p.Path) {
-			continue
-		}
-		w := watch(g.ws, p.Path)
-		if !w.present {
+		if _, err := fsops.Lstat(filepath.Join(g.ws, p.Path)); err != nil && !g.protected(p.Path) {
 			absent = append(absent, p.Path)
 		}
-		st.watched = append(st.watched, w)
+	}
+	if a.Ceiling.Has(policy.CeilingWrite) {
+		st.start = takeCensus(g.ws, g.set, g.mounts, true)
 	}
 	r.protect = st
 
@@ -181,60 +166,4 @@ func hasEnv(env []string, key string) bool {
 		}
 	}
 	return false
-}
-
-// watch records what stands at rel now.
-func watch(ws, rel string) watchedPath {
-	w := watchedPath{rel: rel}
-	if st, err := fsops.Lstat(filepath.Join(ws, rel)); err == nil {
-		w.present, w.dev, w.ino, w.mode = true, st.Dev, st.Ino, st.Mode&unix.S_IFMT
-	}
-	return w
-}
-
-// protectReport is the end of the run's look at the protected paths: one
-// line per path the run created (absent at start), moved or replaced
-// (a nested protected path's directory can be renamed), or removed. The
-// sandbox is gone by now, so nothing of the run changes them any more.
-func (r *agentRun) protectReport() []string {
-	if r.protect == nil || !r.agent.Ceiling.Has(policy.CeilingWrite) {
-		return nil
-	}
-	var out []string
-	for _, w := range r.protect.watched {
-		now := watch(r.workspace, w.rel)
-		switch {
-		case !w.present && now.present:
-			out = append(out, "created "+w.rel)
-		case w.present && !now.present:
-			out = append(out, "removed "+w.rel)
-		case w.present && (now.dev != w.dev || now.ino != w.ino || now.mode != w.mode):
-			out = append(out, "replaced "+w.rel)
-		}
-	}
-	return out
-}
-
-// warnProtect looks at the protected paths once the run is over and
-// prints what it changed that the mounts could not stop; protectDetail
-// gives the same for the agent.stop event.
-func (r *agentRun) warnProtect(e *Env) {
-	if r.protect == nil {
-		return
-	}
-	if r.protect.rulesFile != "" {
-		os.Remove(r.protect.rulesFile) // ctx-confine's, if it did not get to it
-	}
-	r.protect.found = r.protectReport()
-	if len(r.protect.found) > 0 {
-		cli.Errorf(e.Stderr, "ctx agent", "%s: protect: this run %s in the workspace %s: host tools may load these by themselves; check them before they do",
-			r.agent.Name, strings.Join(r.protect.found, ", "), r.workspace)
-	}
-}
-
-func (r *agentRun) protectDetail() string {
-	if r.protect == nil || len(r.protect.found) == 0 {
-		return ""
-	}
-	return "protect: " + strings.Join(r.protect.found, ", ")
 }

@@ -58,10 +58,10 @@ func runAgentStatus(e *Env, args []string) int {
 		groups[i] = fmt.Sprint(g)
 	}
 	session := root.CurrentSession(int(a.UID), a.Name)
-	fmt.Fprintf(e.Stdout, "%s\nmodel=%s\nlife=%s\nparent=%s\nchildren=%d\npid=%s\nuid=%d\ngid=%d\ngroups=%s\niso=%s\nsubject=%s\nperm=%s\nsession=%s\nbudget=%s\n",
+	fmt.Fprintf(e.Stdout, "%s\nmodel=%s\nlife=%s\nparent=%s\nchildren=%d\npid=%s\nuid=%d\ngid=%d\ngroups=%s\niso=%s\nsubject=%s\nperm=%s\nsession=%s\nbudget=%s\nprotect=%s\n",
 		cli.Escape(status), cli.Escape(a.Model), a.Life, cli.Escape(a.Parent.String()), children, pidText, a.UID, a.GID, strings.Join(groups, ","),
 		a.Isolation(uint32(os.Getuid())), cli.Escape(a.Subject), cli.Escape(a.Ceiling.String()), cli.Escape(session),
-		cli.Escape(lastBudgetEvent(filepath.Join(root.AgentControl(a.Name), "log"))))
+		cli.Escape(lastBudgetEvent(filepath.Join(root.AgentControl(a.Name), "log"))), lastProtectEvent(filepath.Join(root.AgentControl(a.Name), "log")))
 	return exitOK
 }
 
@@ -75,14 +75,47 @@ const budgetLogTail = 64 << 10
 // is not an event timestamp, is passed over: the line may not be the run
 // host's.
 func lastBudgetEvent(logPath string) string {
+	out := "-"
+	lastEvent(logPath, "budget.exceeded", func(ev fsops.Event) bool {
+		key, value, ok := policy.ParseBudgetDetail(ev.Detail)
+		if !ok {
+			return false
+		}
+		out = key + " " + policy.FormatBudgetValue(value) + " at " + ev.TS
+		return true
+	})
+	return out
+}
+
+// lastProtectEvent describes the last agent.stop event in the tail of the
+// agent's log whose run moved protected paths aside (its detail begins
+// "protect: "): "RUN at TS: DETAIL", escaped (the paths are the
+// workspace's), or "-".
+func lastProtectEvent(logPath string) string {
+	out := "-"
+	lastEvent(logPath, "agent.stop", func(ev fsops.Event) bool {
+		if !strings.HasPrefix(ev.Detail, "protect: ") || !fsops.IsRunID(ev.Run) {
+			return false
+		}
+		out = ev.Run + " at " + ev.TS + ": " + cli.Escape(strings.TrimPrefix(ev.Detail, "protect: "))
+		return true
+	})
+	return out
+}
+
+// lastEvent hands the events of type typ in the last budgetLogTail bytes
+// of the log to take, the last first, until it takes one. Lines that are
+// not whole JSON events of that type, or whose ts is not an event
+// timestamp, are passed over.
+func lastEvent(logPath, typ string, take func(fsops.Event) bool) {
 	f, err := fsops.OpenRegular(logPath)
 	if err != nil {
-		return "-"
+		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return "-"
+		return
 	}
 	off := max(st.Size()-budgetLogTail, 0)
 	buf := make([]byte, st.Size()-off)
@@ -96,24 +129,25 @@ func lastBudgetEvent(logPath string) string {
 			buf = nil
 		}
 	}
+	quoted := []byte(`"` + typ + `"`)
 	for len(buf) > 0 {
 		i := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
 		line := buf[i+1:]
 		buf = buf[:i+1]
-		if !bytes.Contains(line, []byte(`"budget.exceeded"`)) {
+		if !bytes.Contains(line, quoted) {
 			continue
 		}
 		var ev fsops.Event
-		if json.Unmarshal(line, &ev) != nil || ev.Type != "budget.exceeded" {
+		if json.Unmarshal(line, &ev) != nil || ev.Type != typ {
 			continue
 		}
-		key, value, ok := policy.ParseBudgetDetail(ev.Detail)
-		if _, err := time.Parse("2006-01-02T15:04:05.000Z", ev.TS); !ok || err != nil {
+		if _, err := time.Parse("2006-01-02T15:04:05.000Z", ev.TS); err != nil {
 			continue
 		}
-		return key + " " + policy.FormatBudgetValue(value) + " at " + ev.TS
+		if take(ev) {
+			return
+		}
 	}
-	return "-"
 }
 
 // runAgentPs is `ctx agent ps [--root DIR]`: every agent as a tree under

@@ -166,29 +166,79 @@ func TestGatherProtectRefusesSymlinks(t *testing.T) {
 	}
 }
 
-func TestProtectReport(t *testing.T) {
+// TestProtectQuarantine is the end of a run on a plain directory (the
+// sandbox's part is in the script tests): the attacks a run could leave
+// (a new repository with core.fsmonitor, new .envrc and agent-CLI
+// settings, an existing protected file changed, one removed, a directory
+// renamed around a protected one) each end up moved aside with their
+// content intact, the originals back in place, and nothing else touched.
+func TestProtectQuarantine(t *testing.T) {
 	ws, _ := filepath.EvalSymlinks(t.TempDir())
-	mkfile(t, filepath.Join(ws, ".git/HEAD"), "x\n")
+	mkfile(t, filepath.Join(ws, ".git/HEAD"), "ref: refs/heads/main\n")
+	mkfile(t, filepath.Join(ws, ".git/config"), "[core]\n")
+	mkfile(t, filepath.Join(ws, ".git/hooks/pre-commit.sample"), "sample\n")
+	mkfile(t, filepath.Join(ws, ".git/objects/ab/cdef"), "object\n")
 	mkfile(t, filepath.Join(ws, "p/.vscode/settings.json"), "{}\n")
-	r := &agentRun{agent: protectAgent(t), workspace: ws, iso: policy.IsoUserns}
+	mkfile(t, filepath.Join(ws, "q/.envrc"), "person\n")
+	mkfile(t, filepath.Join(ws, "node_modules/x/index.js"), "js\n")
+	r := &agentRun{agent: protectAgent(t), workspace: ws, iso: policy.IsoLandlock, runID: "ctx-run1"}
 	if _, err := r.gatherProtect(); err != nil {
 		t.Fatal(err)
 	}
-	if got := r.protectReport(); got != nil {
+	if got := r.protectQuarantine(); got != nil {
 		t.Fatalf("nothing changed: %q", got)
 	}
+	// the attacks
+	mkfile(t, filepath.Join(ws, "newsub/.git/config"), "[core]\n\tfsmonitor = touch /tmp/pwned\n")
+	mkfile(t, filepath.Join(ws, "newsub/.git/hooks/post-checkout"), "evil\n")
+	mkfile(t, filepath.Join(ws, "newsub/.git/hooks/pre-push.sample"), "sample\n")
 	mkfile(t, filepath.Join(ws, ".envrc"), "evil\n")
-	os.Rename(filepath.Join(ws, "p"), filepath.Join(ws, "q"))
-	mkfile(t, filepath.Join(ws, "p/.vscode/tasks.json"), "{}\n")
-	got := r.protectReport()
-	want := []string{"replaced p/.vscode", "created .envrc"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("report %q, want %q", got, want)
+	mkfile(t, filepath.Join(ws, "a/b/.claude/settings.json"), `{"hooks":{}}`)
+	mkfile(t, filepath.Join(ws, ".mcp.json"), "{}\n")
+	os.WriteFile(filepath.Join(ws, ".git/config"), []byte("[core]\n\thooksPath = /tmp\n"), 0o644)
+	os.Remove(filepath.Join(ws, "q/.envrc"))
+	os.Rename(filepath.Join(ws, "p"), filepath.Join(ws, "p2"))
+	// legitimate work elsewhere
+	mkfile(t, filepath.Join(ws, "node_modules/y/index.js"), "js\n")
+	mkfile(t, filepath.Join(ws, ".git/objects/12/3456"), "object\n")
+	got := r.protectQuarantine()
+	var lines []string
+	for _, c := range got {
+		lines = append(lines, c.String())
 	}
-	// A read-only agent cannot have changed anything.
+	const q = ".ctx-quarantine-ctx-run1"
+	want := []string{
+		".envrc: created, quarantined as .envrc" + q,
+		".git/config: changed, quarantined as .git/config" + q + "; original restored",
+		".mcp.json: created, quarantined as .mcp.json" + q,
+		"a/b/.claude/settings.json: created, quarantined as a/b/.claude/settings.json" + q,
+		"newsub/.git/config: created, quarantined as newsub/.git/config" + q,
+		"newsub/.git/hooks/post-checkout: created, quarantined as newsub/.git/hooks/post-checkout" + q,
+		"p2/.vscode/settings.json: moved here unchanged from p/.vscode/settings.json, left in place",
+		"q/.envrc: removed; original restored",
+	}
+	if !reflect.DeepEqual(lines, want) {
+		t.Errorf("changes\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
+	}
+	for path, content := range map[string]string{
+		".envrc" + q: "evil\n", ".git/config": "[core]\n", ".git/config" + q: "[core]\n\thooksPath = /tmp\n",
+		"newsub/.git/config" + q: "[core]\n\tfsmonitor = touch /tmp/pwned\n", "q/.envrc": "person\n",
+		"a/b/.claude/settings.json" + q: `{"hooks":{}}`, "newsub/.git/hooks/pre-push.sample": "sample\n",
+		"node_modules/y/index.js": "js\n", ".git/objects/12/3456": "object\n", "p2/.vscode/settings.json": "{}\n",
+	} {
+		if b, err := os.ReadFile(filepath.Join(ws, path)); err != nil || string(b) != content {
+			t.Errorf("%s: %q %v, want %q", path, b, err, content)
+		}
+	}
+	for _, gone := range []string{".envrc", ".mcp.json", "newsub/.git/config", "a/b/.claude/settings.json", "newsub/.git/hooks/post-checkout"} {
+		if _, err := os.Lstat(filepath.Join(ws, gone)); err == nil {
+			t.Errorf("%s still in place", gone)
+		}
+	}
+	// A read-only agent cannot have changed anything: no census.
 	r.agent = protectAgent(t, "perm", "r--\n")
-	if got := r.protectReport(); got != nil {
-		t.Errorf("perm r--: %q", got)
+	if _, err := r.gatherProtect(); err != nil || r.protect.start != nil {
+		t.Errorf("perm r--: census %v, %v", r.protect.start, err)
 	}
 }
 

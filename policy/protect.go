@@ -359,3 +359,31 @@ func gitPathLine(b []byte) (string, error) {
 	}
 	return string(b), nil
 }
+
+// ---- the end of a run: what is compared, where it goes ----
+
+// gitWatched are the entries of a git directory that git loads or runs
+// by itself, compared at the end of a run: its config (core.fsmonitor,
+// core.hooksPath, aliases, filters), a worktree's config and the
+// commondir file that says where the config is. Objects, refs, the index
+// and the logs are left alone: git does not execute them.
+var gitWatched = []string{"config", "config.worktree", "commondir"}
+
+// GitWatched returns the entries of a git directory compared at the end
+// of a run, besides its hooks.
+func GitWatched() []string { return append([]string(nil), gitWatched...) }
+
+// GitHookWatched reports whether an entry of a git directory's hooks
+// directory is compared: every one but git init's samples, which git
+// never runs under their own name.
+func GitHookWatched(name string) bool { return !strings.HasSuffix(name, ".sample") }
+
+// GitSubDirs are the directories of a git directory that hold further
+// git directories (submodules' and linked worktrees'), with config and
+// hooks of their own.
+func GitSubDirs() []string { return []string{"modules", "worktrees"} }
+
+// QuarantineSuffix is what the end of run RUNID appends to a protected
+// path it moves aside: no host tool loads the path under that name, and
+// the run's id says which run left it.
+func QuarantineSuffix(runID string) string { return ".ctx-quarantine-" + runID }
