@@ -119,7 +119,7 @@ func protectMountLines(a *policy.Agent, g *protectGather, absent []string) []str
 	}
 	if len(absent) > 0 && a.Ceiling.Has(policy.CeilingWrite) {
 		lines = append(lines, "workspace protect absent "+strings.Join(absent, " ")+
-			" (not blocked: nothing to mount on; the end of the run reports any it created)")
+			" (not blocked: nothing to mount on; the end of the run moves aside any it created)")
 	}
 	for _, d := range g.gitDirs {
 		at := " at its own path"

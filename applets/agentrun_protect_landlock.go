@@ -31,7 +31,7 @@ const maxProtectShown = 64
 // to, and, once anything in the workspace is protected (so its top
 // already grants no new entry), the absent top-level paths of the set:
 // none of them can then be created. With nothing present, Landlock
-// leaves the workspace writable whole, and the end of the run reports a
+// leaves the workspace writable whole, and the end of the run moves aside a
 // protected path it created, as in the namespace modes.
 func (r *agentRun) protectLandlockLines(g *protectGather, absent []string) ([]string, error) {
 	st := r.protect
@@ -67,7 +67,7 @@ func (r *agentRun) protectLandlockLines(g *protectGather, absent []string) ([]st
 				" (cannot be created: Landlock lets no entry be made in a directory on the way to a protected path)")
 		} else {
 			lines = append(lines, "workspace protect absent "+strings.Join(absent, " ")+
-				" (not blocked: nothing in the workspace is protected, so Landlock leaves it writable whole; the end of the run reports any it created)")
+				" (not blocked: nothing in the workspace is protected, so Landlock leaves it writable whole; the end of the run moves aside any it created)")
 		}
 	}
 	for _, d := range g.gitDirs {
