@@ -61,15 +61,22 @@ type protectCensus struct {
 // another mount (not in the sandbox) or a protected path (counted whole).
 func takeCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, keep bool) *protectCensus {
 	c := &protectCensus{ws: ws, set: set, mounts: mounts, keep: keep, items: map[string]*protectItem{}}
-	anyDepth := false
+	anyDepth, bare := false, false
 	for _, p := range set {
 		anyDepth = anyDepth || p.AnyDepth
+		bare = bare || p == policy.ProtectPattern{Path: ".git", AnyDepth: true}
 	}
 	stack := []string{""}
 	for len(stack) > 0 && !c.truncated {
 		dir := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		entries := readNames(filepath.Join(ws, dir))
+		if bare && entries["objects"] && entries["refs"] && hasName(entries, "HEAD") {
+			// A git directory under another name (a bare repository):
+			// git uses it, config and hooks, when started inside it.
+			c.gitDir(dir, 0)
+			continue
+		}
 		done := map[string]bool{}
 		for _, p := range set {
 			if dir != "" && !p.AnyDepth {
@@ -92,6 +99,11 @@ func takeCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, 
 		}
 	}
 	return c
+}
+
+func hasName(entries map[string]bool, name string) bool {
+	_, ok := entries[name]
+	return ok
 }
 
 // readNames lists dir without following a symlink at its end: each name

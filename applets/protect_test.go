@@ -196,6 +196,10 @@ func TestProtectQuarantine(t *testing.T) {
 	mkfile(t, filepath.Join(ws, ".envrc"), "evil\n")
 	mkfile(t, filepath.Join(ws, "a/b/.claude/settings.json"), `{"hooks":{}}`)
 	mkfile(t, filepath.Join(ws, ".mcp.json"), "{}\n")
+	for _, f := range []string{"HEAD", "objects/x", "refs/heads/main"} {
+		mkfile(t, filepath.Join(ws, "w/bare.git", f), "x\n")
+	}
+	mkfile(t, filepath.Join(ws, "w/bare.git/config"), "[core]\n\tpager = touch /tmp/pwned\n")
 	os.WriteFile(filepath.Join(ws, ".git/config"), []byte("[core]\n\thooksPath = /tmp\n"), 0o644)
 	os.Remove(filepath.Join(ws, "q/.envrc"))
 	os.Rename(filepath.Join(ws, "p"), filepath.Join(ws, "p2"))
@@ -216,6 +220,7 @@ func TestProtectQuarantine(t *testing.T) {
 		"newsub/.git/config: created, quarantined as newsub/.git/config" + q,
 		"newsub/.git/hooks/post-checkout: created, quarantined as newsub/.git/hooks/post-checkout" + q,
 		"p2/.vscode/settings.json: moved here unchanged from p/.vscode/settings.json, left in place",
+		"w/bare.git/config: created, quarantined as w/bare.git/config" + q,
 		"q/.envrc: removed; original restored",
 	}
 	if !reflect.DeepEqual(lines, want) {
@@ -240,6 +245,26 @@ func TestProtectQuarantine(t *testing.T) {
 	r.agent = protectAgent(t, "perm", "r--\n")
 	if _, err := r.gatherProtect(); err != nil || r.protect.start != nil {
 		t.Errorf("perm r--: census %v, %v", r.protect.start, err)
+	}
+}
+
+// TestProtectQuarantineOptOut: a default the protect control takes out
+// ("!**/.vscode") is left out of the comparison too; the rest of the set
+// is still moved aside.
+func TestProtectQuarantineOptOut(t *testing.T) {
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	r := &agentRun{agent: protectAgent(t, "protect", "!**/.vscode\n"), workspace: ws, iso: policy.IsoUserns, runID: "ctx-run2"}
+	if _, err := r.gatherProtect(); err != nil {
+		t.Fatal(err)
+	}
+	mkfile(t, filepath.Join(ws, "p/.vscode/tasks.json"), "{}\n")
+	mkfile(t, filepath.Join(ws, "p/.envrc"), "x\n")
+	got := r.protectQuarantine()
+	if len(got) != 1 || got[0].rel != "p/.envrc" {
+		t.Errorf("changes %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "p/.vscode/tasks.json")); err != nil {
+		t.Errorf("taken-out path moved: %v", err)
 	}
 }
 
