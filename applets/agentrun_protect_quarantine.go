@@ -31,73 +31,92 @@ type protectChange struct {
 
 func (c protectChange) String() string { return c.rel + ": " + c.what }
 
-// protectQuarantine takes the census again, compares it with the start's
-// and acts on each difference.
+// protectQuarantine takes the census again and acts on each difference
+// with the start's as it finds it; then it puts back what is gone.
 func (r *agentRun) protectQuarantine() []protectChange {
 	st := r.protect
 	if st == nil || st.start == nil {
 		return nil
 	}
-	end := takeCensus(r.workspace, st.set, st.mounts, false)
+	start := st.start
 	q := &quarantine{ws: r.workspace, suffix: policy.QuarantineSuffix(r.runID)}
-	moved := st.start.movedTo(end)
-	for _, rel := range sortedKeys(end.items) {
-		was := st.start.items[rel]
+	byIno := map[inoKey]string{}
+	for rel, it := range start.items {
+		byIno[inoKey{it.st.Dev, it.st.Ino}] = rel
+	}
+	seen, moved := map[string]bool{}, map[string]bool{}
+	end := &protectCensus{ws: r.workspace, set: st.set, mounts: st.mounts}
+	end.visit = func(rel string, now *protectItem) {
+		was := start.items[rel]
 		switch {
-		case was == nil && moved[rel] != "":
-			q.note(rel, "moved here unchanged from "+moved[rel]+", left in place")
-		case was == nil:
-			q.aside(rel, "created")
-		case !was.same(end.items[rel]):
+		case was != nil && was.same(now):
+			seen[rel] = true
+		case was != nil:
+			seen[rel] = true
 			if q.aside(rel, "changed") {
 				q.restore(rel, was)
 			}
+		default:
+			// The start's object, unchanged, at a new path: a directory
+			// renamed around it.
+			if from, ok := byIno[inoKey{now.st.Dev, now.st.Ino}]; ok && start.items[from].same(now) {
+				moved[from] = true
+				q.note(rel, "moved here unchanged from "+from+", left in place")
+				return
+			}
+			q.aside(rel, "created")
 		}
 	}
-	gone := map[string]bool{}
-	for _, from := range moved {
-		gone[from] = true
+	end.walk()
+	for _, p := range end.repaired {
+		q.note(p, "the run took its owner's read or search permission away; given back (u+rx) to compare what it holds")
 	}
-	for _, rel := range sortedKeys(st.start.items) {
-		if end.items[rel] == nil && !gone[rel] {
+	for _, rel := range sortedKeys(start.items) {
+		if !seen[rel] && !moved[rel] {
 			q.note(rel, "removed")
-			q.restore(rel, st.start.items[rel])
+			q.restore(rel, start.items[rel])
 		}
 	}
-	if st.start.truncated || end.truncated {
-		q.note(".", fmt.Sprintf("census stopped after %d protected paths: deeper ones were not compared", maxProtectItems))
+	if start.truncated {
+		q.note(".", fmt.Sprintf("the start recorded the first %d protected paths only: any other was moved aside as created", maxProtectItems))
+	}
+	sort.SliceStable(q.changes, func(i, j int) bool { return q.changes[i].rel < q.changes[j].rel })
+	if q.more > 0 {
+		q.changes = append(q.changes, protectChange{".", fmt.Sprintf("and %d more findings not listed", q.more)})
 	}
 	return q.changes
 }
 
-// movedTo finds the protected objects of the start that stand unchanged
-// at a new protected path (a directory renamed around them, with or
-// without something new put at the old path): new path -> old path.
-func (c *protectCensus) movedTo(end *protectCensus) map[string]string {
-	type key struct{ dev, ino uint64 }
-	gone := map[key]string{}
-	for rel, it := range c.items {
-		if now := end.items[rel]; now == nil || !now.same(it) {
-			gone[key{it.st.Dev, it.st.Ino}] = rel
-		}
-	}
-	out := map[string]string{}
-	for rel, it := range end.items {
-		if from, ok := gone[key{it.st.Dev, it.st.Ino}]; ok && c.items[rel] == nil && c.items[from].same(it) {
-			out[rel] = from
-			delete(gone, key{it.st.Dev, it.st.Ino})
-		}
-	}
-	return out
-}
+type inoKey struct{ dev, ino uint64 }
+
+// maxProtectChanges bounds the findings kept for the event and stderr;
+// past it they are acted on and counted.
+const maxProtectChanges = 1000
 
 // quarantine is the end's work in progress.
 type quarantine struct {
 	ws, suffix string
 	changes    []protectChange
+	more       int
+	spare      protectChange // where a finding not listed is written
 }
 
-func (q *quarantine) note(rel, what string) { q.changes = append(q.changes, protectChange{rel, what}) }
+func (q *quarantine) note(rel, what string) {
+	if len(q.changes) >= maxProtectChanges {
+		q.more++
+		q.spare = protectChange{rel, what}
+		return
+	}
+	q.changes = append(q.changes, protectChange{rel, what})
+}
+
+// last is the finding noted last.
+func (q *quarantine) last() *protectChange {
+	if q.more > 0 {
+		return &q.spare
+	}
+	return &q.changes[len(q.changes)-1]
+}
 
 // aside moves rel to its quarantine name and says so.
 func (q *quarantine) aside(rel, why string) bool {
@@ -113,7 +132,7 @@ func (q *quarantine) aside(rel, why string) bool {
 // restore puts back the start's copy of rel, moving aside whatever stands
 // there now (a directory in place of a file).
 func (q *quarantine) restore(rel string, was *protectItem) {
-	last := &q.changes[len(q.changes)-1]
+	last := q.last()
 	if was.orig == nil {
 		last.what += fmt.Sprintf("; the original was not kept (over %d bytes, or unreadable), nothing put back", maxProtectKeep)
 		return

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -21,11 +22,14 @@ import (
 // objects or work tree. The start keeps the content of what it finds, in
 // the run host's memory, so the end can put back what the run changed.
 
-// Bounds of the census: past maxProtectItems paths it stops (and says
-// so); content is kept up to maxProtectKeep bytes a file and
-// maxProtectKeepAll in all.
+// Bounds of the start's census: past maxProtectItems paths it records no
+// more (and says so; the end would then move aside a path it did not
+// record, losing nothing); content is kept up to maxProtectKeep bytes a
+// file and maxProtectKeepAll in all. The end's census has no bound: it
+// records nothing, and each path is dealt with as it is found, so no
+// number of decoys hides one.
 const (
-	maxProtectItems   = 20000
+	maxProtectItems   = 100000
 	maxProtectKeep    = 1 << 20
 	maxProtectKeepAll = 32 << 20
 	maxGitNesting     = 8
@@ -54,6 +58,10 @@ type protectCensus struct {
 	kept      int64
 	items     map[string]*protectItem
 	truncated bool
+	// visit, at the end, takes each path as it is found instead of
+	// items.
+	visit    func(rel string, it *protectItem)
+	repaired []string // directories given back their owner's r and x
 }
 
 // takeCensus walks the whole workspace (no bound on directories: a new
@@ -61,6 +69,12 @@ type protectCensus struct {
 // another mount (not in the sandbox) or a protected path (counted whole).
 func takeCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, keep bool) *protectCensus {
 	c := &protectCensus{ws: ws, set: set, mounts: mounts, keep: keep, items: map[string]*protectItem{}}
+	c.walk()
+	return c
+}
+
+func (c *protectCensus) walk() {
+	set := c.set
 	anyDepth, bare := false, false
 	for _, p := range set {
 		anyDepth = anyDepth || p.AnyDepth
@@ -70,7 +84,7 @@ func takeCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, 
 	for len(stack) > 0 && !c.truncated {
 		dir := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		entries := readNames(filepath.Join(ws, dir))
+		entries := c.list(dir)
 		if bare && entries["objects"] && entries["refs"] && hasName(entries, "HEAD") {
 			// A git directory under another name (a bare repository):
 			// git uses it, config and hooks, when started inside it.
@@ -98,7 +112,6 @@ func takeCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, 
 			}
 		}
 	}
-	return c
 }
 
 func hasName(entries map[string]bool, name string) bool {
@@ -107,19 +120,48 @@ func hasName(entries map[string]bool, name string) bool {
 }
 
 // readNames lists dir without following a symlink at its end: each name
-// and whether it is a directory (a symlink is not).
-func readNames(dir string) map[string]bool {
+// and whether it is a directory (a symlink is not). ok is false when it
+// could not be opened; uid and mode are the directory's.
+func readNames(dir string) (names map[string]bool, uid, mode uint32, ok bool) {
 	f, err := fsops.OpenDirNoFollow(dir)
 	if err != nil {
-		return nil // unreadable to the host: not the agent's either
+		return nil, 0, 0, false // unreadable to the host: not the agent's either
 	}
 	defer f.Close()
-	entries, _ := f.ReadDir(-1)
-	out := make(map[string]bool, len(entries))
-	for _, e := range entries {
-		out[e.Name()] = e.IsDir()
+	if fi, err := f.Stat(); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			uid, mode = st.Uid, st.Mode
+		}
 	}
-	return out
+	entries, _ := f.ReadDir(-1)
+	names = make(map[string]bool, len(entries))
+	for _, e := range entries {
+		names[e.Name()] = e.IsDir()
+	}
+	return names, uid, mode, true
+}
+
+// list is readNames of rel for the census. At the end, a directory of
+// the caller's that the run made unreadable or unsearchable to its owner
+// (the agent runs as the caller's uid in userns and landlock; root reads
+// it anyway) gets its owner's r and x back, and a finding says so: otherwise what it holds
+// would not be compared.
+func (c *protectCensus) list(rel string) map[string]bool {
+	host := filepath.Join(c.ws, rel)
+	names, uid, mode, ok := readNames(host)
+	if c.visit == nil || os.Geteuid() == 0 || (ok && (uid != uint32(os.Geteuid()) || mode&0o500 == 0o500)) {
+		return names
+	}
+	repaired := false
+	for _, p := range []string{filepath.Dir(rel), rel} {
+		if p != "." && p != "/" && fsops.GiveOwnerSearch(filepath.Join(c.ws, p)) {
+			c.repaired, repaired = append(c.repaired, p), true
+		}
+	}
+	if repaired {
+		names, _, _, _ = readNames(host)
+	}
+	return names
 }
 
 func (c *protectCensus) sameMount(rel string) bool {
@@ -178,7 +220,7 @@ func (c *protectCensus) gitDir(rel string, depth int) {
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			c.add(hooks)
 		} else {
-			for name, isDir := range readNames(filepath.Join(c.ws, hooks)) {
+			for name, isDir := range c.list(hooks) {
 				if isDir {
 					c.tree(filepath.Join(hooks, name))
 				} else if policy.GitHookWatched(name) {
@@ -191,7 +233,7 @@ func (c *protectCensus) gitDir(rel string, depth int) {
 		return
 	}
 	for _, sub := range policy.GitSubDirs() {
-		for name, isDir := range readNames(filepath.Join(c.ws, rel, sub)) {
+		for name, isDir := range c.list(filepath.Join(rel, sub)) {
 			if isDir {
 				c.gitDir(filepath.Join(rel, sub, name), depth+1)
 			}
@@ -201,7 +243,7 @@ func (c *protectCensus) gitDir(rel string, depth int) {
 
 // tree counts every file and symlink below the directory rel.
 func (c *protectCensus) tree(rel string) {
-	for name, isDir := range readNames(filepath.Join(c.ws, rel)) {
+	for name, isDir := range c.list(rel) {
 		p := filepath.Join(rel, name)
 		switch {
 		case c.truncated:
@@ -223,7 +265,7 @@ func (c *protectCensus) addIfPresent(rel string) {
 // add records rel (a file or a symlink) and, at the start, keeps its
 // content within the bounds.
 func (c *protectCensus) add(rel string) {
-	if len(c.items) >= maxProtectItems {
+	if c.visit == nil && len(c.items) >= maxProtectItems {
 		c.truncated = true
 		return
 	}
@@ -247,19 +289,26 @@ func (c *protectCensus) add(rel string) {
 			}
 		}
 	}
+	if c.visit != nil {
+		c.visit(rel, it)
+		return
+	}
 	c.items[rel] = it
 }
 
 // readKept reads the regular file at host, which must still be the one
 // lstat found (st).
 func readKept(host string, st unix.Stat_t) ([]byte, error) {
-	f, err := os.OpenFile(host, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	f, err := fsops.OpenRegular(host)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var now unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &now); err != nil || now.Ino != st.Ino || now.Dev != st.Dev {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if now, ok := fi.Sys().(*syscall.Stat_t); !ok || now.Ino != st.Ino || now.Dev != st.Dev {
 		return nil, errors.New("changed while read")
 	}
 	return fsops.ReadLimited(f, host, maxProtectKeep)

@@ -220,8 +220,8 @@ func TestProtectQuarantine(t *testing.T) {
 		"newsub/.git/config: created, quarantined as newsub/.git/config" + q,
 		"newsub/.git/hooks/post-checkout: created, quarantined as newsub/.git/hooks/post-checkout" + q,
 		"p2/.vscode/settings.json: moved here unchanged from p/.vscode/settings.json, left in place",
-		"w/bare.git/config: created, quarantined as w/bare.git/config" + q,
 		"q/.envrc: removed; original restored",
+		"w/bare.git/config: created, quarantined as w/bare.git/config" + q,
 	}
 	if !reflect.DeepEqual(lines, want) {
 		t.Errorf("changes\n%s\nwant\n%s", strings.Join(lines, "\n"), strings.Join(want, "\n"))
@@ -265,6 +265,31 @@ func TestProtectQuarantineOptOut(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "p/.vscode/tasks.json")); err != nil {
 		t.Errorf("taken-out path moved: %v", err)
+	}
+}
+
+// TestProtectQuarantineDecoys: the run makes more protected paths than
+// the findings list holds, the one that matters sorting last
+// among them; every one is still moved aside, and the list says how many it
+// left out.
+func TestProtectQuarantineDecoys(t *testing.T) {
+	ws, _ := filepath.EvalSymlinks(t.TempDir())
+	r := &agentRun{agent: protectAgent(t), workspace: ws, iso: policy.IsoUserns, runID: "ctx-run3"}
+	if _, err := r.gatherProtect(); err != nil {
+		t.Fatal(err)
+	}
+	n := maxProtectChanges + 200
+	for i := 0; i < n; i++ {
+		mkfile(t, filepath.Join(ws, fmt.Sprintf("d%04d/.envrc", i)), "decoy\n")
+	}
+	mkfile(t, filepath.Join(ws, "zz/.git/config"), "[core]\n\tfsmonitor = x\n")
+	got := r.protectQuarantine()
+	if len(got) != maxProtectChanges+1 || got[len(got)-1].what != "and 201 more findings not listed" {
+		t.Errorf("%d findings, last %q", len(got), got[len(got)-1])
+	}
+	left, _ := filepath.Glob(filepath.Join(ws, "*/.envrc"))
+	if _, err := os.Lstat(filepath.Join(ws, "zz/.git/config")); err == nil || len(left) != 0 {
+		t.Errorf("left in place: %d .envrc, zz/.git/config %v", len(left), err)
 	}
 }
 

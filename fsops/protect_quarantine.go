@@ -41,7 +41,7 @@ func QuarantineAside(ws, rel, suffix string) (string, error) {
 		if i > 0 {
 			to += "." + strconv.Itoa(i)
 		}
-		err = renameNoReplace(fd, name, to)
+		err = writableDir(fd, func() error { return renameNoReplace(fd, name, to) })
 		if err == unix.EEXIST {
 			continue
 		}
@@ -77,7 +77,32 @@ func RestoreOriginal(ws, rel string, o Original) error {
 		return err
 	}
 	defer unix.Close(fd)
-	name := filepath.Base(rel)
+	return writableDir(fd, func() error { return restoreAt(fd, filepath.Base(rel), o) })
+}
+
+// writableDir runs do, which makes or renames an entry in the directory
+// fd; when that is refused because the directory has lost its owner's
+// write permission (the agent, running as the caller's uid, can chmod
+// its directories), it gives the permission back for the step and takes
+// it away again.
+func writableDir(fd int, do func() error) error {
+	err := do()
+	if err != unix.EACCES {
+		return err
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Uid != uint32(os.Geteuid()) || st.Mode&0o300 == 0o300 {
+		return err
+	}
+	if unix.Chmod(fdPath(fd), st.Mode&0o7777|0o300) != nil {
+		return err
+	}
+	defer unix.Chmod(fdPath(fd), st.Mode&0o7777)
+	return do()
+}
+
+// restoreAt makes o as name in the directory fd.
+func restoreAt(fd int, name string, o Original) error {
 	if o.Mode&unix.S_IFMT == unix.S_IFLNK {
 		if err := unix.Symlinkat(o.Link, fd, name); err != nil {
 			return err
@@ -135,4 +160,22 @@ func chownAt(fd int, name string, o Original, flags int) {
 	if os.Geteuid() == 0 || o.UID == uint32(os.Geteuid()) {
 		unix.Fchownat(fd, name, int(o.UID), int(o.GID), flags)
 	}
+}
+
+// GiveOwnerSearch gives the directory at path back its owner's read and
+// search permission when this process owns it and it lacks them (the
+// agent, running as the caller's uid, can chmod a directory so that the
+// end of its run cannot look into it), through a descriptor opened
+// without following a symlink. It reports whether it changed the mode.
+func GiveOwnerSearch(path string) bool {
+	fd, err := OpenNoSymlinks(path)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uint32(os.Geteuid()) || st.Mode&0o500 == 0o500 {
+		return false
+	}
+	return unix.Chmod(fdPath(fd), st.Mode&0o7777|0o500) == nil
 }
