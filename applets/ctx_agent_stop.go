@@ -118,7 +118,7 @@ func stopOne(e *Env, root fsops.Root, name string) int {
 		proc.Signal(syscall.SIGKILL)
 		proc.Wait(2 * time.Second)
 		markDead(root, name)
-		fsops.AppendEvent(filepath.Join(root.AgentControl(name), "log"),
+		fsops.AppendLogEvent(filepath.Join(root.AgentControl(name), "log"),
 			fsops.Event{Type: "agent.stop", Agent: name, Object: "agent/" + name, Status: "killed"})
 	}
 	fmt.Fprintf(e.Stdout, "%s: stopped\n", name)

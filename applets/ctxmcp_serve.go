@@ -283,7 +283,7 @@ func recordUnsandboxedServe(e *Env, root fsops.Root, agent string) {
 	fmt.Fprintf(e.Stderr, "%s: serving agent %s's tools on the host, unsandboxed (--unsandboxed)\n", e.Name, agent)
 	ev := fsops.Event{Type: "agent.serve", Agent: agent, Object: "agent/" + agent, Status: "unsandboxed",
 		Detail: "ctxmcp serve --unsandboxed: tools run on the host with the caller's uid"}
-	if err := fsops.AppendEvent(filepath.Join(root.AgentControl(agent), "log"), ev); err != nil {
+	if err := fsops.AppendLogEvent(filepath.Join(root.AgentControl(agent), "log"), ev); err != nil {
 		fmt.Fprintf(e.Stderr, "%s: warning: not logged: %v\n", e.Name, err)
 	}
 }

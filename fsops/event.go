@@ -3,13 +3,9 @@ package fsops
 import (
 	"encoding/hex"
 	"encoding/json"
-	"io"
-	"os"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"golang.org/x/sys/unix"
 
 	"ctx/policy"
 )
@@ -89,48 +85,6 @@ func halve(s string) string {
 		return s[:n] + "…"
 	}
 	return s[:n]
-}
-
-// AppendEvent appends ev to the JSONL file at path with one write(2) of one
-// whole line under O_APPEND, so concurrent writers never interleave. The file
-// is created 0644 when missing; a symlink or non-regular file is refused.
-func AppendEvent(path string, ev Event) error {
-	return AppendLine(path, ev.Line())
-}
-
-// AppendLine appends one complete line to path, as AppendEvent does. It
-// works on the bare descriptor, as ReadRegular does, so that a tool's one
-// event does not set up Go's poller.
-func AppendLine(path string, line []byte) error {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o644)
-	for err == unix.EINTR {
-		fd, err = unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0o644)
-	}
-	if err != nil {
-		return &os.PathError{Op: "open", Path: path, Err: noFollowErr(err)}
-	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if err := fstatRetry(fd, &st); err != nil {
-		return &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return &os.PathError{Op: "append", Path: path, Err: notRegular(fileMode(st.Mode))}
-	}
-	for len(line) > 0 {
-		n, err := unix.Write(fd, line)
-		if err == unix.EINTR {
-			continue
-		}
-		if err == nil && n == 0 {
-			err = io.ErrShortWrite
-		}
-		if err != nil {
-			return &os.PathError{Op: "append", Path: path, Err: err}
-		}
-		line = line[n:]
-	}
-	return nil
 }
 
 // NewRunID returns a run id: "ctx-" and 32 lowercase hex digits from 128

@@ -60,5 +60,5 @@ func RecordToolCall(getenv func(string) string, controlDir string, ev fsops.Even
 	if Report(getenv, ev) || controlDir == "" {
 		return nil
 	}
-	return fsops.AppendEvent(filepath.Join(controlDir, "log"), ev)
+	return fsops.AppendLogEvent(filepath.Join(controlDir, "log"), ev)
 }
