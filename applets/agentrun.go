@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
@@ -69,6 +70,7 @@ type agentRun struct {
 	onTerminal    bool                                 // the program gets a terminal (ctxterm serves it): --terminal, --no-console, or a terminal on stdin
 	early         chan earlyInit                       // the init started while the run is prepared (none if it could not be), until run takes it
 	earlyPTY      *ptyterm.PTY                         // the PTY the early init was started on (a run on a terminal)
+	auditFailing  atomic.Bool                          // the last record or reservation failed (warned once until one succeeds)
 }
 
 // isoNote says, in the agent.start event, which mode auto chose.
@@ -307,30 +309,6 @@ func (r *agentRun) collectExecutables() {
 	for _, t := range r.tools {
 		add(t.HostPath)
 		r.toolLogs[t.Name] = filepath.Join(t.HostDotD, "log")
-	}
-}
-
-// recordEvent appends one event of this run to the session, the agent's
-// log, the tool's log (for tool calls) and the audit tail at /mnt/proc.
-// Appending is best effort per file: one unwritable log does not lose the
-// others.
-func (r *agentRun) recordEvent(ev fsops.Event) {
-	ev.Agent, ev.Session, ev.Run = r.agent.Name, r.session, r.runID
-	line := ev.Line()
-	if !r.allowEvent(ev, len(line)) {
-		return
-	}
-	files := []string{r.sess.Events, filepath.Join(r.root.AgentControl(r.agent.Name), "log")}
-	if ev.Type == "tool.call" {
-		if log, ok := r.toolLogs[strings.TrimPrefix(ev.Object, "tool/")]; ok {
-			files = append(files, log)
-		}
-	}
-	if r.runDir != "" {
-		files = append(files, filepath.Join(r.runDir, "audit"))
-	}
-	for _, f := range files {
-		fsops.AppendLine(f, line)
 	}
 }
 

@@ -44,6 +44,9 @@ type broker struct {
 	policyText string
 	// initPid is the run's init, once started.
 	initPid atomic.Int64
+	// inFlight are the calls admitted and not yet recorded, each with
+	// room reserved for its record.
+	inFlight atomic.Int64
 	slots   chan struct{}
 	static  []string // /mnt/proc/policy lines that are not about tools
 	// handlers counts the connections being served; readDone is closed

@@ -92,6 +92,7 @@ type callReply struct {
 	began time.Time
 	ev    fsops.Event
 	token string // the call's token once it has one: what its tool reported
+	ran   bool   // admitted and handed to the sandbox: its record was reserved
 }
 
 // send records the call's event, with what its tool reported and a status
@@ -123,7 +124,14 @@ func (c *callReply) send(exit int, msg string) {
 			ev.Status = "error"
 		}
 	}
-	b.r.recordEvent(*ev)
+	if err := b.r.record(*ev, c.ran); err != nil && c.ran {
+		// It ran, but its record is not whole anywhere it must be: the
+		// caller is not told it went as if recorded.
+		exit, msg = exitUnavailable, fmt.Sprintf("%s: it ran, but its record could not be written (%v): later calls are refused until it can", strings.TrimPrefix(ev.Object, "tool/"), err)
+	}
+	if c.ran {
+		b.inFlight.Add(-1)
+	}
 	fsops.SendBrokerMessage(c.conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
 }
 
@@ -135,6 +143,8 @@ func (b *broker) call(c *callReply, req *fsops.BrokerRequest, files []*os.File, 
 	if !ok {
 		return
 	}
+	c.ran = true
+	b.inFlight.Add(1)
 	var rnd [16]byte
 	if err := fsops.RandomBytes(rnd[:]); err != nil {
 		c.send(exitInternal, "no entropy for the call's token")
@@ -182,10 +192,11 @@ func (b *broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File)
 		c.send(exit, fmt.Sprintf("%s: %s", req.Tool, dec.why))
 		return dec, false
 	}
-	// Fail closed: a call the host cannot record is not run. Its refusal
-	// is not written either once the log budget is spent (the budget's
-	// own event says so, once).
-	if err := b.canRecord(); err != nil {
+	// Fail closed: a call the host cannot record is not run; room for
+	// its record is reserved before it runs (runhost_record.go). Its
+	// refusal is not written either once the log budget is spent (the
+	// budget's own event says so, once) or the disk is full.
+	if err := b.reserveRecord(req.Tool, b.inFlight.Load()); err != nil {
 		c.ev.Errno = "ENOSPC"
 		c.send(exitUnavailable, fmt.Sprintf("%s: refused: %v", req.Tool, err))
 		return dec, false
@@ -321,21 +332,6 @@ func (b *broker) takeReport(rep *fsops.BrokerReport) {
 	if c, ok := b.calls[rep.Token]; ok && c.report == nil {
 		c.report = &fsops.BrokerReport{Errno: bound(rep.Errno, 32), Layer: bound(rep.Layer, 64), Detail: bound(rep.Detail, 512)}
 	}
-}
-
-// canRecord says why the host could not record a call now: the run's
-// log_bytes budget is spent, or the session's events file cannot be
-// appended to.
-func (b *broker) canRecord() error {
-	if b.r.logSpent() {
-		return fmt.Errorf("the run's log budget (log_bytes) is spent: tool calls are not run unrecorded")
-	}
-	if b.r.sess.Events != "" {
-		if err := fsops.CheckAppendable(b.r.sess.Events); err != nil {
-			return fmt.Errorf("the session's events cannot be written (%v): tool calls are not run unrecorded", err)
-		}
-	}
-	return nil
 }
 
 // brokerEnv bounds the caller's environment passed to the tool and drops
