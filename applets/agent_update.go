@@ -28,15 +28,14 @@ var agentUpdateTool = &builtinTool{
 // prints the host's answer. Outside a brokered call there is no host to do
 // it: the call is refused (69).
 func hostOperation(c *toolCall, op string) error {
-	token := c.env.Getenv(fsops.BrokeredEnv)
-	if token == "" {
+	if c.env.Getenv(fsops.BrokeredEnv) == "" || callChannel < 0 {
 		return toolErr(syscall.EAGAIN, exitUnavailable, "%s runs only through the run host of an agent's run (ctx agent start)", op)
 	}
 	input, err := json.Marshal(c.input)
 	if err != nil {
 		return toolErr(syscall.EINVAL, exitUsage, "%v", err)
 	}
-	reply, err := askHost(fsops.BrokerRequest{HostOp: &fsops.BrokerHostOp{Token: token, Op: op, Input: input}})
+	reply, err := askCallHost(fsops.BrokerRequest{HostOp: &fsops.BrokerHostOp{Op: op, Input: input}})
 	if err != nil {
 		return toolErr(syscall.EIO, exitUnavailable, "the run host did not answer: %v", err)
 	}

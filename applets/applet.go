@@ -91,6 +91,9 @@ func lookup(name string) (Applet, bool) {
 
 // Main dispatches argv to an applet and returns the exit code.
 func Main(argv []string) int {
+	// A tool process the init started for a call takes its call channel
+	// before it starts anything (broker_client.go).
+	claimCallChannel()
 	return runMain(processEnv(), argv)
 }
 

@@ -1,32 +1,21 @@
 package applets
 
 import (
-	"os"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
-	"ctx/policy"
 )
 
-// askHost sends one request without descriptors to the run host and
-// returns its reply.
-func askHost(req fsops.BrokerRequest) (fsops.BrokerReply, error) {
+// askCallHost sends req on this process's call channel and returns the
+// host's reply: a host operation, asked for the call this process runs.
+func askCallHost(req fsops.BrokerRequest) (fsops.BrokerReply, error) {
 	var reply fsops.BrokerReply
-	socket := fsops.BrokerSocket
-	if _, err := os.Stat(policy.IdentityPath); err != nil {
-		socket = os.Getenv("CTX_BROKER") // iso landlock: a host path
-	}
-	conn, err := fsops.DialBroker(socket)
-	if err != nil {
+	if err := fsops.SendBrokerMessage(callChannel, req, nil); err != nil {
 		return reply, err
 	}
-	defer fsops.CloseFD(conn)
-	if err := fsops.SendBrokerMessage(conn, req, nil); err != nil {
-		return reply, err
-	}
-	_, err = fsops.RecvBrokerMessage(conn, &reply, 0)
+	_, err := fsops.RecvBrokerMessage(callChannel, &reply, 0)
 	return reply, err
 }
 

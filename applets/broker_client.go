@@ -180,9 +180,24 @@ func standardDescriptors(e *Env) ([]int, *descriptorRelay, error) {
 	return fds, relay, nil
 }
 
-// reportBrokeredCall tells the run host what only the tool knows about the
-// call it brokered (errno, layer, detail). Best effort: the host records the
-// call either way.
-func reportBrokeredCall(token string, ev fsops.Event) {
-	askHost(fsops.BrokerRequest{Report: &fsops.BrokerReport{Token: token, Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail}})
+// callChannel is this process's call channel (fsops.CallChannelFD), -1
+// when it has none: claimed once at the start of a process the init
+// started for a call (Main, a warm worker given its order).
+var callChannel = -1
+
+// claimCallChannel claims the process's call channel, if it has one.
+func claimCallChannel() {
+	if callChannel < 0 {
+		callChannel = fsops.ClaimCallChannel()
+	}
+}
+
+// reportBrokeredCall tells the run host, on the call's own channel, what
+// only the tool knows about the call it brokered (errno, layer, detail).
+// Best effort: the host records the call either way.
+func reportBrokeredCall(ev fsops.Event) {
+	if callChannel < 0 {
+		return
+	}
+	fsops.SendBrokerMessage(callChannel, fsops.BrokerRequest{Report: &fsops.BrokerReport{Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail}}, nil)
 }

@@ -29,20 +29,19 @@ const maxSelfUpdate = 8 << 10
 var selfUpdatable = map[string]bool{"system.md": true, "prompt.template.md": true}
 
 // hostOperation does, for a call it brokered, what the tool cannot do
-// inside the sandbox. The token must name a call of that very tool still
-// in flight, and each call gets one operation: whoever holds the token can
-// do no more than the call was already allowed to. Everything is decided
-// and validated again here, on the host, never taken from the tool.
-func (b *broker) hostOperation(op *fsops.BrokerHostOp) fsops.BrokerReply {
+// inside the sandbox. It is asked on the call's own channel, which only
+// the call's process holds, for the call's own tool, once: the call can do
+// no more than it was already allowed to. Everything is decided and
+// validated again here, on the host, never taken from the tool.
+func (b *broker) hostOperation(c *brokerCall, op *fsops.BrokerHostOp) fsops.BrokerReply {
 	b.mu.Lock()
-	c, ok := b.calls[op.Token]
-	valid := ok && c.tool == op.Op && !c.opDone
+	valid := c.tool == op.Op && !c.opDone
 	if valid {
 		c.opDone = true
 	}
 	b.mu.Unlock()
 	if !valid {
-		return fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES", Error: op.Op + ": permission denied: no call of " + op.Op + " in flight under this token"}
+		return fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES", Error: op.Op + ": permission denied: not the operation of this call, or not its first"}
 	}
 	switch op.Op {
 	case "agent.update":

@@ -35,7 +35,6 @@ type broker struct {
 	mu      sync.Mutex
 	nextID  uint64
 	waiting map[uint64]chan fsops.BrokerOrder
-	calls   map[string]*brokerCall // call token -> the call in flight
 	// requestIDs are the agent.update request ids this run applied.
 	requestIDs map[string]bool
 	// children are the run hosts of the children this run started.
@@ -47,8 +46,8 @@ type broker struct {
 	// inFlight are the calls admitted and not yet recorded, each with
 	// room reserved for its record.
 	inFlight atomic.Int64
-	slots   chan struct{}
-	static  []string // /mnt/proc/policy lines that are not about tools
+	slots    chan struct{}
+	static   []string // /mnt/proc/policy lines that are not about tools
 	// handlers counts the connections being served; readDone is closed
 	// when readInit has returned; stopListen closes the listener once.
 	handlers   sync.WaitGroup
@@ -84,7 +83,7 @@ func (r *agentRun) startBroker(static []string) error {
 		return err
 	}
 	r.broker = &broker{r: r, listen: fd, host: host, init: init,
-		waiting: map[uint64]chan fsops.BrokerOrder{}, calls: map[string]*brokerCall{}, slots: make(chan struct{}, maxBrokerCalls), static: static,
+		waiting: map[uint64]chan fsops.BrokerOrder{}, slots: make(chan struct{}, maxBrokerCalls), static: static,
 		readDone: make(chan struct{})}
 	go r.broker.readInit()
 	go r.broker.serve()

@@ -1,7 +1,6 @@
 package applets
 
 import (
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
@@ -18,13 +17,6 @@ import (
 // reply: who may call, the host's decision (decide, runhost_broker.go),
 // the order the sandbox's init runs, the wait for its exit or for the
 // caller to go away, and the one tool.call event every call leaves.
-
-// brokerCall is a call in flight, by its token.
-type brokerCall struct {
-	tool   string
-	report *fsops.BrokerReport // what the tool reported, once
-	opDone bool                // its host operation was done (one per call)
-}
 
 // requestTimeout bounds the wait for a caller's request after it connects.
 const requestTimeout = 10 * time.Second
@@ -51,13 +43,12 @@ func (b *broker) handle(conn int) {
 		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUsage, Error: err.Error()}, nil)
 		return
 	}
-	if req.Report != nil {
-		b.takeReport(req.Report)
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{}, nil)
-		return
-	}
-	if req.HostOp != nil {
-		fsops.SendBrokerMessage(conn, b.hostOperation(req.HostOp), nil)
+	if req.Report != nil || req.HostOp != nil {
+		// A call's own process speaks for it on the call's channel
+		// (runhost_callchannel.go); on the socket every process of the
+		// run reaches, nobody does.
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
+			Error: "broker: permission denied: a report or host operation is taken only on the call's own channel"}, nil)
 		return
 	}
 	pid, peerUID := 0, -1
@@ -91,8 +82,8 @@ type callReply struct {
 	conn  int
 	began time.Time
 	ev    fsops.Event
-	token string // the call's token once it has one: what its tool reported
-	ran   bool   // admitted and handed to the sandbox: its record was reserved
+	call  *brokerCall // the call's channel once it has one: what its tool reported
+	ran   bool        // admitted and handed to the sandbox: its record was reserved
 }
 
 // send records the call's event, with what its tool reported and a status
@@ -101,13 +92,10 @@ type callReply struct {
 func (c *callReply) send(exit int, msg string) {
 	b, ev := c.b, &c.ev
 	ev.Exit = &exit
-	if c.token != "" {
-		b.mu.Lock()
-		if call := b.calls[c.token]; call != nil && call.report != nil {
-			ev.Errno, ev.Layer, ev.Detail = call.report.Errno, call.report.Layer, call.report.Detail
+	if c.call != nil {
+		if rep := c.call.finish(); rep != nil {
+			ev.Errno, ev.Layer, ev.Detail = rep.Errno, rep.Layer, rep.Detail
 		}
-		delete(b.calls, c.token)
-		b.mu.Unlock()
 	}
 	ev.DurMS = float64(time.Since(c.began).Microseconds()) / 1000
 	if ev.Status == "" {
@@ -145,18 +133,20 @@ func (b *broker) call(c *callReply, req *fsops.BrokerRequest, files []*os.File, 
 	}
 	c.ran = true
 	b.inFlight.Add(1)
-	var rnd [16]byte
-	if err := fsops.RandomBytes(rnd[:]); err != nil {
-		c.send(exitInternal, "no entropy for the call's token")
-		return
+	if !dec.thirdParty || dec.hooked {
+		// ctx's own process runs the call (a builtin, an MCP-projected
+		// tool, ctx-hooked-tool): it gets the call's channel.
+		call, end, err := b.openCallChannel(req.Tool)
+		if err != nil {
+			c.send(exitInternal, fmt.Sprintf("%s: no channel for the call: %v", req.Tool, err))
+			return
+		}
+		c.call, files = call, append(files, end)
 	}
-	c.token = hex.EncodeToString(rnd[:])
 	id, done := b.expect()
-	b.mu.Lock()
-	b.calls[c.token] = &brokerCall{tool: req.Tool}
-	b.mu.Unlock()
-	order := b.execOrder(req, dec, id, c.token, fromRun)
+	order := b.execOrder(req, dec, id, fromRun)
 	if err := b.sendOrder(order, files); err != nil {
+		closeFiles(files)
 		c.send(exitUnavailable, fmt.Sprintf("%s: the sandbox cannot take the call: %v", req.Tool, err))
 		return
 	}
@@ -228,7 +218,7 @@ func (b *broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File)
 // the tool's file as decided, in the caller's working directory and
 // environment (bounded), directly, in a warm worker, or through
 // ctx-hooked-tool.
-func (b *broker) execOrder(req *fsops.BrokerRequest, dec decision, id uint64, token string, fromRun bool) fsops.BrokerOrder {
+func (b *broker) execOrder(req *fsops.BrokerRequest, dec decision, id uint64, fromRun bool) fsops.BrokerOrder {
 	cwd := req.Cwd
 	if b.r.iso == policy.IsoLandlock && within(cwd, policy.SandboxWorkspace) {
 		// A caller outside the run (ctx run from the host) names the
@@ -242,7 +232,7 @@ func (b *broker) execOrder(req *fsops.BrokerRequest, dec decision, id uint64, to
 		env = b.r.env
 	}
 	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: dec.path, Argv: append([]string{req.Tool}, req.Args...),
-		Env: env, Cwd: cwd, Token: token, Warm: dec.warm}
+		Env: env, Cwd: cwd, Warm: dec.warm}
 	if dec.warm && !dec.builtin {
 		// An MCP-projected tool finds its control directory beside the
 		// path it runs as (applets/mcptool.go), not beside the worker's
@@ -269,12 +259,15 @@ func (b *broker) expect() (uint64, chan fsops.BrokerOrder) {
 	return b.nextID, done
 }
 
-// sendOrder hands order and the caller's three descriptors to the
-// sandbox's init, and closes this process's copies once the init has
-// them (the tool's pipes end when the tool's ends close). An order the
-// init cannot take is no longer waited for.
+// sendOrder hands order and the caller's three descriptors (and the
+// call's channel) to the sandbox's init, and closes this process's copies
+// once the init has them (the tool's pipes end when the tool's ends
+// close). An order the init cannot take is no longer waited for.
 func (b *broker) sendOrder(order fsops.BrokerOrder, files []*os.File) error {
-	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
+	var fds []int
+	for _, f := range files {
+		fds = append(fds, int(f.Fd()))
+	}
 	if err := fsops.SendBrokerMessage(int(b.host.Fd()), order, fds); err != nil {
 		b.mu.Lock()
 		delete(b.waiting, order.ID)
@@ -315,22 +308,6 @@ func (b *broker) await(conn int, id uint64, done chan fsops.BrokerOrder) (o fsop
 		case <-time.After(cancelWait):
 			return fsops.BrokerOrder{Op: "exit", ID: id, Status: cli.Signaled(unix.SIGKILL)}, true
 		}
-	}
-}
-
-// takeReport keeps what a brokered tool reported for its call, bounded,
-// if the token names a call in flight; anything else is dropped.
-func (b *broker) takeReport(rep *fsops.BrokerReport) {
-	bound := func(s string, n int) string {
-		if len(s) > n {
-			return s[:n]
-		}
-		return s
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if c, ok := b.calls[rep.Token]; ok && c.report == nil {
-		c.report = &fsops.BrokerReport{Errno: bound(rep.Errno, 32), Layer: bound(rep.Layer, 64), Detail: bound(rep.Detail, 512)}
 	}
 }
 

@@ -14,6 +14,7 @@ func runToolWorker(_ *Env, args []string) int {
 	if argv == nil {
 		return status
 	}
+	claimCallChannel()
 	e := processEnv()
 	e.decidedByHost = true
 	return runMain(e, argv)

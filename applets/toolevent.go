@@ -11,11 +11,11 @@ import (
 // authority.RecordToolCall, which tsh's own refusals go through too). A log
 // that cannot be written is reported on stderr; the call's result stands.
 func recordToolEvent(e *Env, dir string, ev fsops.Event) {
-	if token := e.Getenv(fsops.BrokeredEnv); token != "" {
+	if e.Getenv(fsops.BrokeredEnv) != "" {
 		// The run host records the call it brokered; the tool adds what
-		// only it knows.
+		// only it knows, on the call's channel.
 		if ev.Errno != "" || ev.Layer != "" || ev.Detail != "" {
-			reportBrokeredCall(token, ev)
+			reportBrokeredCall(ev)
 		}
 		return
 	}

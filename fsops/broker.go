@@ -31,11 +31,22 @@ const BrokerSocket = "/mnt/proc/broker.sock"
 // BrokerSocketName is its name in the run directory.
 const BrokerSocketName = "broker.sock"
 
-// BrokeredEnv marks a tool process the init started on the host's order:
-// it runs the call instead of asking the broker again. Any process can set
-// it; doing so only runs the tool with the caller's own authority and no
-// record, which the caller could do without the tool (ctx man sandbox).
+// BrokeredEnv marks a tool process the init started on the host's order
+// (value "1"): it runs the call instead of asking the broker again. Any
+// process can set it; doing so only runs the tool with the caller's own
+// authority and no record, which the caller could do without the tool
+// (ctx man sandbox). It names nothing: what the tool reports travels on
+// its call channel (CallChannelFD), never on the broker socket.
 const BrokeredEnv = "CTX_BROKERED"
+
+// CallChannelFD is where a ctx tool process the init started for a call
+// finds its call channel: one end of a socket pair the run host made for
+// that call alone and passed with the order. The tool reports its errno,
+// layer and detail there (BrokerReport) and asks its host operation
+// (BrokerHostOp); nothing else holds that end (ClaimCallChannel makes it
+// close-on-exec before the tool starts anything), so no other process of
+// the run can speak for the call.
+const CallChannelFD = 3
 
 // MaxBrokerMessage bounds one message on either channel.
 const MaxBrokerMessage = 256 << 10
@@ -76,22 +87,20 @@ type BrokerJoin struct {
 
 // BrokerHostOp asks the run host to do, for a call it brokered, the one
 // thing the tool cannot do inside the sandbox (agent.update writes the
-// calling agent's prompt control, agent.create writes a child agent).
-// Token names the call: the host accepts one operation per call, of the
-// call's own tool, and decides and validates it again itself.
+// calling agent's prompt control, agent.create writes a child agent). It
+// is sent on the call's channel: the host accepts one operation per call,
+// of the call's own tool, and decides and validates it again itself.
 type BrokerHostOp struct {
-	Token string          `json:"token"`
 	Op    string          `json:"op"`
 	Input json.RawMessage `json:"input"`
 }
 
 // BrokerReport is what a brokered tool adds to the host's record of its
 // call: the errno, the refusing layer and a detail, which only the tool
-// knows. Token (the BrokeredEnv value the init set) names the call. The
-// host takes these three fields for that call only, bounded; status, exit,
-// duration and object stay the host's own observations.
+// knows. It is sent on the call's channel, once. The host takes these
+// three fields, validated and bounded; status, exit, duration and object
+// stay the host's own observations.
 type BrokerReport struct {
-	Token  string `json:"token"`
 	Errno  string `json:"errno,omitempty"`
 	Layer  string `json:"layer,omitempty"`
 	Detail string `json:"detail,omitempty"`
@@ -108,13 +117,12 @@ type BrokerReply struct {
 
 // BrokerOrder is a message between the host and the init.
 type BrokerOrder struct {
-	Op    string   `json:"op"` // exec, kill (host to init); exit (init to host)
-	ID    uint64   `json:"id"`
-	Path  string   `json:"path,omitempty"`
-	Argv  []string `json:"argv,omitempty"`
-	Env   []string `json:"env,omitempty"`
-	Cwd   string   `json:"cwd,omitempty"`
-	Token string   `json:"token,omitempty"`
+	Op   string   `json:"op"` // exec, kill (host to init); exit (init to host)
+	ID   uint64   `json:"id"`
+	Path string   `json:"path,omitempty"`
+	Argv []string `json:"argv,omitempty"`
+	Env  []string `json:"env,omitempty"`
+	Cwd  string   `json:"cwd,omitempty"`
 	// Warm lets the init run the call in a warm worker: the tool is a
 	// builtin whose file is the run's own ctx binary.
 	Warm   bool   `json:"warm,omitempty"`
@@ -219,6 +227,27 @@ func RecvBrokerMessage(fd int, v any, max int) ([]*os.File, error) {
 		return nil, fmt.Errorf("malformed broker message: %v", err)
 	}
 	return files, nil
+}
+
+// ClaimCallChannel returns this process's call channel (CallChannelFD)
+// when BrokeredEnv is set and that descriptor is a unix SOCK_SEQPACKET
+// socket, made close-on-exec so that nothing the tool starts inherits it;
+// else -1.
+func ClaimCallChannel() int {
+	if os.Getenv(BrokeredEnv) == "" {
+		return -1
+	}
+	typ, err := unix.GetsockoptInt(CallChannelFD, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err != nil || typ != unix.SOCK_SEQPACKET {
+		return -1
+	}
+	if dom, err := unix.GetsockoptInt(CallChannelFD, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil || dom != unix.AF_UNIX {
+		return -1
+	}
+	if _, err := unix.FcntlInt(CallChannelFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		return -1
+	}
+	return CallChannelFD
 }
 
 // NewBrokerChannel makes the host-init order channel: the host keeps the

@@ -59,7 +59,7 @@ func newInitBroker(plan *policy.Plan) *initBroker {
 func (b *initBroker) read() {
 	for {
 		var o BrokerOrder
-		files, err := RecvBrokerMessage(int(b.ch.Fd()), &o, 3)
+		files, err := RecvBrokerMessage(int(b.ch.Fd()), &o, 4)
 		if err == ErrBrokerClosed {
 			close(b.orders)
 			return
@@ -100,10 +100,12 @@ func (b *initBroker) handle(d brokerDelivery) {
 			b.joined[pid] = true
 		}
 	case "exec":
-		if o.Warm && len(d.files) == 3 && len(o.Argv) > 0 && b.giveWorker(o, d.files) {
+		// The fourth descriptor, when the host passed one, is the call's
+		// channel: it becomes the tool's CallChannelFD.
+		if o.Warm && len(d.files) >= 3 && len(o.Argv) > 0 && b.giveWorker(o, d.files) {
 			return
 		}
-		b.startOrder(o, d.files, o.Path, append(o.Env, BrokeredEnv+"="+o.Token))
+		b.startOrder(o, d.files, o.Path, append(o.Env, BrokeredEnv+"=1"))
 	}
 }
 
@@ -112,11 +114,12 @@ func (b *initBroker) handle(d brokerDelivery) {
 // cancel ends it whole, and registers it for its exit report; it reports
 // a failure to start as an exec would (126, 127 when not found).
 func (b *initBroker) startOrder(o BrokerOrder, files []*os.File, path string, env []string) (int, bool) {
-	if len(files) != 3 || len(o.Argv) == 0 {
+	if len(files) < 3 || len(o.Argv) == 0 || (o.Op == "run" && len(files) != 3) {
 		b.report(BrokerOrder{Op: "exit", ID: o.ID, Status: 70, Error: "an " + o.Op + " order without three descriptors"})
 		return 0, false
 	}
-	cmd := &exec.Cmd{Path: path, Args: o.Argv, Env: env, Dir: o.Cwd, Stdin: files[0], Stdout: files[1], Stderr: files[2]}
+	cmd := &exec.Cmd{Path: path, Args: o.Argv, Env: env, Dir: o.Cwd, Stdin: files[0], Stdout: files[1], Stderr: files[2],
+		ExtraFiles: files[3:]}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(b.plan)}
 	if err := cmd.Start(); err != nil {
 		status := 126

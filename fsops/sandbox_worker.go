@@ -65,8 +65,11 @@ func (b *initBroker) giveWorker(o BrokerOrder, files []*os.File) bool {
 	}
 	b.worker = nil
 	defer w.conn.Close()
-	o.Env = append(o.Env, BrokeredEnv+"="+o.Token)
-	fds := []int{int(files[0].Fd()), int(files[1].Fd()), int(files[2].Fd())}
+	o.Env = append(o.Env, BrokeredEnv+"=1")
+	var fds []int
+	for _, f := range files {
+		fds = append(fds, int(f.Fd()))
+	}
 	if err := SendBrokerMessage(int(w.conn.Fd()), o, fds); err != nil {
 		syscall.Kill(-w.pid, syscall.SIGKILL)
 		b.retired[w.pid] = true
@@ -88,9 +91,9 @@ func WorkerOrder() (argv []string, status int) {
 	// trace it or take the socket from /proc/PID/fd.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	var o BrokerOrder
-	files, err := RecvBrokerMessage(workerFD, &o, 3)
+	files, err := RecvBrokerMessage(workerFD, &o, 4)
 	unix.Close(workerFD)
-	if err != nil || len(files) != 3 || len(o.Argv) == 0 {
+	if err != nil || len(files) < 3 || len(o.Argv) == 0 {
 		for _, f := range files {
 			f.Close()
 		}
@@ -99,6 +102,7 @@ func WorkerOrder() (argv []string, status int) {
 		}
 		return nil, 126
 	}
+	// 0-2 the caller's, 3 the call's channel (CallChannelFD) if passed.
 	for i, f := range files {
 		if err := unix.Dup3(int(f.Fd()), i, 0); err != nil {
 			return nil, 126

@@ -32,6 +32,18 @@ const (
 	LayerToolPolicy  Layer = "tool-policy"
 )
 
+// KnownLayer reports whether s names a layer an event may carry: the
+// check's layers, tool-trust, and the layers ctx's tools and hosts name
+// (hook, agent-context, caller).
+func KnownLayer(s string) bool {
+	switch Layer(s) {
+	case LayerRequest, LayerLinux, LayerMount, LayerPerm, LayerAgentPolicy, LayerToolPolicy, LayerTrust,
+		"hook", "agent-context", "caller":
+		return true
+	}
+	return false
+}
+
 // FileFacts describes the object's file on the host, from lstat.
 type FileFacts struct {
 	Path string      // absolute host path

@@ -59,6 +59,8 @@ func main() {
 		report("seqpacket", err)
 	case "listen":
 		listen(os.Args[2])
+	case "forgereport":
+		forgeReport(os.Args[2])
 	case "kill":
 		// kill PID: a signal to a process outside the sandbox.
 		pid, _ := strconv.Atoi(os.Args[2])
