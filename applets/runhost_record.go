@@ -67,11 +67,11 @@ func (r *agentRun) record(ev fsops.Event, ran bool) error {
 	}
 	var first error
 	for _, t := range r.recordTargets(ev) {
-		append := fsops.AppendLine
+		write := fsops.AppendLine
 		if t.log {
-			append = fsops.AppendLog
+			write = fsops.AppendLog
 		}
-		if err := append(t.path, line); err != nil && first == nil {
+		if err := write(t.path, line); err != nil && first == nil && !notOurs(t, err) {
 			first = fmt.Errorf("%s: %v", t.role, errnoOf(err))
 		}
 	}
@@ -90,7 +90,7 @@ func (b *broker) reserveRecord(tool string, inFlight int64) error {
 	}
 	ev := fsops.Event{Type: "tool.call", Object: "tool/" + tool}
 	for _, t := range b.r.recordTargets(ev) {
-		if err := fsops.ReserveAppend(t.path, recordReserve*(inFlight+1)); err != nil {
+		if err := fsops.ReserveAppend(t.path, recordReserve*(inFlight+1)); err != nil && !notOurs(t, err) {
 			err = fmt.Errorf("%s: %v", t.role, errnoOf(err))
 			b.r.auditState(err)
 			return fmt.Errorf("the audit cannot be written (%v): tool calls are not run unrecorded", err)
@@ -109,6 +109,16 @@ func (r *agentRun) auditState(err error) {
 	if r.auditFailing.CompareAndSwap(false, true) {
 		r.warnf("%s: the audit cannot be written (%v): tool calls are refused (69) until it can", r.agent.Name, err)
 	}
+}
+
+// notOurs reports whether err says a shared log is not the run host's to
+// write (a tool's log in the system tier, owned by root, for a person's
+// run): that log is skipped, as a direct call's unwritable log is, and the
+// session's events and the other log are the record. A full disk or an
+// I/O error is never that.
+func notOurs(t recordTarget, err error) bool {
+	errno, ok := errnoOf(err).(unix.Errno)
+	return t.log && ok && (errno == unix.EACCES || errno == unix.EPERM || errno == unix.EROFS)
 }
 
 // errnoOf is err's errno when it has one (the path left out), else err.
