@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -28,6 +29,17 @@ func TestAuditFailsClosedOnFullDisk(t *testing.T) {
 	fs := filepath.Join(filepath.Dir(ws), "fs")
 	if err := os.Mkdir(fs, 0o755); err != nil {
 		t.Fatal(err)
+	}
+	// The tmpfs is mounted in a mount namespace of this test's thread
+	// (locked to it, ended with it), which every process the test starts
+	// inherits: the host's mount table, which other tests compare, never
+	// changes.
+	runtime.LockOSThread()
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		t.Fatalf("unshare: %v", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("make mounts private: %v", err)
 	}
 	if err := unix.Mount("tmpfs", fs, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=24m,mode=0755"); err != nil {
 		t.Fatalf("mount tmpfs: %v", err)

@@ -85,7 +85,7 @@ func (c *brokerCall) finish() *fsops.BrokerReport {
 		// A holder outlived the call: stop reading (shutdown wakes a
 		// blocked receive; close alone would not).
 		if rc, err := c.conn.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RDWR) })
+			rc.Control(func(fd uintptr) { fsops.CancelBroker(int(fd)) })
 		}
 		<-c.done
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,11 +16,21 @@ import (
 )
 
 // smallTmpfs mounts a tmpfs of size bytes in a scratch directory (root
-// only; required under CTX_REQUIRE_SANDBOX as root) and returns it.
+// only) and returns it. The mount is made in a mount namespace of the
+// test's own thread (locked to it for the rest of the test, and ended
+// with it), so the host's mount table, which other tests compare, never
+// changes.
 func smallTmpfs(t *testing.T, size int) string {
 	t.Helper()
 	if os.Getuid() != 0 {
 		t.Skip("mounting a tmpfs needs root")
+	}
+	runtime.LockOSThread() // never unlocked: the thread and its namespace end with the test
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		t.Fatalf("unshare: %v", err)
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		t.Fatalf("make mounts private: %v", err)
 	}
 	dir := filepath.Join(t.TempDir(), "fs")
 	if err := os.Mkdir(dir, 0o755); err != nil {
