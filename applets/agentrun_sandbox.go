@@ -76,6 +76,11 @@ func (r *agentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string
 // has beyond its mounts: seccomp, Landlock and the workspace's ownership.
 func (r *agentRun) wallLines(idmapWhy string) []string {
 	lines := []string{"sandbox seccomp enforced (denied: see ctx man sandbox)"}
+	if networkGranted(r.agent) {
+		lines = append(lines, "sandbox sockets "+fsops.SocketFamilies(true)+"; other families EPERM")
+	} else {
+		lines = append(lines, "sandbox sockets AF_UNIX only, without the network grant; other families EPERM")
+	}
 	if r.iso == policy.IsoLandlock {
 		lines = append(lines, "sandbox iso landlock: no namespaces and no mounts; /ctx is CTX_ROOT, /mnt/proc is CTX_RUN_DIR, the broker is CTX_BROKER (host paths)")
 		if !networkGranted(r.agent) {

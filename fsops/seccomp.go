@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -67,14 +68,25 @@ func InstallSeccomp() error { return InstallSeccompWith(SeccompOptions{}) }
 // SeccompOptions are the variants of the agent filter.
 type SeccompOptions struct {
 	// NoNetwork allows socket(2) and socketpair(2) for AF_UNIX only; any
-	// other family is EPERM. It is for runs without a network namespace
-	// (iso shared) whose agent lacks network:default connect: there the
-	// host's network would otherwise be one socket away. AF_NETLINK goes
-	// too (routing tables, interfaces, audit: host state the agent has no
-	// business reading or changing), and so do raw and packet sockets.
-	// Descriptors the process already holds are not affected: ctx passes
-	// none beyond the standard streams and the run capability, a unix
-	// socket.
+	// other family is EPERM. It is for every run whose agent lacks
+	// network:default connect. Without a network namespace (iso landlock,
+	// iso shared) the host's network would otherwise be one socket away;
+	// with one, families the namespace does not confine would be:
+	// AF_VSOCK reaches the hypervisor and other guests whatever the
+	// namespace. AF_NETLINK goes too (routing tables, interfaces, audit:
+	// host state the agent has no business reading or changing), and so
+	// do raw and packet sockets. Descriptors the process already holds are
+	// not affected: ctx passes none beyond the standard streams and the
+	// run capability, a unix socket.
+	//
+	// Without NoNetwork (the grant) the families are those a network
+	// namespace confines and honest network work needs (networkFamilies):
+	// AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK with NETLINK_ROUTE alone
+	// (getaddrinfo and interface listing). Everything else stays EPERM:
+	// AF_VSOCK, AF_PACKET, AF_BLUETOOTH, AF_ALG (the kernel's crypto, a
+	// record of bugs), AF_XDP, AF_KEY, netlink's other protocols
+	// (sock_diag, uevents, audit, netfilter), and families a later kernel
+	// adds.
 	NoNetwork bool
 }
 
@@ -229,6 +241,32 @@ var deniedIoctls = []struct {
 	{"TIOCLINUX", unix.TIOCLINUX},
 }
 
+// networkFamilies are the socket families a run with the network grant
+// opens whatever the protocol; AF_NETLINK is allowed besides them with
+// NETLINK_ROUTE only (SeccompOptions.NoNetwork says why).
+var networkFamilies = []struct {
+	name   string
+	family uint32
+}{
+	{"AF_UNIX", unix.AF_UNIX},
+	{"AF_INET", unix.AF_INET},
+	{"AF_INET6", unix.AF_INET6},
+}
+
+// SocketFamilies names, for the manual and /mnt/proc/policy, the socket
+// families socket(2) and socketpair(2) make under the filter: AF_UNIX
+// alone without the network grant.
+func SocketFamilies(network bool) string {
+	if !network {
+		return "AF_UNIX"
+	}
+	var names []string
+	for _, f := range networkFamilies {
+		names = append(names, f.name)
+	}
+	return strings.Join(append(names, "AF_NETLINK (NETLINK_ROUTE)"), ", ")
+}
+
 const (
 	// personality(2) arguments the filter lets through: PER_LINUX, the
 	// default persona, and 0xffffffff, which only reads the current one.
@@ -295,14 +333,15 @@ func agentSeccompFilter(opts SeccompOptions) ([]unix.SockFilter, error) {
 // allows whatever their arguments and skips the filter for those.
 func (arch seccompArch) filter(opts SeccompOptions) ([]unix.SockFilter, error) {
 	const (
-		deny        bpfLabel = "deny"
-		noSys       bpfLabel = "enosys"
-		kill        bpfLabel = "kill"
-		allow       bpfLabel = "allow"
-		checkClone  bpfLabel = "clone"
-		checkIoctl  bpfLabel = "ioctl"
-		checkPerson bpfLabel = "personality"
-		checkSocket bpfLabel = "socket"
+		deny         bpfLabel = "deny"
+		noSys        bpfLabel = "enosys"
+		kill         bpfLabel = "kill"
+		allow        bpfLabel = "allow"
+		checkClone   bpfLabel = "clone"
+		checkIoctl   bpfLabel = "ioctl"
+		checkPerson  bpfLabel = "personality"
+		checkSocket  bpfLabel = "socket"
+		checkNetlink bpfLabel = "netlink"
 	)
 	var a bpfAssembler
 
@@ -319,10 +358,8 @@ func (arch seccompArch) filter(opts SeccompOptions) ([]unix.SockFilter, error) {
 	a.jumpIfEqual(unix.SYS_CLONE3, noSys, bpfNext)
 	a.jumpIfEqual(unix.SYS_IOCTL, checkIoctl, bpfNext)
 	a.jumpIfEqual(unix.SYS_PERSONALITY, checkPerson, bpfNext)
-	if opts.NoNetwork {
-		a.jumpIfEqual(unix.SYS_SOCKET, checkSocket, bpfNext)
-		a.jumpIfEqual(unix.SYS_SOCKETPAIR, checkSocket, bpfNext)
-	}
+	a.jumpIfEqual(unix.SYS_SOCKET, checkSocket, bpfNext)
+	a.jumpIfEqual(unix.SYS_SOCKETPAIR, checkSocket, bpfNext)
 	a.ret(unix.SECCOMP_RET_ALLOW)
 
 	// clone's flags are arg 0 on both architectures (s390x swaps them, and
@@ -356,10 +393,19 @@ func (arch seccompArch) filter(opts SeccompOptions) ([]unix.SockFilter, error) {
 	// socket's and socketpair's family is arg 0, an int: low word only.
 	// (Neither architecture has socketcall(2), the multiplexer that would
 	// hide the family in memory; i386's is a foreign call, killed above.)
+	// The protocol is arg 2, an int as well.
+	a.mark(checkSocket)
+	a.load(seccompDataArgs + 8*0)
 	if opts.NoNetwork {
-		a.mark(checkSocket)
-		a.load(seccompDataArgs + 8*0)
 		a.jumpIfEqual(unix.AF_UNIX, allow, deny)
+	} else {
+		for _, family := range networkFamilies {
+			a.jumpIfEqual(family.family, allow, bpfNext)
+		}
+		a.jumpIfEqual(unix.AF_NETLINK, checkNetlink, deny)
+		a.mark(checkNetlink)
+		a.load(seccompDataArgs + 8*2)
+		a.jumpIfEqual(unix.NETLINK_ROUTE, allow, deny)
 	}
 
 	a.mark(deny)

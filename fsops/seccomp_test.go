@@ -234,7 +234,7 @@ func TestSeccompInRealProcesses(t *testing.T) {
 
 // seccompNetCases are the socket families under NoNetwork (want) and
 // under the plain filter (unfilteredAsRoot, here: filtered without
-// NoNetwork, which must let every family through).
+// NoNetwork, the network grant, which lets the inet families through).
 func seccompNetCases() []seccompCase {
 	sock := func(family, typ int) func() string {
 		return func() string {
@@ -264,6 +264,20 @@ func seccompNetCases() []seccompCase {
 				_, err := unix.Socketpair(unix.AF_INET, unix.SOCK_STREAM, 0)
 				return errnoResult(err)
 			}},
+		{name: "socket-netlink-diag", want: "EPERM", unfilteredAsRoot: "EPERM", attempt: func() string {
+			fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
+			if err == nil {
+				unix.Close(fd)
+			}
+			return errnoResult(err)
+		}},
+		// No network namespace confines vsock: refused with the grant too.
+		{name: "socket-vsock", want: "EPERM", unfilteredAsRoot: "EPERM", attempt: sock(unix.AF_VSOCK, unix.SOCK_STREAM)},
+		{name: "socketpair-vsock", want: "EPERM", unfilteredAsRoot: "EPERM",
+			attempt: func() string {
+				_, err := unix.Socketpair(unix.AF_VSOCK, unix.SOCK_STREAM, 0)
+				return errnoResult(err)
+			}},
 		{name: "go-net-dial", want: "EPERM", unfilteredAsRoot: "ECONNREFUSED",
 			attempt: func() string {
 				// What a program sees: Go's net package, to a closed port.
@@ -274,8 +288,9 @@ func seccompNetCases() []seccompCase {
 }
 
 // TestSeccompNoNetworkInRealProcesses: under NoNetwork only unix sockets
-// are made; under the plain filter every family still is, so the refusal
-// comes from the option.
+// are made; under the plain filter the inet families still are, so the
+// refusal comes from the option. What both refuse (vsock, sock_diag) is
+// made without any filter as root, so the refusal comes from the filter.
 func TestSeccompNoNetworkInRealProcesses(t *testing.T) {
 	for _, c := range seccompNetCases() {
 		t.Run(c.name, func(t *testing.T) {
@@ -285,6 +300,12 @@ func TestSeccompNoNetworkInRealProcesses(t *testing.T) {
 			}
 			if got := runSeccompChild(t, c.name, seccompFiltered); got != c.unfilteredAsRoot {
 				t.Errorf("under the plain filter: %q, want %q", got, c.unfilteredAsRoot)
+			}
+			if c.unfilteredAsRoot != "EPERM" || os.Geteuid() != 0 {
+				return
+			}
+			if got := runSeccompChild(t, c.name, seccompUnfiltered); got == "EPERM" {
+				t.Errorf("without the filter: %q as well, so the test does not show the filter at work", got)
 			}
 		})
 	}
@@ -687,8 +708,26 @@ func TestSeccompProgramDecisions(t *testing.T) {
 	if arch.refuseX32 {
 		tests = append(tests, seccompDecision{"x32 getpid", x32SyscallBit | unix.SYS_GETPID, native, [6]uint64{}, eperm})
 	}
-	// Without NoNetwork every socket family is the kernel's business.
-	tests = append(tests, seccompDecision{"socket AF_INET", unix.SYS_SOCKET, native, [6]uint64{unix.AF_INET, unix.SOCK_STREAM}, allow})
+	// Without NoNetwork (the network grant) the families a network
+	// namespace confines, netlink for routing only; never vsock and the
+	// rest, which no namespace confines.
+	tests = append(tests,
+		seccompDecision{"socket AF_INET", unix.SYS_SOCKET, native, [6]uint64{unix.AF_INET, unix.SOCK_STREAM}, allow},
+		seccompDecision{"socket AF_INET6", unix.SYS_SOCKET, native, [6]uint64{unix.AF_INET6, unix.SOCK_DGRAM}, allow},
+		seccompDecision{"socket AF_UNIX", unix.SYS_SOCKET, native, [6]uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, allow},
+		seccompDecision{"socket AF_NETLINK route", unix.SYS_SOCKET, native, [6]uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE}, allow},
+		seccompDecision{"socket AF_NETLINK route, garbage high words", unix.SYS_SOCKET, native, [6]uint64{0xdead<<32 | unix.AF_NETLINK, unix.SOCK_RAW, 0xbeef<<32 | unix.NETLINK_ROUTE}, allow},
+		seccompDecision{"socket AF_NETLINK sock_diag", unix.SYS_SOCKET, native, [6]uint64{unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_SOCK_DIAG}, eperm},
+		seccompDecision{"socket AF_NETLINK uevent", unix.SYS_SOCKET, native, [6]uint64{unix.AF_NETLINK, unix.SOCK_DGRAM, unix.NETLINK_KOBJECT_UEVENT}, eperm},
+		seccompDecision{"socket AF_VSOCK", unix.SYS_SOCKET, native, [6]uint64{unix.AF_VSOCK, unix.SOCK_STREAM}, eperm},
+		seccompDecision{"socket AF_PACKET", unix.SYS_SOCKET, native, [6]uint64{unix.AF_PACKET, unix.SOCK_RAW}, eperm},
+		seccompDecision{"socket AF_BLUETOOTH", unix.SYS_SOCKET, native, [6]uint64{unix.AF_BLUETOOTH, unix.SOCK_STREAM}, eperm},
+		seccompDecision{"socket AF_ALG", unix.SYS_SOCKET, native, [6]uint64{unix.AF_ALG, unix.SOCK_SEQPACKET}, eperm},
+		seccompDecision{"socket AF_XDP", unix.SYS_SOCKET, native, [6]uint64{unix.AF_XDP, unix.SOCK_RAW}, eperm},
+		seccompDecision{"socket AF_INET in the high word only", unix.SYS_SOCKET, native, [6]uint64{unix.AF_VSOCK | unix.AF_INET<<32}, eperm},
+		seccompDecision{"socketpair AF_VSOCK", unix.SYS_SOCKETPAIR, native, [6]uint64{unix.AF_VSOCK, unix.SOCK_STREAM}, eperm},
+		seccompDecision{"socketpair AF_UNIX", unix.SYS_SOCKETPAIR, native, [6]uint64{unix.AF_UNIX, unix.SOCK_DGRAM}, allow},
+	)
 	for _, tt := range tests {
 		if got := runSeccompBPF(t, prog, tt.nr, tt.arch, tt.args); got != tt.want {
 			t.Errorf("%s: action %#x, want %#x", tt.what, got, tt.want)

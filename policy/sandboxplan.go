@@ -274,6 +274,10 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		DenyTCP: false,
 		IDMap:   in.WorkspaceIDMap,
 		Limits:  processLimits(in.Budgets, in.Cgroup),
+		// A network namespace confines inet sockets, not every family:
+		// AF_VSOCK reaches the hypervisor from any namespace. Without the
+		// grant the filter makes unix sockets only, as in the other modes.
+		NoNetwork: !in.Network,
 	}
 	if !canExec {
 		p.ExecPaths = execPaths

@@ -150,8 +150,10 @@ type Plan struct {
 	// limit; cpu's hard limit is a few seconds more, so SIGXCPU comes
 	// first.
 	Limits map[string]uint64 `json:"limits,omitempty"`
-	// NoNetwork, where no network namespace keeps the agent off the
-	// network (iso landlock), has seccomp allow only AF_UNIX sockets.
+	// NoNetwork (no network grant, every mode) has seccomp allow only
+	// AF_UNIX sockets: where no network namespace keeps the agent off the
+	// network (iso landlock), and where one does but leaves families such
+	// as AF_VSOCK unconfined (userns, uid).
 	NoNetwork bool `json:"no_network,omitempty"`
 }
 

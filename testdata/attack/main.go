@@ -21,7 +21,7 @@ import (
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: attack tiocsti|syscalls|fds|write FILE|read FILE|connect HOST:PORT|seqpacket PATH|listen PORTFILE")
+		fmt.Fprintln(os.Stderr, "usage: attack tiocsti|syscalls|fds|write FILE|read FILE|connect HOST:PORT|seqpacket PATH|unix PATH|sockets|listen PORTFILE")
 		os.Exit(2)
 	}
 	switch os.Args[1] {
@@ -61,6 +61,18 @@ func main() {
 		listen(os.Args[2])
 	case "forgereport":
 		forgeReport(os.Args[2])
+	case "sockets":
+		sockets()
+	case "unix":
+		// Reach a unix stream socket at PATH (a person's agent socket,
+		// a D-Bus bus), one line of reply.
+		conn, err := net.DialTimeout("unix", os.Args[2], 5*time.Second)
+		report("unix", err)
+		if err == nil {
+			b, _ := bufio.NewReader(conn).ReadString('\n')
+			fmt.Printf("reply=%q\n", strings.TrimSpace(b))
+			conn.Close()
+		}
 	case "kill":
 		// kill PID: a signal to a process outside the sandbox.
 		pid, _ := strconv.Atoi(os.Args[2])
@@ -186,6 +198,38 @@ func syscalls() {
 	raw("reboot", unix.SYS_REBOOT, 0, 0, 0, 0)
 	// Ordinary work still works.
 	raw("getpid", unix.SYS_GETPID)
+}
+
+// sockets makes a socket of each family a sandbox might be asked for and
+// reports each: socket-NAME=ok or the errno.
+func sockets() {
+	try := func(name string, family, typ, proto int) {
+		fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, proto)
+		if err == nil {
+			unix.Close(fd)
+		}
+		report("socket-"+name, err)
+	}
+	try("unix", unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	try("inet", unix.AF_INET, unix.SOCK_STREAM, 0)
+	try("inet6", unix.AF_INET6, unix.SOCK_DGRAM, 0)
+	try("netlink-route", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE)
+	try("netlink-diag", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_SOCK_DIAG)
+	try("netlink-uevent", unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_KOBJECT_UEVENT)
+	try("vsock", unix.AF_VSOCK, unix.SOCK_STREAM, 0)
+	try("packet", unix.AF_PACKET, unix.SOCK_RAW, 0)
+	try("bluetooth", unix.AF_BLUETOOTH, unix.SOCK_STREAM, 0)
+	try("alg", unix.AF_ALG, unix.SOCK_SEQPACKET, 0)
+	pair := func(name string, family, typ int) {
+		fds, err := unix.Socketpair(family, typ|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			unix.Close(fds[0])
+			unix.Close(fds[1])
+		}
+		report("socketpair-"+name, err)
+	}
+	pair("unix", unix.AF_UNIX, unix.SOCK_STREAM)
+	pair("vsock", unix.AF_VSOCK, unix.SOCK_STREAM)
 }
 
 // fds lists the descriptors the process holds beyond 0-2.
