@@ -104,5 +104,9 @@ func (r *agentRun) prepareLandlock(e *Env, exe, home string, extra []policy.Moun
 		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
 	}
 	r.plan.Worker = r.workerPath(r.root.Path("bin", "ctx"))
+	// Where Landlock cannot keep the host's unix sockets closed, the
+	// init hands the run's connects to this host (fsops/unixgate.go),
+	// which has the broker to let them reach.
+	r.plan.UnixGate = r.broker != nil
 	return 0, true
 }

@@ -314,7 +314,11 @@ func (r *agentRun) prepareRunDir(e *Env, policyLines []string, idmapWhy string) 
 	if !r.planOnly {
 		if err := r.startBroker(static); err != nil {
 			// Tools then run in the calling process, as before the broker.
-			fsops.AppendLine(filepath.Join(r.runDir, "policy"), []byte("sandbox broker unavailable: "+err.Error()+"\n"))
+			line := "sandbox broker unavailable: " + err.Error() + "\n"
+			if r.iso == policy.IsoLandlock {
+				line += "sandbox unix sockets NOT closed: without a broker there is no unix gate; the run connects to every unix socket its uid may\n"
+			}
+			fsops.AppendLine(filepath.Join(r.runDir, "policy"), []byte(line))
 		} else {
 			// Every call is the broker's to record: no run capability.
 			r.env = withoutVar(r.env, "CTX_RUN_FD")

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -88,6 +89,9 @@ func (r *agentRun) wallLines(idmapWhy string) []string {
 		}
 	}
 	abi, err := fsops.LandlockABI()
+	if r.iso == policy.IsoLandlock {
+		lines = append(lines, landlockUnixLine(abi))
+	}
 	if abi > 0 {
 		lines = append(lines, fmt.Sprintf("sandbox landlock abi=%d enforced", abi))
 	} else {
@@ -101,6 +105,15 @@ func (r *agentRun) wallLines(idmapWhy string) []string {
 		lines = append(lines, fmt.Sprintf("sandbox workspace not idmapped: %s; the agent writes it as uid %d under its permissions", idmapWhy, r.agent.UID))
 	}
 	return lines
+}
+
+// landlockUnixLine says what keeps an iso landlock run off the host's
+// pathname unix sockets (ctx man sandbox, UNIX SOCKETS).
+func landlockUnixLine(abi int) string {
+	if abi >= fsops.LandlockABIResolveUnix {
+		return "sandbox unix sockets: connect reaches the run's broker alone (Landlock RESOLVE_UNIX, abi " + strconv.Itoa(abi) + ")"
+	}
+	return "sandbox unix sockets: connect reaches the run's broker alone (the run host's unix gate, Landlock abi " + strconv.Itoa(abi) + " < 9); no unix datagram sockets"
 }
 
 // shieldOutput keeps the caller's files out of the agent's reach: a

@@ -46,6 +46,7 @@ type broker struct {
 	// inFlight are the calls admitted and not yet recorded, each with
 	// room reserved for its record.
 	inFlight atomic.Int64
+	gated    atomic.Bool // the unix gate is served (iso landlock)
 	slots    chan struct{}
 	static   []string // /mnt/proc/policy lines that are not about tools
 	// handlers counts the connections being served; readDone is closed
@@ -179,18 +180,62 @@ func (b *broker) serve() {
 		if err != nil {
 			return
 		}
-		select {
-		case b.slots <- struct{}{}:
-			b.handlers.Add(1)
-			go func() {
-				defer func() { <-b.slots; b.handlers.Done() }()
-				b.handle(conn)
-			}()
-		default:
-			fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUnavailable, Error: "too many tool calls in flight"}, nil)
-			fsops.CloseFD(conn)
+		pid, uid := 0, -1
+		if p, u, err := fsops.BrokerPeer(conn); err == nil {
+			pid, uid = p, u
+		}
+		b.take(conn, pid, uid)
+	}
+}
+
+// take serves conn, from the process pid of uid, in one of the run's
+// call slots, or turns it away when all are taken.
+func (b *broker) take(conn, pid, uid int) {
+	select {
+	case b.slots <- struct{}{}:
+		b.handlers.Add(1)
+		go func() {
+			defer func() { <-b.slots; b.handlers.Done() }()
+			b.handle(conn, pid, uid)
+		}()
+	default:
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUnavailable, Error: "too many tool calls in flight"}, nil)
+		fsops.CloseFD(conn)
+	}
+}
+
+// startUnixGate answers the connects of an iso landlock run (the init
+// sent the gate's listener and its connector's channel): a connection the
+// gate makes to the broker is served as one from the process that asked
+// for it; sockets in the places the run may write are its own. Only the
+// first listener is taken.
+func (b *broker) startUnixGate(listener, connector *os.File) {
+	if !b.gated.CompareAndSwap(false, true) || b.r.plan == nil {
+		listener.Close()
+		connector.Close()
+		return
+	}
+	rules := fsops.UnixGateRules{
+		Broker:  filepath.Join(b.r.runDir, fsops.BrokerSocketName),
+		Network: networkGranted(b.r.agent),
+		Hand: func(conn, pid int) {
+			uid := -1
+			if u, err := fsops.ProcessUID(pid); err == nil {
+				uid = u
+			}
+			b.take(conn, pid, uid)
+		},
+	}
+	abi, _ := fsops.LandlockABI()
+	rules.Abstract = abi >= fsops.LandlockABIScope
+	for _, a := range b.r.plan.Access {
+		if a.Write {
+			if real, err := filepath.EvalSymlinks(a.Path); err == nil {
+				rules.Writable = append(rules.Writable, real)
+			}
 		}
 	}
+	fsops.ServeUnixGate(listener, connector, rules)
 }
 
 // readInit dispatches the init's exit reports to the calls waiting.
@@ -198,7 +243,11 @@ func (b *broker) readInit() {
 	defer close(b.readDone)
 	for {
 		var o fsops.BrokerOrder
-		files, err := fsops.RecvBrokerMessage(int(b.host.Fd()), &o, 0)
+		files, err := fsops.RecvBrokerMessage(int(b.host.Fd()), &o, 2)
+		if err == nil && o.Op == fsops.UnixGateOp && len(files) == 2 {
+			b.startUnixGate(files[0], files[1])
+			continue
+		}
 		for _, f := range files {
 			f.Close()
 		}

@@ -25,9 +25,11 @@ const requestTimeout = 10 * time.Second
 // that its process group is gone.
 const cancelWait = 5 * time.Second
 
-// handle serves one connection: a tool's report on its call, a host
-// operation, a program joining the run (join), or a tool call (call).
-func (b *broker) handle(conn int) {
+// handle serves one connection, from process pid of uid peerUID (as the
+// kernel recorded them at connect, or as the unix gate found them): a
+// tool's report on its call, a host operation, a program joining the run
+// (join), or a tool call (call).
+func (b *broker) handle(conn, pid, peerUID int) {
 	defer fsops.CloseFD(conn)
 	began := time.Now()
 	// A caller has requestTimeout to send its request: a connection that
@@ -50,10 +52,6 @@ func (b *broker) handle(conn int) {
 		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
 			Error: "broker: permission denied: a report or host operation is taken only on the call's own channel"}, nil)
 		return
-	}
-	pid, peerUID := 0, -1
-	if p, u, err := fsops.BrokerPeer(conn); err == nil {
-		pid, peerUID = p, u
 	}
 	// In iso landlock the socket is a host path: another agent running as
 	// the same uid (a user's tree) could reach it where Landlock does not

@@ -52,6 +52,7 @@ func init() {
 		{Name: fsops.UsernsHoldApplet, Run: runUsernsHold, Hidden: true},
 		{Name: fsops.ConfineApplet, Run: runConfine, Hidden: true},
 		{Name: fsops.ToolWorkerApplet, Run: runToolWorker, Hidden: true},
+		{Name: fsops.UnixConnectorApplet, Run: func(*Env, []string) int { return fsops.RunUnixConnector() }, Hidden: true},
 		{Name: mcpKeeperApplet, Run: runMCPKeeper, Hidden: true},
 		{Name: hookedToolApplet, Run: runHookedTool, Hidden: true},
 		toolApplet(fsReadTool),

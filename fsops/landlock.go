@@ -28,6 +28,7 @@ type LandlockRule struct {
 	Exec     bool   // execute files beneath Path
 	Dev      bool   // ioctl on device files beneath Path (ABI 5+), for /dev
 	Optional bool   // skip the rule when Path does not exist or is a symlink
+	Connect  bool   // connect to unix sockets beneath Path (ABI 9+)
 	// Inherited, instead of Path, names a descriptor the process already
 	// holds (a terminal on stdin): the rule attaches to its file, which may
 	// lie outside the sandbox's tree (the host's PTY), so that reopening
@@ -75,11 +76,11 @@ const (
 		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE |
 		unix.LANDLOCK_ACCESS_FS_IOCTL_DEV | unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 
-	// Read comes with every rule. RESOLVE_UNIX does too: connecting to a
-	// socket in a readable tree is what every kernel before ABI 9 allowed,
-	// and the run host's tool endpoint is a socket in a read-only mount.
-	landlockReadRights = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR |
-		unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+	// Read comes with every rule. RESOLVE_UNIX (connecting to a pathname
+	// unix socket) only with a rule's Connect: a namespace sandbox gives
+	// it to every rule (its mounts are what it may reach), iso landlock
+	// only to its run directory, where the broker's socket is.
+	landlockReadRights = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
 	// REFER goes with write: without it a rename or link between two
 	// directories of a writable tree fails with EXDEV (mv, git, editors'
 	// atomic saves across directories).
@@ -98,7 +99,12 @@ const (
 const (
 	landlockABINet   = 4 // handled_access_net: TCP bind and connect
 	landlockABIScope = 6 // scoped: signals and abstract unix sockets
+	// LandlockABIScope is landlockABIScope for the run host's unix gate.
+	LandlockABIScope = landlockABIScope
 	landlockABITSync = 8 // LANDLOCK_RESTRICT_SELF_TSYNC: every thread of the process
+	// LandlockABIResolveUnix brought LANDLOCK_ACCESS_FS_RESOLVE_UNIX:
+	// connecting to pathname unix sockets is a right.
+	LandlockABIResolveUnix = 9
 )
 
 // landlockHandledFS is every filesystem right the kernel's ABI knows (and
@@ -311,6 +317,9 @@ func landlockAddRule(rulesetFD int, r LandlockRule, handled uint64) error {
 	}
 	if r.Dev {
 		rights |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	if r.Connect {
+		rights |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
 	}
 	if !isDir {
 		rights &= landlockFileRights

@@ -36,6 +36,7 @@ var planFlagBits = []func(*policy.Plan) *bool{
 	func(p *policy.Plan) *bool { return &p.ExecAll },
 	func(p *policy.Plan) *bool { return &p.DenyTCP },
 	func(p *policy.Plan) *bool { return &p.NoNetwork },
+	func(p *policy.Plan) *bool { return &p.UnixGate },
 }
 
 var accessFlagBits = []func(*policy.AccessRule) *bool{
@@ -43,6 +44,7 @@ var accessFlagBits = []func(*policy.AccessRule) *bool{
 	func(a *policy.AccessRule) *bool { return &a.Exec },
 	func(a *policy.AccessRule) *bool { return &a.Dev },
 	func(a *policy.AccessRule) *bool { return &a.Optional },
+	func(a *policy.AccessRule) *bool { return &a.Connect },
 }
 
 // flagsOf packs the booleans bits names of v.

@@ -24,7 +24,10 @@ import (
 func applyWalls(plan *policy.Plan, exe string) error {
 	var rules []LandlockRule
 	for _, a := range plan.Access {
-		rules = append(rules, LandlockRule{Path: a.Path, Write: a.Write, Exec: a.Exec && plan.ExecAll, Dev: a.Dev, Optional: a.Optional})
+		// A namespace sandbox connects to any socket its mounts show;
+		// iso landlock where its plan says.
+		connect := a.Connect || plan.Iso != string(policy.IsoLandlock)
+		rules = append(rules, LandlockRule{Path: a.Path, Write: a.Write, Exec: a.Exec && plan.ExecAll, Dev: a.Dev, Optional: a.Optional, Connect: connect})
 	}
 	if !plan.ExecAll {
 		for _, p := range plan.ExecPaths {
@@ -49,6 +52,13 @@ func applyWalls(plan *policy.Plan, exe string) error {
 	}
 	if err := InstallSeccompWith(SeccompOptions{NoNetwork: plan.NoNetwork}); err != nil {
 		return &SandboxError{"installing the seccomp filter", err}
+	}
+	// Below Landlock ABI 9 nothing else keeps pathname unix sockets
+	// closed to iso landlock: the run host's gate does.
+	if plan.UnixGate && abi < LandlockABIResolveUnix {
+		if err := startUnixGate(plan); err != nil {
+			return &SandboxError{"starting the unix gate", err}
+		}
 	}
 	return nil
 }

@@ -42,8 +42,10 @@ func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 	read := func(p string, exec bool) {
 		access = append(access, AccessRule{Path: p, Exec: exec && canExec, Optional: true})
 	}
+	// Where it may write it may connect to unix sockets: they are the
+	// run's own (Landlock ABI 9; below it the unix gate, Plan.UnixGate).
 	write := func(p string, exec bool) {
-		access = append(access, AccessRule{Path: p, Write: canWrite, Exec: exec && canExec, Optional: true})
+		access = append(access, AccessRule{Path: p, Write: canWrite, Exec: exec && canExec, Optional: true, Connect: canWrite})
 	}
 	for _, d := range in.SystemDirs {
 		if d.Path == "/etc" || d.Symlink != "" {
@@ -89,7 +91,10 @@ func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 		execPaths = append(execPaths, t.HostPath)
 	}
 	if in.ProcDir != "" {
-		read(in.ProcDir, false)
+		// The run's files and its broker socket: the one place a unix
+		// socket may be connected to (Landlock ABI 9; below it the unix
+		// gate, Plan.UnixGate).
+		access = append(access, AccessRule{Path: in.ProcDir, Optional: true, Connect: true})
 	}
 	// The home: readable whole, its session history included; writable
 	// only where the agent keeps its own things.

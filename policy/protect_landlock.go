@@ -222,7 +222,7 @@ func (d *ProtectDecomposition) decompose(r AccessRule, below []string, list Prot
 			case e.Symlink:
 				// No rule: the link stays, its target keeps its own path's rights.
 			default:
-				d.Access = append(d.Access, AccessRule{Path: child, Write: true, Exec: r.Exec, Dev: r.Dev, Optional: true})
+				d.Access = append(d.Access, AccessRule{Path: child, Write: true, Exec: r.Exec, Dev: r.Dev, Optional: true, Connect: r.Connect})
 				d.WriteRules++
 				if d.WriteRules > MaxProtectRules {
 					return &ProtectLimitError{Dir: dir, Entries: d.WriteRules, Total: true}

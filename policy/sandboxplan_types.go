@@ -86,6 +86,10 @@ type AccessRule struct {
 	Exec     bool   `json:"exec,omitempty"`
 	Dev      bool   `json:"dev,omitempty"`
 	Optional bool   `json:"optional,omitempty"`
+	// Connect lets unix sockets beneath Path be connected to where
+	// Landlock can say (ABI 9). Namespace modes connect anywhere their
+	// mounts show; iso landlock only where the rule says.
+	Connect bool `json:"connect,omitempty"`
 }
 
 // IDMap is the ownership an idmapped workspace translates: files owned by
@@ -155,6 +159,11 @@ type Plan struct {
 	// network (iso landlock), and where one does but leaves families such
 	// as AF_VSOCK unconfined (userns, uid).
 	NoNetwork bool `json:"no_network,omitempty"`
+	// UnixGate (iso landlock with a broker) has the init hand every
+	// connect(2) of the run to the run host where Landlock cannot keep
+	// pathname unix sockets closed (ABI below 9): the broker socket alone
+	// is reached (fsops/unixgate.go).
+	UnixGate bool `json:"unix_gate,omitempty"`
 }
 
 // Validate checks the plan's own consistency: absolute clean targets

@@ -63,6 +63,17 @@ func main() {
 		forgeReport(os.Args[2])
 	case "sockets":
 		sockets()
+	case "listen-unix":
+		listenUnix(os.Args[2], os.Args[3], os.Args[4])
+	case "dgram":
+		// Send a datagram to the unix socket at PATH from an unbound
+		// datagram socket: the address lives in sendmsg's memory.
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			err = unix.Sendto(fd, []byte("hello"), 0, &unix.SockaddrUnix{Name: os.Args[2]})
+			unix.Close(fd)
+		}
+		report("dgram", err)
 	case "unix":
 		// Reach a unix stream socket at PATH (a person's agent socket,
 		// a D-Bus bus), one line of reply.
@@ -198,6 +209,42 @@ func syscalls() {
 	raw("reboot", unix.SYS_REBOOT, 0, 0, 0, 0)
 	// Ordinary work still works.
 	raw("getpid", unix.SYS_GETPID)
+}
+
+// listenUnix is the test's side of "unix", run on the host: a person's
+// listening unix stream socket at PATH with mode MODE (octal), which
+// prints "accepted" and greets each connection, until STOPFILE appears;
+// then it prints how many it accepted.
+func listenUnix(path, mode, stopFile string) {
+	os.Remove(path)
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "listen:", err)
+		os.Exit(1)
+	}
+	m, _ := strconv.ParseUint(mode, 8, 32)
+	os.Chmod(path, os.FileMode(m))
+	accepted := make(chan struct{}, 100)
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			fmt.Fprintln(conn, "hello from the person")
+			conn.Close()
+			fmt.Println("accepted")
+			accepted <- struct{}{}
+		}
+	}()
+	deadline := time.Now().Add(120 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(stopFile); err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	fmt.Printf("connections=%d\n", len(accepted))
 }
 
 // sockets makes a socket of each family a sandbox might be asked for and
