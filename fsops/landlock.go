@@ -308,6 +308,24 @@ func landlockAddRule(rulesetFD int, r LandlockRule, handled uint64) error {
 	}
 	defer unix.Close(fd)
 
+	rights := landlockRuleRights(r, isDir, handled)
+	if rights == 0 {
+		return nil // nothing this ruleset handles (a read rule under WriteOnly)
+	}
+
+	attr := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(fd)}
+	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD),
+		unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
+	runtime.KeepAlive(&attr)
+	if errno != 0 {
+		return fmt.Errorf("landlock rule %s: %w", r.Path, errno)
+	}
+	return nil
+}
+
+// landlockRuleRights are the rights rule r grants beneath a directory
+// (isDir) or on a file, limited to what the ruleset handles.
+func landlockRuleRights(r LandlockRule, isDir bool, handled uint64) uint64 {
 	rights := uint64(landlockReadRights)
 	if r.Write {
 		rights |= landlockWriteRights
@@ -324,19 +342,7 @@ func landlockAddRule(rulesetFD int, r LandlockRule, handled uint64) error {
 	if !isDir {
 		rights &= landlockFileRights
 	}
-	rights &= handled
-	if rights == 0 {
-		return nil // nothing this ruleset handles (a read rule under WriteOnly)
-	}
-
-	attr := unix.LandlockPathBeneathAttr{Allowed_access: rights, Parent_fd: int32(fd)}
-	_, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(rulesetFD),
-		unix.LANDLOCK_RULE_PATH_BENEATH, uintptr(unsafe.Pointer(&attr)), 0, 0, 0)
-	runtime.KeepAlive(&attr)
-	if errno != 0 {
-		return fmt.Errorf("landlock rule %s: %w", r.Path, errno)
-	}
-	return nil
+	return rights & handled
 }
 
 // openLandlockPath opens path with O_PATH one component at a time, never

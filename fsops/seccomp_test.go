@@ -797,6 +797,8 @@ func runSeccompBPF(t *testing.T, prog []unix.SockFilter, nr, arch uint32, args [
 		switch ins.Code {
 		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
 			acc = binary.LittleEndian.Uint32(data[ins.K:])
+		case unix.BPF_ALU | unix.BPF_AND | unix.BPF_K:
+			acc &= ins.K
 		case unix.BPF_JMP | unix.BPF_JA:
 			pc += int(ins.K)
 		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K:
