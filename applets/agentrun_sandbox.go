@@ -111,9 +111,9 @@ func (r *agentRun) wallLines(idmapWhy string) []string {
 // pathname unix sockets (ctx man sandbox, UNIX SOCKETS).
 func landlockUnixLine(abi int) string {
 	if abi >= fsops.LandlockABIResolveUnix {
-		return "sandbox unix sockets: connect reaches the run's broker alone (Landlock RESOLVE_UNIX, abi " + strconv.Itoa(abi) + ")"
+		return "sandbox unix sockets: connect reaches the run's broker and the places it may write, nothing else (Landlock RESOLVE_UNIX, abi " + strconv.Itoa(abi) + ")"
 	}
-	return "sandbox unix sockets: connect reaches the run's broker alone (the run host's unix gate, Landlock abi " + strconv.Itoa(abi) + " < 9); no unix datagram sockets"
+	return "sandbox unix sockets: connect reaches the run's broker and the places it may write, nothing else (the run host's unix gate, Landlock abi " + strconv.Itoa(abi) + " < 9); no unix datagram sockets"
 }
 
 // shieldOutput keeps the caller's files out of the agent's reach: a

@@ -136,7 +136,13 @@ func hostLine(h fsops.HostReport) string {
 		parts = append(parts, "/ a mount point no (a chroot?)")
 	}
 	if iso.Landlock > 0 {
-		parts = append(parts, "Landlock ABI "+strconv.Itoa(iso.Landlock))
+		// What keeps iso landlock off the host's unix sockets (ctx man
+		// sandbox, UNIX SOCKETS).
+		gate := "iso landlock's unix sockets: the run host's gate, below ABI 9"
+		if iso.Landlock >= fsops.LandlockABIResolveUnix {
+			gate = "iso landlock's unix sockets: Landlock"
+		}
+		parts = append(parts, "Landlock ABI "+strconv.Itoa(iso.Landlock)+" ("+gate+")")
 	} else {
 		parts = append(parts, "Landlock no ("+iso.LandlockWhy+")")
 	}
