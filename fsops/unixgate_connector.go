@@ -50,8 +50,10 @@ func startConnector(plan *policy.Plan) (*os.File, error) {
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "connector"), os.NewFile(uintptr(fds[1]), "connector-end")
 	defer theirs.Close()
+	// Its standard descriptors are its channel and the init's stderr:
+	// exec's default, /dev/null, may not exist (a chroot).
 	cmd := &exec.Cmd{Path: plan.Worker, Args: []string{UnixConnectorApplet}, Env: []string{}, Dir: "/",
-		ExtraFiles: []*os.File{theirs}}
+		Stdin: theirs, Stdout: theirs, Stderr: os.Stderr, ExtraFiles: []*os.File{theirs}}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(plan)}
 	if err := cmd.Start(); err != nil {
 		mine.Close()
