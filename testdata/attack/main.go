@@ -6,10 +6,12 @@ package main
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -64,7 +66,14 @@ func main() {
 	case "sockets":
 		sockets()
 	case "listen-unix":
-		listenUnix(os.Args[2], os.Args[3], os.Args[4])
+		network := "unix"
+		if len(os.Args) > 5 && os.Args[5] == "packet" {
+			network = "unixpacket"
+		}
+		listenUnix(network, os.Args[2], os.Args[3], os.Args[4])
+	case "race":
+		n, _ := strconv.Atoi(os.Args[4])
+		race(os.Args[2], os.Args[3], n)
 	case "dgram":
 		// Send a datagram to the unix socket at PATH from an unbound
 		// datagram socket: the address lives in sendmsg's memory.
@@ -215,9 +224,9 @@ func syscalls() {
 // listening unix stream socket at PATH with mode MODE (octal), which
 // prints "accepted" and greets each connection, until STOPFILE appears;
 // then it prints how many it accepted.
-func listenUnix(path, mode, stopFile string) {
+func listenUnix(network, path, mode, stopFile string) {
 	os.Remove(path)
-	l, err := net.Listen("unix", path)
+	l, err := net.Listen(network, path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "listen:", err)
 		os.Exit(1)
@@ -245,6 +254,64 @@ func listenUnix(path, mode, stopFile string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	fmt.Printf("connections=%d\n", len(accepted))
+}
+
+// race connects n seqpacket sockets to the address in one buffer while
+// another thread flips that buffer between ALLOWED (the run's broker) and
+// DENIED (a person's socket): a gate that judged the caller's memory and
+// then let the kernel read it again would connect some to DENIED.
+func race(allowed, denied string, n int) {
+	var buf [110]byte
+	binary.LittleEndian.PutUint16(buf[:], unix.AF_UNIX)
+	put := func(p string) {
+		var name [108]byte
+		copy(name[:], p)
+		copy(buf[2:], name[:])
+	}
+	put(allowed)
+	stop := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			// Each address stays a while, whole: a connect reads one or
+			// the other, or changes under it.
+			put(denied)
+			spin(20000)
+			put(allowed)
+			spin(20000)
+		}
+	}()
+	counts := map[string]int{}
+	for i := 0; i < n; i++ {
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			counts["socket-"+unix.ErrnoName(err.(syscall.Errno))]++
+			continue
+		}
+		_, _, e := unix.Syscall(unix.SYS_CONNECT, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		if e == 0 {
+			counts["ok"]++
+		} else {
+			counts[unix.ErrnoName(e)]++
+		}
+		unix.Close(fd)
+	}
+	close(stop)
+	fmt.Printf("race ok=%d EACCES=%d other=%d\n", counts["ok"], counts["EACCES"], n-counts["ok"]-counts["EACCES"])
+}
+
+var spun int
+
+// spin burns a few microseconds of the calling thread.
+func spin(n int) {
+	for i := 0; i < n; i++ {
+		spun++
+	}
 }
 
 // sockets makes a socket of each family a sandbox might be asked for and
