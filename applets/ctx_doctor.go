@@ -1,7 +1,7 @@
 package applets
 
 import (
-	"ctx/applets/cli"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,8 +9,10 @@ import (
 	"strings"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
+	"ctx/fsops/queue"
 	"ctx/policy"
 )
 
@@ -58,6 +60,7 @@ func runDoctor(e *Env, args []string) int {
 	findings = append(findings, checkToolTrust(root)...)
 	findings = append(findings, checkShadows(root)...)
 	findings = append(findings, checkHostRoot(root)...)
+	findings = append(findings, checkSharedSpaces(root)...)
 	fixes := map[fsops.Finding]string{}
 	host := fsops.ProbeHost()
 	starts, agents := checkAgentStarts(root, host, fixes)
@@ -166,6 +169,37 @@ func checkShadows(root fsops.Root) []fsops.Finding {
 			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel,
 				Detail: "projected from MCP server " + loc.Server + ", the name of a builtin tool group: it sits among ctx's own " + loc.Server + ".* tools; rename the server and project again"})
 		}
+	}
+	return out
+}
+
+// checkSharedSpaces reports each shared space on a network or FUSE
+// filesystem whose caches can make the queue's answers stale across
+// hosts, or that lacks an atomic create-without-replace, with the fix.
+func checkSharedSpaces(root fsops.Root) []fsops.Finding {
+	ents, _ := os.ReadDir(filepath.Join(root.Dir, "shared"))
+	var out []fsops.Finding
+	for _, en := range ents {
+		if queue.ValidSpaceName(en.Name()) != nil || !en.IsDir() {
+			continue
+		}
+		rel := filepath.Join("shared", en.Name(), "queue")
+		q, err := queue.Open(root.Dir, en.Name())
+		if err != nil {
+			if errors.Is(err, queue.ErrNotMounted) {
+				out = append(out, fsops.Finding{Status: "missing", Rel: rel, Detail: err.Error()})
+			}
+			continue
+		}
+		if w := q.FSWarning(); w != "" {
+			out = append(out, fsops.Finding{Status: "unexpected", Rel: rel, Detail: w})
+		}
+		if q.FS().Remote {
+			if err := q.CheckPrimitives(); err != nil {
+				out = append(out, fsops.Finding{Status: "invalid", Rel: rel, Detail: err.Error()})
+			}
+		}
+		q.Close()
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"ctx/applets/cli"
 	"ctx/fsops"
@@ -31,9 +32,12 @@ func queueOpen(e *Env, rootFlag, space, perm string) (q *queue.Queue, code int) 
 	q, err := queue.Open(root.Dir, space)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fail(e, exitFailure, "%s (create the space with: ctx shared new%s %s)", err, root.Option(), space)
+			return nil, fail(e, exitFailure, "%s (if the space lives on a network filesystem, check that it is mounted; else create it with: ctx shared new%s %s)", err, root.Option(), space)
 		}
 		return nil, fail(e, queueExit(err), "%v", err)
+	}
+	if w := q.FSWarning(); w != "" {
+		warnf(e, "%s", w)
 	}
 	q.Actor = queue.Actor{Agent: e.Getenv("CTX_AGENT"), Session: e.Getenv("CTX_SESSION"), Run: e.Getenv("CTX_RUN_ID")}
 	q.OnLogError = func(err error) {
@@ -51,11 +55,19 @@ func queueExit(err error) int {
 		return exitTempFail
 	case errors.Is(err, queue.ErrInvalid):
 		return exitUsage
+	case errors.Is(err, queue.ErrNotMounted), errors.Is(err, queue.ErrNoPrimitive),
+		errors.Is(err, syscall.ENOTCONN), errors.Is(err, syscall.ESTALE):
+		return exitUnavailable
+	case errors.Is(err, queue.ErrConflict):
+		return exitFailure
 	}
 	return cli.ErrExit(err, exitFailure)
 }
 
 func queueFail(e *Env, err error) int {
+	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ESTALE) {
+		return fail(e, exitUnavailable, "%v (the network filesystem holding the shared space is not mounted or its server is gone; remount it)", err)
+	}
 	return fail(e, queueExit(err), "%v", err)
 }
 
@@ -97,4 +109,33 @@ func queueJobArg(e *Env, q *queue.Queue, arg string) (string, int) {
 		return "", fail(e, exitUsage, "job: %q is neither a job name nor its path in %s", arg, filepath.Join(q.Dir, "claimed"))
 	}
 	return job, exitOK
+}
+
+// queueHeartbeat parses --heartbeat: a positive duration, or 0 for none
+// (the lease then never expires); empty is queue.DefaultHeartbeat.
+func queueHeartbeat(e *Env, flag string) (time.Duration, int) {
+	if flag == "" {
+		return 0, exitOK
+	}
+	d, err := time.ParseDuration(flag)
+	if err != nil || d < 0 || (d > 0 && d < time.Millisecond) || d > 24*time.Hour {
+		return 0, fail(e, exitUsage, "--heartbeat: %q is not a duration from 1ms to 24h, or 0 (e.g. 10s)", flag)
+	}
+	if d == 0 {
+		return -1, exitOK
+	}
+	return d, exitOK
+}
+
+// queueTokenOK accepts "" or a claim token: 1 to 64 lowercase hex digits.
+func queueTokenOK(t string) bool {
+	if len(t) > 64 {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

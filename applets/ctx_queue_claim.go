@@ -8,13 +8,16 @@ import (
 	"ctx/fsops/queue"
 )
 
-// ctx queue claim [--root DIR] SPACE --worker W [--pid PID]
+// ctx queue claim [--root DIR] SPACE --worker W [--pid PID] [--heartbeat DURATION] [--print-token]
 func queueClaim(e *Env, args []string) int {
-	var rootFlag, worker, pidFlag string
+	var rootFlag, worker, pidFlag, hbFlag string
+	var printToken bool
 	f := newFlags()
 	f.String("root", &rootFlag)
 	f.String("worker", &worker)
 	f.String("pid", &pidFlag)
+	f.String("heartbeat", &hbFlag)
+	f.Bool("print-token", &printToken)
 	pos, code, ok := parseArgs(e, f, args, 1, 1)
 	if !ok {
 		return code
@@ -38,14 +41,24 @@ func queueClaim(e *Env, args []string) int {
 	if pid < 1 {
 		return fail(e, exitUsage, "the parent process is outside this PID namespace; name the lease holder with --pid")
 	}
+	hb, code := queueHeartbeat(e, hbFlag)
+	if code != exitOK {
+		return code
+	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
 	if code != exitOK {
 		return code
 	}
 	defer q.Close()
-	job, _, err := q.Claim(queue.Owner{Worker: worker, PID: pid})
+	job, lease, err := q.Claim(queue.Owner{Worker: worker, PID: pid, Heartbeat: hb})
 	if err != nil {
 		return queueFail(e, err)
+	}
+	if printToken {
+		// The token is what finish --token checks: the claim itself,
+		// whatever the worker's name.
+		fmt.Fprintf(e.Stdout, "%s\t%s\n", q.ClaimedPath(job), lease.Token)
+		return exitOK
 	}
 	fmt.Fprintln(e.Stdout, q.ClaimedPath(job))
 	return exitOK

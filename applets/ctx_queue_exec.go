@@ -19,13 +19,14 @@ import (
 	"ctx/fsops/queue"
 )
 
-// ctx queue exec [--root DIR] SPACE --worker W [--timeout DURATION] -- CMD [ARG...]
+// ctx queue exec [--root DIR] SPACE --worker W [--timeout DURATION] [--heartbeat DURATION] -- CMD [ARG...]
 func queueExec(e *Env, args []string) int {
-	var rootFlag, worker, timeoutFlag string
+	var rootFlag, worker, timeoutFlag, hbFlag string
 	f := newFlags()
 	f.String("root", &rootFlag)
 	f.String("worker", &worker)
 	f.String("timeout", &timeoutFlag)
+	f.String("heartbeat", &hbFlag)
 	pos, code, ok := parseArgs(e, f, args, 1, 1)
 	if !ok {
 		return code
@@ -46,6 +47,10 @@ func queueExec(e *Env, args []string) int {
 		}
 		timeout = d
 	}
+	hb, code := queueHeartbeat(e, hbFlag)
+	if code != exitOK {
+		return code
+	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
 	if code != exitOK {
 		return code
@@ -56,10 +61,16 @@ func queueExec(e *Env, args []string) int {
 	if code != exitOK {
 		return code
 	}
-	job, _, err := q.Claim(queue.Owner{Worker: worker}) // the lease is ours: we live until finish
+	job, lease, err := q.Claim(queue.Owner{Worker: worker, Heartbeat: hb}) // the lease is ours: we live until finish
 	if err != nil {
 		return queueFail(e, err)
 	}
+	// Renew the lease while the command runs, so another host does not
+	// take the job as abandoned; a lost claim is said at once.
+	stop := make(chan struct{})
+	q.Heartbeat(job, lease.Token, time.Duration(lease.HeartbeatMS)*time.Millisecond, stop, func(err error) {
+		warnf(e, "lease not renewed: %v", err)
+	})
 	req, err := q.ReadRequest(job)
 	var out []byte
 	var exit int
@@ -74,6 +85,7 @@ func queueExec(e *Env, args []string) int {
 	if exit != 0 || why != "" {
 		st = queue.Failed
 	}
+	close(stop)
 	final, err := q.Finish(job, st, out, queue.FinishOptions{Worker: worker, Exit: &exit})
 	if err != nil {
 		return queueFail(e, err)

@@ -6,13 +6,14 @@ import (
 	"ctx/fsops/queue"
 )
 
-// ctx queue finish [--root DIR] SPACE J --status done|failed [RESULT|-] [--worker W]
+// ctx queue finish [--root DIR] SPACE J --status done|failed [RESULT|-] [--worker W] [--token T]
 func queueFinish(e *Env, args []string) int {
-	var rootFlag, status, worker string
+	var rootFlag, status, worker, token string
 	f := newFlags()
 	f.String("root", &rootFlag)
 	f.String("status", &status)
 	f.String("worker", &worker)
+	f.String("token", &token)
 	pos, code, ok := parseArgs(e, f, args, 2, 3)
 	if !ok {
 		return code
@@ -27,6 +28,9 @@ func queueFinish(e *Env, args []string) int {
 	if worker != "" && queue.ValidWorkerName(worker) != nil {
 		return fail(e, exitUsage, "--worker: invalid name %q", worker)
 	}
+	if !queueTokenOK(token) {
+		return fail(e, exitUsage, "--token: %q is not a claim token (hex digits, as claim --print-token prints)", token)
+	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
 	if code != exitOK {
 		return code
@@ -40,7 +44,7 @@ func queueFinish(e *Env, args []string) int {
 	if code != exitOK {
 		return code
 	}
-	path, err := q.Finish(job, st, result, queue.FinishOptions{Worker: worker})
+	path, err := q.Finish(job, st, result, queue.FinishOptions{Worker: worker, Token: token})
 	if err != nil {
 		return queueFail(e, err)
 	}

@@ -31,6 +31,16 @@ func runSharedNew(e *Env, args []string) int {
 	if err != nil {
 		return fail(e, queueExit(err), "%v", err)
 	}
+	if q, err := queue.Open(root.Dir, space); err == nil {
+		if w := q.FSWarning(); w != "" {
+			warnf(e, "%s", w)
+		}
+		if err := q.CheckPrimitives(); err != nil {
+			q.Close()
+			return fail(e, queueExit(err), "%v", err)
+		}
+		q.Close()
+	}
 	fmt.Fprintln(e.Stdout, dir)
 	return exitOK
 }

@@ -116,7 +116,7 @@ func (q *Queue) tryClaim(job string, lease Lease, stale bool) (bool, error) {
 		q.dropClaimDir(job)
 		return false, err
 	}
-	if err := moveNoReplace(pfd, job, cj, job); err != nil {
+	if err := q.moveOwned(dClaimed, pfd, job, cj, job); err != nil {
 		if rerr := q.dropClaimDir(job); rerr != nil {
 			return false, rerr
 		}
@@ -130,7 +130,7 @@ func (q *Queue) tryClaim(job string, lease Lease, stale bool) (bool, error) {
 	// If that was swapped for something that is not a regular file, it is
 	// not a job: put it back untouched.
 	if st, err := lstatAt(cj, job); err != nil || !isReg(&st) {
-		if err := moveNoReplace(cj, job, pfd, job); err != nil {
+		if err := q.moveFree(dPending, cj, job, pfd, job); err != nil {
 			return false, pathErr("rename", q.ClaimedPath(job)+" -> "+q.PendingPath(job), err)
 		}
 		if err := q.syncAll(openDir{cj, cjPath}, openDir{pfd, q.dirPath(dPending)}); err != nil {
@@ -154,7 +154,7 @@ func (q *Queue) tryClaim(job string, lease Lease, stale bool) (bool, error) {
 		}
 		return false, err
 	}
-	q.hold(job, cj, lj)
+	q.hold(job, heldClaim{cj, lj, lease.Token})
 	kept = true
 	return true, nil
 }
@@ -169,14 +169,14 @@ const maxHeld = 64
 // recover --force, then another claimer — those directories are gone and
 // Finish refuses, instead of finishing someone else's claim of the same
 // name.)
-func (q *Queue) hold(job string, cj, lj int) {
+func (q *Queue) hold(job string, h heldClaim) {
 	if len(q.held) >= maxHeld {
 		for j := range q.held {
 			q.release(j)
 			break
 		}
 	}
-	q.held[job] = heldClaim{cj, lj}
+	q.held[job] = h
 }
 
 // release closes the held descriptors of job, if any.
@@ -188,7 +188,12 @@ func (q *Queue) release(job string) {
 	}
 }
 
-type heldClaim struct{ cj, lj int }
+// heldClaim is a claim this Queue made: claimed/J and lease/J open, and
+// the claim's token.
+type heldClaim struct {
+	cj, lj int
+	token  string
+}
 
 // syncAll fsyncs each directory in turn, stopping at the first failure.
 func (q *Queue) syncAll(dirs ...openDir) error {
@@ -246,7 +251,7 @@ func (q *Queue) writeLease(job string, lease Lease) (lj int, err error) {
 	if err != nil {
 		return -1, err
 	}
-	if err := installTemp(lj, tmp, "worker"); err != nil {
+	if err := q.installTemp(dLease, lj, tmp, "worker"); err != nil {
 		unix.Unlinkat(lj, tmp, 0)
 		return -1, pathErr("rename", q.path("lease", job, "worker"), err)
 	}
@@ -273,7 +278,7 @@ func (q *Queue) undoClaim(job string, cj int, cause error) error {
 			removeEntry(q.fd[dLease], q.dirPath(dLease), job, true)
 		}
 	}
-	if err := moveNoReplace(cj, job, q.fd[dPending], job); err != nil {
+	if err := q.moveFree(dPending, cj, job, q.fd[dPending], job); err != nil {
 		return fmt.Errorf("%w; and returning the claim failed: %v (run ctx queue check)", cause, pathErr("rename", q.ClaimedPath(job)+" -> "+q.PendingPath(job), err))
 	}
 	if err := q.syncAll(openDir{cj, q.path("claimed", job)}, openDir{q.fd[dPending], q.dirPath(dPending)}); err != nil {

@@ -17,6 +17,10 @@ type FinishOptions struct {
 	Worker string
 	// Exit is recorded in the queue.finish event (exec sets it).
 	Exit *int
+	// Token, when set, must be the claim token in the job's lease (what
+	// Claim returned): the caller finishes only the claim it holds. A
+	// claim this Queue made is checked against its own token anyway.
+	Token string
 }
 
 // Finish ends claimed job with status st and the result bytes. The result
@@ -45,12 +49,16 @@ func (q *Queue) Finish(job string, st Status, result []byte, opt FinishOptions) 
 		}
 		q.logEvent(ev)
 	}()
+	token := opt.Token
+	if h, ok := q.held[job]; ok && token == "" {
+		token = h.token
+	}
 	cj, lj, ev, blocked, err := q.openClaim(job, st)
 	if err != nil {
 		return "", err
 	}
 	defer q.release(job)
-	if err := q.checkLeaseWorker(job, lj, opt.Worker); err != nil {
+	if err := q.checkLease(job, lj, opt.Worker, token, opt.Token != ""); err != nil {
 		return "", err
 	}
 	// Every conflict is checked before anything is written: a finish that
@@ -95,18 +103,29 @@ func checkFinishArgs(job string, st Status, result []byte) error {
 	return nil
 }
 
-// checkLeaseWorker checks, when worker is set, that the lease in lj
-// (lease/J) names it.
-func (q *Queue) checkLeaseWorker(job string, lj int, worker string) error {
-	if worker == "" {
+// checkLease checks, when worker is set, that the lease in lj (lease/J)
+// names it, and that its claim token is token. The token is read where
+// the caller gave it, and for a claim this Queue made on a remote
+// filesystem: there a held directory descriptor may name, by path, a
+// lease/J that another host's recover and claim made meanwhile. (Locally
+// the held descriptors are the claim's own directories, which a recover
+// removes, and the open fails instead.)
+func (q *Queue) checkLease(job string, lj int, worker, token string, given bool) error {
+	if token != "" && !given && !q.fs.Remote {
+		token = ""
+	}
+	if worker == "" && token == "" {
 		return nil
 	}
 	l, err := readLease(lj, q.path("lease", job, "worker"))
 	if err != nil {
 		return fmt.Errorf("%w: job %s: %v", ErrConflict, job, err)
 	}
-	if l.Worker != worker {
+	if worker != "" && l.Worker != worker {
 		return conflictf("job %s is leased to worker %s, not %s", job, l.Worker, worker)
+	}
+	if token != "" && l.Token != token {
+		return conflictf("job %s: the lease holds another claim (token %s, not %s): this claim was recovered and the job claimed again; nothing written", job, l.Token, token)
 	}
 	return nil
 }
@@ -121,7 +140,7 @@ func (q *Queue) placeResult(job string, st Status, result []byte, ev *Evidence, 
 	if err != nil {
 		return err
 	}
-	if err := installTemp(tfd, tmp, resultName(job)); err != nil {
+	if err := q.installTemp(st.dir(), tfd, tmp, resultName(job)); err != nil {
 		unix.Unlinkat(tfd, tmp, 0)
 		if err == unix.EEXIST {
 			// Something is at J.result: the result of an earlier
@@ -147,7 +166,7 @@ func (q *Queue) placeResult(job string, st Status, result []byte, ev *Evidence, 
 // to st's directory without replacement, both directories fsynced.
 func (q *Queue) moveRequest(job string, st Status, cj int) error {
 	tfd, tdir := q.fd[st.dir()], q.dirPath(st.dir())
-	if err := moveNoReplace(cj, job, tfd, job); err != nil {
+	if err := q.moveOwned(st.dir(), cj, job, tfd, job); err != nil {
 		if err == unix.EEXIST {
 			err = conflictf("%s appeared meanwhile", q.TerminalPath(st, job))
 		} else {

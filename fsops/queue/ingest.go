@@ -41,6 +41,9 @@ func (q *Queue) Ingest() (published []string, skipped []Skip, err error) {
 		if err != nil {
 			return published, skipped, err
 		}
+		if reason == taken {
+			continue // another ingest published it, and reports it
+		}
 		if reason != "" {
 			skipped = append(skipped, Skip{e.Name, reason})
 			continue
@@ -50,8 +53,13 @@ func (q *Queue) Ingest() (published []string, skipped []Skip, err error) {
 	return published, skipped, nil
 }
 
-// ingestOne ingests inbox/name. A non-empty reason means it was skipped;
-// an error means the queue itself failed.
+// taken is ingestOne's reason for an entry another ingest published (or
+// is publishing) meanwhile: that ingest reports it, so this one does not,
+// and a job is reported once however many ingests run at once.
+const taken = "\x00taken"
+
+// ingestOne ingests inbox/name. A non-empty reason means it was skipped
+// (taken: by another ingest); an error means the queue itself failed.
 func (q *Queue) ingestOne(name string) (reason string, err error) {
 	ifd, pfd := q.fd[dInbox], q.fd[dPending]
 	if err := ValidJobName(name); err != nil {
@@ -63,7 +71,7 @@ func (q *Queue) ingestOne(name string) (reason string, err error) {
 	case err == unix.ELOOP:
 		return "a symlink, not a regular file", nil
 	case err == unix.ENOENT:
-		return "", nil // taken meanwhile by another ingest
+		return taken, nil
 	case err != nil:
 		return "", pathErr("open", path, err)
 	}
@@ -76,6 +84,8 @@ func (q *Queue) ingestOne(name string) (reason string, err error) {
 	switch {
 	case !isReg(&st):
 		return "a " + kindOf(&st) + ", not a regular file", nil
+	case st.Nlink != 1 && q.halfIngested(name):
+		return taken, nil
 	case st.Nlink != 1:
 		return fmt.Sprintf("has %d hard links", st.Nlink), nil
 	case st.Size > MaxRequest:
@@ -98,27 +108,85 @@ func (q *Queue) ingestOne(name string) (reason string, err error) {
 	if err := q.nameTaken(name); err != nil {
 		return "already in the queue: " + err.Error(), nil
 	}
-	if err := moveNoReplace(ifd, name, pfd, name); err != nil {
+	if tried, err := q.renameNoReplace(dPending, ifd, name, pfd, name); tried {
 		switch err {
+		case nil:
 		case unix.EEXIST:
 			return "already pending", nil
 		case unix.ENOENT:
-			return "", nil
+			return taken, nil
+		default:
+			return "", pathErr("rename", path+" -> "+q.PendingPath(name), err)
 		}
-		return "", pathErr("rename", path+" -> "+q.PendingPath(name), err)
-	}
-	step("ingest.renamed")
-	// The name was checked through fd; if the entry was swapped between
-	// the checks and the rename, what arrived is not what was checked.
-	if now, err := lstatAt(pfd, name); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
-		if err := moveNoReplace(pfd, name, ifd, name); err != nil {
-			return "", pathErr("rename", q.PendingPath(name)+" -> "+path, err)
+		step("ingest.renamed")
+		// The name was checked through fd; if the entry was swapped
+		// between the checks and the rename, what arrived is not what
+		// was checked.
+		if now, err := lstatAt(pfd, name); err != nil || now.Dev != st.Dev || now.Ino != st.Ino {
+			if err := q.moveFree(dInbox, pfd, name, ifd, name); err != nil {
+				return "", pathErr("rename", q.PendingPath(name)+" -> "+path, err)
+			}
+			return "replaced while being ingested; returned to inbox/", q.syncAll(openDir{pfd, q.dirPath(dPending)}, openDir{ifd, q.dirPath(dInbox)})
 		}
-		return "replaced while being ingested; returned to inbox/", q.syncAll(openDir{pfd, q.dirPath(dPending)}, openDir{ifd, q.dirPath(dInbox)})
+	} else if reason, err := q.ingestLink(fd, name, path); reason != "" || err != nil {
+		return reason, err
 	}
 	if err := q.syncAll(openDir{pfd, q.dirPath(dPending)}, openDir{ifd, q.dirPath(dInbox)}); err != nil {
 		return "", err
 	}
 	step("ingest.dirs-synced")
 	return "", nil
+}
+
+// ingestLink is ingest's move where the filesystem lacks RENAME_NOREPLACE:
+// link inbox/J to pending/J (EEXIST, atomic on the server, is the lost
+// race), check that the file linked is the one checked through fd (it
+// now has two links), then unlink inbox/J.
+func (q *Queue) ingestLink(fd int, name, path string) (reason string, err error) {
+	ifd, pfd := q.fd[dInbox], q.fd[dPending]
+	switch err := q.linkNoReplace(dPending, ifd, name, pfd, name); {
+	case err == unix.EEXIST:
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && st.Nlink > 1 {
+			return taken, nil // another ingest linked this very file
+		}
+		return "already pending", nil
+	case err == unix.ENOENT:
+		return taken, nil
+	case err != nil:
+		return "", pathErr("link", path+" -> "+q.PendingPath(name), err)
+	}
+	step("ingest.renamed")
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Nlink < 2 {
+		// Swapped between the checks and the link: what arrived is not
+		// what was checked. The checked file is still at inbox/J.
+		if err := unix.Unlinkat(pfd, name, 0); err != nil {
+			return "", pathErr("remove", q.PendingPath(name), err)
+		}
+		return "replaced while being ingested; left in inbox/", fsyncFd(pfd, q.dirPath(dPending))
+	}
+	if err := unix.Unlinkat(ifd, name, 0); err != nil && err != unix.ENOENT {
+		return "", pathErr("remove", path, err)
+	}
+	return "", nil
+}
+
+// halfIngested completes an ingest that stopped between its link and
+// unlink (or is between them now): inbox/J is the same file as J in the
+// queue (sameFile). It removes inbox/J and reports true.
+func (q *Queue) halfIngested(name string) bool {
+	ifd := q.fd[dInbox]
+	for _, d := range []int{dPending, dDone, dFailed} {
+		if sameFile(ifd, name, q.fd[d], name) {
+			return unix.Unlinkat(ifd, name, 0) == nil && fsyncFd(ifd, q.dirPath(dInbox)) == nil
+		}
+	}
+	if cj, err := openDirAt(q.fd[dClaimed], name); err == nil {
+		defer unix.Close(cj)
+		if sameFile(ifd, name, cj, name) {
+			return unix.Unlinkat(ifd, name, 0) == nil && fsyncFd(ifd, q.dirPath(dInbox)) == nil
+		}
+	}
+	return false
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -250,38 +251,46 @@ func (q *Queue) inspectLeaseDir(ev *Evidence, r *Report) error {
 
 // readLease reads and parses lease/J/worker through the lease/J
 // descriptor, without following a symlink.
+// Renewed is the file's mtime: the claim, or the last heartbeat.
 func readLease(lj int, path string) (Lease, error) {
-	b, err := readFileAt(lj, "worker", path, MaxLease)
+	b, st, err := readFileStatAt(lj, "worker", path, MaxLease)
 	if err != nil {
 		return Lease{}, err
 	}
-	return ParseLease(b)
+	l, err := ParseLease(b)
+	l.Renewed = time.Unix(st.Mtim.Unix())
+	return l, err
 }
 
 // readFileAt reads at most limit bytes of the regular file name inside
 // dirfd; a symlink, a non-regular file or a larger file is an error.
 func readFileAt(dirfd int, name, path string, limit int64) ([]byte, error) {
+	b, _, err := readFileStatAt(dirfd, name, path, limit)
+	return b, err
+}
+
+// readFileStatAt is readFileAt that also returns the file's stat.
+func readFileStatAt(dirfd int, name, path string, limit int64) (b []byte, st unix.Stat_t, err error) {
 	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, pathErr("open", path, err)
+		return nil, st, pathErr("open", path, err)
 	}
 	f := os.NewFile(uintptr(fd), path)
 	defer f.Close()
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, pathErr("stat", path, err)
+		return nil, st, pathErr("stat", path, err)
 	}
 	if !isReg(&st) {
-		return nil, pathErr("open", path, fmt.Errorf("is a %s, not a regular file", kindOf(&st)))
+		return nil, st, pathErr("open", path, fmt.Errorf("is a %s, not a regular file", kindOf(&st)))
 	}
-	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	b, err = io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
-		return nil, pathErr("read", path, err)
+		return nil, st, pathErr("read", path, err)
 	}
 	if int64(len(b)) > limit {
-		return nil, pathErr("read", path, fmt.Errorf("larger than %d bytes", limit))
+		return nil, st, pathErr("read", path, fmt.Errorf("larger than %d bytes", limit))
 	}
-	return b, nil
+	return b, st, nil
 }
 
 // Inspect gathers the evidence for one job without scanning the queue.

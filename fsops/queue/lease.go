@@ -2,6 +2,7 @@ package queue
 
 import (
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
 )
 
 // Lease is the content of lease/J/worker: who holds the claim of J and how
@@ -24,16 +27,39 @@ import (
 // name, "/", and the PID namespace of the claiming process as the kernel
 // names it (readlink /proc/self/ns/pid). A pid means nothing outside its
 // namespace, so a lease written inside a sandbox with its own PID namespace
-// can only be judged from inside that namespace. pid_start is field 22 of
+// can only be judged from inside that namespace.
+// pid_start is field 22 of
 // /proc/PID/stat (start time in clock ticks after boot), which tells a
 // reused pid apart; 0 means it could not be read.
+//
+// token (16 hex digits, fresh for each claim) names the claim itself:
+// finish checks it, so a worker finishes only the claim it holds, whatever
+// its name. heartbeat_ms is the interval at which the holder renews the
+// lease by touching lease/J/worker (its mtime is the last renewal); a
+// lease not renewed for LeaseExpiry intervals is abandoned, and recover
+// takes it from any host. Leases written before these fields existed
+// (neither field) never expire.
 type Lease struct {
-	Worker    string `json:"worker"`
-	Host      string `json:"host"`
-	PID       int    `json:"pid"`
-	PIDStart  uint64 `json:"pid_start"`
-	ClaimedAt string `json:"claimed_at"`
+	Worker      string `json:"worker"`
+	Host        string `json:"host"`
+	PID         int    `json:"pid"`
+	PIDStart    uint64 `json:"pid_start"`
+	ClaimedAt   string `json:"claimed_at"`
+	Token       string `json:"token,omitempty"`
+	HeartbeatMS int64  `json:"heartbeat_ms,omitempty"`
+	// Renewed is the lease file's mtime, where it was read from disk.
+	Renewed time.Time `json:"-"`
 }
+
+// LeaseExpiry is how many heartbeat intervals a lease may go unrenewed
+// before it is abandoned.
+const LeaseExpiry = 3
+
+// DefaultHeartbeat is the heartbeat interval of a claim that names none.
+const DefaultHeartbeat = 10 * time.Second
+
+// maxHeartbeatMS bounds heartbeat_ms: one day.
+const maxHeartbeatMS = 24 * 3600 * 1000
 
 // MaxLease bounds a lease file.
 const MaxLease = 4096
@@ -45,7 +71,7 @@ const maxPID = 1 << 22
 // does: by hand where every string is plain (the usual case, and the
 // claim's hot path), else through encoding/json.
 func (l Lease) Marshal() []byte {
-	if !plainJSON(l.Worker) || !plainJSON(l.Host) || !plainJSON(l.ClaimedAt) {
+	if !plainJSON(l.Worker) || !plainJSON(l.Host) || !plainJSON(l.ClaimedAt) || !plainJSON(l.Token) {
 		b, _ := json.Marshal(l)
 		return append(b, '\n')
 	}
@@ -60,7 +86,17 @@ func (l Lease) Marshal() []byte {
 	b = strconv.AppendUint(b, l.PIDStart, 10)
 	b = append(b, `,"claimed_at":"`...)
 	b = append(b, l.ClaimedAt...)
-	return append(b, "\"}\n"...)
+	b = append(b, '"')
+	if l.Token != "" {
+		b = append(b, `,"token":"`...)
+		b = append(b, l.Token...)
+		b = append(b, '"')
+	}
+	if l.HeartbeatMS != 0 {
+		b = append(b, `,"heartbeat_ms":`...)
+		b = strconv.AppendInt(b, l.HeartbeatMS, 10)
+	}
+	return append(b, "}\n"...)
 }
 
 // plainJSON reports whether encoding/json writes s as itself between
@@ -113,8 +149,25 @@ func ParseLease(b []byte) (Lease, error) {
 		}
 		delete(raw, f.key)
 	}
+	for _, f := range []struct {
+		key string
+		dst any
+	}{{"token", &l.Token}, {"heartbeat_ms", &l.HeartbeatMS}} {
+		if v, ok := raw[f.key]; ok {
+			if err := strictUnmarshal(v, f.dst); err != nil {
+				return Lease{}, fmt.Errorf("lease: field %q: %v", f.key, err)
+			}
+			delete(raw, f.key)
+		}
+	}
 	for k := range raw {
 		return Lease{}, fmt.Errorf("lease: unknown field %q", k)
+	}
+	if err := validToken(l.Token); err != nil {
+		return Lease{}, fmt.Errorf("lease: field \"token\": %v", err)
+	}
+	if l.HeartbeatMS < 0 || l.HeartbeatMS > maxHeartbeatMS {
+		return Lease{}, fmt.Errorf("lease: field \"heartbeat_ms\": %d is not in 0..%d", l.HeartbeatMS, maxHeartbeatMS)
 	}
 	if err := ValidWorkerName(l.Worker); err != nil {
 		return Lease{}, fmt.Errorf("lease: field \"worker\": %v", err)
@@ -164,6 +217,29 @@ func uniqueKeys(b []byte) error {
 		}
 	}
 	return nil
+}
+
+// validToken accepts "" (a lease without a token) or 1 to 64 lowercase
+// hex digits.
+func validToken(t string) error {
+	if len(t) > 64 {
+		return errors.New("longer than 64 bytes")
+	}
+	for i := 0; i < len(t); i++ {
+		if c := t[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return fmt.Errorf("byte %d is not a lowercase hex digit", i)
+		}
+	}
+	return nil
+}
+
+// newToken is a fresh claim token: 16 hex digits.
+func newToken() string {
+	var r [8]byte
+	if err := fsops.RandomBytes(r[:]); err != nil {
+		panic(fmt.Sprintf("queue: no system entropy: %v", err))
+	}
+	return hex.EncodeToString(r[:])
 }
 
 func validHost(h string) error {
@@ -237,6 +313,10 @@ func procStat(pid int) (state byte, start uint64, err error) {
 type Owner struct {
 	Worker string
 	PID    int
+	// Heartbeat is the interval at which the holder promises to renew the
+	// lease (Renew); 0 means DefaultHeartbeat, negative none (the lease
+	// then never expires, and only --force recovers it from another host).
+	Heartbeat time.Duration
 }
 
 // newLease makes the lease for owner at time now. The process must exist.
@@ -250,6 +330,7 @@ func newLease(o Owner, now time.Time, cache map[Owner]Lease) (Lease, error) {
 			return Lease{}, fmt.Errorf("%w: pid %d: no such process", ErrInvalid, o.PID)
 		}
 		l.ClaimedAt = now.UTC().Format(time.RFC3339Nano)
+		l.Token = newToken()
 		return l, nil
 	}
 	if err := ValidWorkerName(o.Worker); err != nil {
@@ -270,11 +351,21 @@ func newLease(o Owner, now time.Time, cache map[Owner]Lease) (Lease, error) {
 	if err != nil {
 		start = 0 // unknown: such a lease can only be recovered with force
 	}
+	hb := o.Heartbeat
+	switch {
+	case hb == 0:
+		hb = DefaultHeartbeat
+	case hb < 0:
+		hb = 0
+	case hb.Milliseconds() < 1 || hb.Milliseconds() > maxHeartbeatMS:
+		return Lease{}, fmt.Errorf("%w: heartbeat %s is not in 1ms..24h", ErrInvalid, o.Heartbeat)
+	}
 	l := Lease{Worker: o.Worker, Host: host, PID: pid, PIDStart: start,
-		ClaimedAt: now.UTC().Format(time.RFC3339Nano)}
+		ClaimedAt: now.UTC().Format(time.RFC3339Nano), HeartbeatMS: hb.Milliseconds()}
 	if cache != nil {
 		cache[o] = l
 	}
+	l.Token = newToken()
 	return l, nil
 }
 
@@ -306,6 +397,23 @@ func (h Holder) String() string {
 // namespace, and only when the pid does not exist, is a zombie, or now
 // belongs to a process with another start time.
 func (l Lease) HolderState() (Holder, string) {
+	h, why := l.holderHere()
+	if h != HolderUnknown || l.HeartbeatMS == 0 || l.Renewed.IsZero() {
+		return h, why
+	}
+	// Judged by its heartbeat: from another host, or where its process
+	// cannot be judged. Hosts' clocks must agree to well within the
+	// expiry (ctx man ctx.shared).
+	hb := time.Duration(l.HeartbeatMS) * time.Millisecond
+	age := time.Since(l.Renewed).Round(time.Millisecond)
+	if age > LeaseExpiry*hb {
+		return HolderGone, fmt.Sprintf("%s; lease not renewed for %s, more than %d heartbeats of %s: abandoned", why, age, LeaseExpiry, hb)
+	}
+	return HolderUnknown, fmt.Sprintf("%s; lease renewed %s ago (heartbeat %s, abandoned after %s)", why, age, hb, LeaseExpiry*hb)
+}
+
+// holderHere judges the lease's process where this host can see it.
+func (l Lease) holderHere() (Holder, string) {
 	id, ok := hostID()
 	if !ok {
 		return HolderUnknown, "cannot identify this host's PID namespace (/proc not mounted?)"

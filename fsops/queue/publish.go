@@ -72,7 +72,7 @@ func (q *Queue) Publish(name string, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := installTemp(pfd, tmp, name); err != nil {
+	if err := q.installTemp(dPending, pfd, tmp, name); err != nil {
 		unix.Unlinkat(pfd, tmp, 0)
 		if err == unix.EEXIST {
 			return "", conflictf("job %s: %s already exists", name, q.PendingPath(name))

@@ -24,6 +24,9 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrNotFound: no evidence of the job exists at all.
 	ErrNotFound = errors.New("no such job")
+	// ErrNotMounted: the space's directory is there but its queue is not
+	// (the network filesystem holding it is not mounted, or went away).
+	ErrNotMounted = errors.New("shared space not mounted")
 )
 
 // Limits on what the queue stores.
@@ -101,6 +104,10 @@ type Queue struct {
 	// sizeCounts marks the state directories whose size counts their
 	// entries (tmpfs): see emptyDir.
 	sizeCounts [numDirs]bool
+	// fs is the filesystem of queue/ (statFS); dcaps what a probe found
+	// in each state directory (caps), probed only where needed.
+	fs    FSInfo
+	dcaps [numDirs]dirCaps
 }
 
 // Open opens the queue of shared space space under the /ctx tree root. The
@@ -119,7 +126,15 @@ func Open(root, space string) (*Queue, error) {
 	for _, c := range []string{"shared", space, "queue"} {
 		path = filepath.Join(path, c)
 		next, err := openDirAt(fd, c)
+		if err == unix.ENOENT && c == "queue" {
+			unix.Close(fd)
+			return nil, fmt.Errorf("%w: shared space %s: %s has no queue/: if the space lives on a network filesystem, it is not mounted there; mount it (ctx shared new here would start a separate, local queue)",
+				ErrNotMounted, space, filepath.Dir(path))
+		}
 		unix.Close(fd)
+		if err == unix.ENOTCONN || err == unix.ESTALE {
+			return nil, fmt.Errorf("%w: shared space %s: %v", ErrNotMounted, space, pathErr("open", path, err))
+		}
 		if err != nil {
 			return nil, pathErr("open", path, err)
 		}
@@ -129,6 +144,7 @@ func Open(root, space string) (*Queue, error) {
 	for i := range q.fd {
 		q.fd[i] = -1
 	}
+	q.fs = statFS(fd)
 	for i, name := range StateDirs {
 		q.dirPaths[i] = filepath.Join(path, name)
 		if q.fd[i], err = openDirAt(fd, name); err != nil {
@@ -226,9 +242,20 @@ func (st Status) dir() int {
 // write. The log is facts, not protocol state: it is not fsynced, and a
 // failure to write it is reported through OnLogError, never undoing the
 // transition it describes.
+//
+// On a remote filesystem each host appends to its own log, queue/log.HOST
+// (HostLogName): a FUSE or network client splits one write at page
+// boundaries into several requests, and two hosts appending to one file
+// interleave those pieces. One host's writes to its own file go through
+// one client, which holds the file's lock across the pieces. A write that
+// the kernel cuts short is reported, never retried into a torn line.
 func (q *Queue) logEvent(ev fsops.Event) {
+	name := LogName
+	if q.fs.Remote {
+		name = HostLogName()
+	}
 	if q.logFd < 0 {
-		fd, err := unix.Openat(q.qfd, LogName, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, LogMode)
+		fd, err := unix.Openat(q.qfd, name, unix.O_WRONLY|unix.O_APPEND|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, LogMode)
 		if err == nil {
 			var st unix.Stat_t
 			if err = unix.Fstat(fd, &st); err == nil && !isReg(&st) {
@@ -239,15 +266,38 @@ func (q *Queue) logEvent(ev fsops.Event) {
 			}
 		}
 		if err != nil {
-			q.logError(pathErr("open", q.path(LogName), err))
+			q.logError(pathErr("open", q.path(name), err))
 			return
 		}
 		q.logFd = fd
 	}
 	ev.Agent, ev.Session, ev.Run = q.Actor.Agent, q.Actor.Session, q.Actor.Run
-	if _, err := unix.Write(q.logFd, ev.Line()); err != nil {
-		q.logError(pathErr("append", q.path(LogName), err))
+	line := ev.Line()
+	if n, err := unix.Write(q.logFd, line); err != nil {
+		q.logError(pathErr("append", q.path(name), err))
+	} else if n != len(line) {
+		q.logError(pathErr("append", q.path(name), fmt.Errorf("short write: %d of %d bytes", n, len(line))))
 	}
+}
+
+// HostLogName is this host's event log inside queue/ on a remote
+// filesystem: "log." and the host name, reduced to letters, digits, '.',
+// '_' and '-'.
+func HostLogName() string {
+	var u unix.Utsname
+	host := "localhost"
+	if unix.Uname(&u) == nil {
+		if n := unix.ByteSliceToString(u.Nodename[:]); n != "" {
+			host = n
+		}
+	}
+	b := []byte(host)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			b[i] = '_'
+		}
+	}
+	return LogName + "." + string(b)
 }
 
 func (q *Queue) logError(err error) {

@@ -48,6 +48,17 @@ func (q *Queue) Recover(job string, force bool) (rec Recovery, err error) {
 	}
 	state, why := Classify(ev)
 	rec.From, rec.To = state, state
+	if state == StateConflict && ev.Pending && ev.Claimed && !ev.Done && !ev.Failed {
+		if done, err := q.finishHalfMove(job); err != nil {
+			return rec, err
+		} else if done {
+			rec.Actions = append(rec.Actions, "removed claimed/"+job+"/"+job+" (a move to pending/ had linked it there)")
+			if ev, err = q.Inspect(job); err != nil {
+				return rec, err
+			}
+			state, why = Classify(ev)
+		}
+	}
 	defer func() {
 		if len(rec.Actions) == 0 && err == nil {
 			return
@@ -146,7 +157,15 @@ func (q *Queue) moveBack(job string, to State, tfd int) error {
 	}
 	defer unix.Close(cj)
 	dst := q.path(string(to), job)
-	if err := moveNoReplace(cj, job, tfd, job); err != nil {
+	move := q.moveOwned // beside its result, whose link decided the finish
+	d := dDone
+	switch to {
+	case StatePending:
+		move, d = q.moveFree, dPending // publish and ingest race for pending/J
+	case StateFailed:
+		d = dFailed
+	}
+	if err := move(d, cj, job, tfd, job); err != nil {
 		if err == unix.EEXIST {
 			return conflictf("job %s: %s already exists", job, dst)
 		}
@@ -189,4 +208,24 @@ func (q *Queue) removeStaleTemps(job string, force bool) ([]string, error) {
 		}
 	}
 	return removed, nil
+}
+
+// finishHalfMove completes a move back to pending/ (recover, or a claim
+// undone) that stopped between its link and its unlink on a filesystem
+// without RENAME_NOREPLACE: pending/J and claimed/J/J are one file
+// (sameFile), so the claimed name goes. Only moves into pending/ link; a
+// claim renames, so no other move leaves this pair.
+func (q *Queue) finishHalfMove(job string) (bool, error) {
+	cj, err := openDirAt(q.fd[dClaimed], job)
+	if err != nil {
+		return false, nil
+	}
+	defer unix.Close(cj)
+	if !sameFile(q.fd[dPending], job, cj, job) {
+		return false, nil
+	}
+	if _, err := removeEntry(cj, q.path("claimed", job), job, false); err != nil {
+		return false, err
+	}
+	return true, nil
 }

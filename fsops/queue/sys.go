@@ -167,29 +167,107 @@ func exists(dirfd int, name string) (bool, error) {
 	return false, err
 }
 
-// installTemp moves the fsynced temporary tmp to name in the same
-// directory without replacing anything there (fsops.InstallTempAt: with
-// RENAME_NOREPLACE, or link and unlink where the filesystem lacks it).
-func installTemp(dirfd int, tmp, name string) error {
-	return fsops.InstallTempAt(dirfd, tmp, name)
+// renameNoReplace tries renameat2(RENAME_NOREPLACE) in state directory
+// d. tried is false where d's filesystem lacks it (probed, see caps): the
+// caller then uses the fallback that is atomic for what it moves.
+func (q *Queue) renameNoReplace(d, olddir int, oldname string, newdir int, newname string) (tried bool, err error) {
+	if c := &q.dcaps[d]; c.probed && !c.noReplace {
+		return false, nil
+	}
+	err = unix.Renameat2(olddir, oldname, newdir, newname, unix.RENAME_NOREPLACE)
+	if (err == unix.EINVAL || err == unix.ENOSYS || err == unix.EOPNOTSUPP) && !q.caps(d).noReplace {
+		return false, nil
+	}
+	return true, err
 }
 
-// moveNoReplace moves a request from one state directory to another
-// without replacing anything. A request must never have two names at once,
-// so the fallback is not link+unlink but a check for the target followed by
-// rename(2); only on filesystems without RENAME_NOREPLACE is there a window
-// in which a racing writer of the same target could be replaced.
-func moveNoReplace(olddir int, oldname string, newdir int, newname string) error {
-	err := fsops.RenameNoReplaceAt(olddir, oldname, newdir, newname)
-	if err != fsops.ErrNoReplaceUnsupported {
+// linkNoReplace links oldname to newname in state directory d: link(2)
+// fails on any existing entry, atomically on the server too. FUSE over
+// SFTP reports that failure as EPERM, so a failed link whose target is
+// there is the EEXIST it is; a link that fails on a filesystem without
+// hard links is a refusal naming what it lacks.
+func (q *Queue) linkNoReplace(d, olddir int, oldname string, newdir int, newname string) error {
+	err := unix.Linkat(olddir, oldname, newdir, newname, 0)
+	if err == nil || err == unix.EEXIST || err == unix.ENOENT {
 		return err
 	}
-	if ok, err := exists(newdir, newname); err != nil {
-		return err
-	} else if ok {
+	if _, serr := lstatAt(newdir, newname); serr == nil {
 		return unix.EEXIST
 	}
+	if _, serr := lstatAt(olddir, oldname); serr == unix.ENOENT {
+		return unix.ENOENT
+	}
+	if !q.caps(d).links {
+		return q.lacks(d)
+	}
+	return err
+}
+
+// installTemp moves the fsynced temporary tmp to name in the same
+// directory (inside state directory d) without replacing anything there:
+// RENAME_NOREPLACE, else link and unlink. The worst a crash between those
+// two calls leaves is a stale temporary beside the file.
+func (q *Queue) installTemp(d, dirfd int, tmp, name string) error {
+	if tried, err := q.renameNoReplace(d, dirfd, tmp, dirfd, name); tried {
+		return err
+	}
+	if err := q.linkNoReplace(d, dirfd, tmp, dirfd, name); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(dirfd, tmp, 0); err != nil && err != unix.ENOENT {
+		return err
+	}
+	return nil
+}
+
+// moveOwned moves a request to a name in state directory d that no other
+// process may create: claimed/J/J inside the claimed/J this claim made
+// with an exclusive mkdir, or done/J (failed/J) beside the J.result whose
+// exclusive link decided who finishes. RENAME_NOREPLACE where the
+// filesystem has it; elsewhere rename(2), with no check before it: the
+// arbitration already won is the lock, and a request never has two names.
+func (q *Queue) moveOwned(d, olddir int, oldname string, newdir int, newname string) error {
+	if tried, err := q.renameNoReplace(d, olddir, oldname, newdir, newname); tried {
+		return err
+	}
 	return unix.Renameat(olddir, oldname, newdir, newname)
+}
+
+// moveFree moves a request to a name in state directory d that others
+// may create at the same moment (pending/J: publish --name, ingest and
+// recover race for it). RENAME_NOREPLACE where the filesystem has it;
+// elsewhere link(2), which fails on an existing entry atomically, then
+// unlink of the old name. A crash between the two leaves the one file
+// under both names; ingest and recover complete such a move (halfMoved).
+func (q *Queue) moveFree(d, olddir int, oldname string, newdir int, newname string) error {
+	if tried, err := q.renameNoReplace(d, olddir, oldname, newdir, newname); tried {
+		return err
+	}
+	if err := q.linkNoReplace(d, olddir, oldname, newdir, newname); err != nil {
+		return err
+	}
+	step("move.linked")
+	if err := unix.Unlinkat(olddir, oldname, 0); err != nil && err != unix.ENOENT {
+		return err
+	}
+	return nil
+}
+
+// sameFile reports whether a and b (regular files open by name inside
+// their directories) are two names of one file left by a move that
+// stopped between its link and unlink: both have two links and the same
+// bytes. (Inode numbers cannot tell: FUSE gives each name its own.) Even
+// were they two files, they hold the same request, so removing one name
+// loses nothing.
+func sameFile(adir int, aname string, bdir int, bname string) bool {
+	sa, err1 := lstatAt(adir, aname)
+	sb, err2 := lstatAt(bdir, bname)
+	if err1 != nil || err2 != nil || !isReg(&sa) || !isReg(&sb) || sa.Nlink < 2 || sb.Nlink < 2 || sa.Size != sb.Size {
+		return false
+	}
+	a, err1 := readFileAt(adir, aname, aname, MaxRequest)
+	b, err2 := readFileAt(bdir, bname, bname, MaxRequest)
+	return err1 == nil && err2 == nil && string(a) == string(b)
 }
 
 // fixMode sets mode on fd when the umask has removed some of its bits, so
