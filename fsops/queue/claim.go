@@ -17,7 +17,9 @@ import (
 // here; each survivor is checked again with lstat before it is claimed.
 func (q *Queue) listJobs() ([]string, error) {
 	var names []string
-	err := eachEntry(q.fd[dPending], q.dirPath(dPending), q.buf(), true, func(name []byte, typ uint8) {
+	fd, done := q.relist(dPending)
+	defer done()
+	err := eachEntry(fd, q.dirPath(dPending), q.buf(), true, func(name []byte, typ uint8) {
 		if (typ == unix.DT_REG || typ == unix.DT_UNKNOWN) && len(name) > 0 && name[0] != '.' {
 			if s := string(name); ValidJobName(s) == nil {
 				names = append(names, s)
@@ -294,7 +296,14 @@ func (q *Queue) undoClaim(job string, cj int, cause error) error {
 // wrote them, and fsyncs the directory if it removed any. Used only where
 // the target's writer is known to be done.
 func removeTemps(dirfd int, target string) {
-	ents, err := readDir(dirfd, "")
+	// A fresh descriptor: dirfd may have been listed already, and a FUSE
+	// directory handle that was read to its end lists nothing again.
+	fresh, err := openDirAt(dirfd, ".")
+	if err != nil {
+		return
+	}
+	ents, err := readDir(fresh, "")
+	unix.Close(fresh)
 	if err != nil {
 		return
 	}

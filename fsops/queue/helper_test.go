@@ -23,6 +23,7 @@ import (
 // of this exists in a production binary.
 func TestMain(m *testing.M) {
 	if role := os.Getenv("QUEUE_TEST_CHILD"); role != "" {
+		setTestHost()
 		os.Exit(childMain(role))
 	}
 	os.Exit(m.Run())
@@ -107,8 +108,8 @@ func childMain(role string) int {
 			fmt.Printf("F %s %s\n", job, st)
 		}
 	}
-	fmt.Fprintln(os.Stderr, "child: unknown role", role)
-	return 2
+	out.Flush()
+	return netChild(q, role)
 }
 
 func childOp(q *Queue, op, job string) error {

@@ -28,8 +28,9 @@ type Skip struct {
 // pending/ and inbox/. The file keeps its owner and mode. Entries that fail
 // a check are left in inbox/ and reported as skipped.
 func (q *Queue) Ingest() (published []string, skipped []Skip, err error) {
-	ifd := q.fd[dInbox]
-	ents, err := readDir(ifd, q.dirPath(dInbox))
+	lfd, done := q.relist(dInbox)
+	ents, err := readDir(lfd, q.dirPath(dInbox))
+	done()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -128,7 +129,7 @@ func (q *Queue) ingestOne(name string) (reason string, err error) {
 			}
 			return "replaced while being ingested; returned to inbox/", q.syncAll(openDir{pfd, q.dirPath(dPending)}, openDir{ifd, q.dirPath(dInbox)})
 		}
-	} else if reason, err := q.ingestLink(fd, name, path); reason != "" || err != nil {
+	} else if reason, err := q.ingestLink(data, name, path); reason != "" || err != nil {
 		return reason, err
 	}
 	if err := q.syncAll(openDir{pfd, q.dirPath(dPending)}, openDir{ifd, q.dirPath(dInbox)}); err != nil {
@@ -140,15 +141,21 @@ func (q *Queue) ingestOne(name string) (reason string, err error) {
 
 // ingestLink is ingest's move where the filesystem lacks RENAME_NOREPLACE:
 // link inbox/J to pending/J (EEXIST, atomic on the server, is the lost
-// race), check that the file linked is the one checked through fd (it
-// now has two links), then unlink inbox/J.
-func (q *Queue) ingestLink(fd int, name, path string) (reason string, err error) {
+// race), check that pending/J holds the bytes checked (data), then unlink
+// inbox/J. Bytes, not link counts or inode numbers, tell what arrived:
+// SFTP reports every file with one link, and FUSE numbers each name.
+func (q *Queue) ingestLink(data []byte, name, path string) (reason string, err error) {
 	ifd, pfd := q.fd[dInbox], q.fd[dPending]
 	switch err := q.linkNoReplace(dPending, ifd, name, pfd, name); {
 	case err == unix.EEXIST:
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) == nil && st.Nlink > 1 {
-			return taken, nil // another ingest linked this very file
+		if sameBytes(pfd, name, data) {
+			// Another ingest linked this file (or one stopped between
+			// its link and unlink): its move is completed, and it is
+			// that ingest's to report.
+			if unix.Unlinkat(ifd, name, 0) == nil {
+				fsyncFd(ifd, q.dirPath(dInbox))
+			}
+			return taken, nil
 		}
 		return "already pending", nil
 	case err == unix.ENOENT:
@@ -157,11 +164,10 @@ func (q *Queue) ingestLink(fd int, name, path string) (reason string, err error)
 		return "", pathErr("link", path+" -> "+q.PendingPath(name), err)
 	}
 	step("ingest.renamed")
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil || st.Nlink < 2 {
+	if !sameBytes(pfd, name, data) {
 		// Swapped between the checks and the link: what arrived is not
-		// what was checked. The checked file is still at inbox/J.
-		if err := unix.Unlinkat(pfd, name, 0); err != nil {
+		// what was checked, and stays in inbox/ where it was.
+		if err := unix.Unlinkat(pfd, name, 0); err != nil && err != unix.ENOENT {
 			return "", pathErr("remove", q.PendingPath(name), err)
 		}
 		return "replaced while being ingested; left in inbox/", fsyncFd(pfd, q.dirPath(dPending))
@@ -172,19 +178,26 @@ func (q *Queue) ingestLink(fd int, name, path string) (reason string, err error)
 	return "", nil
 }
 
+// sameBytes reports whether the regular file name inside dirfd holds
+// exactly data.
+func sameBytes(dirfd int, name string, data []byte) bool {
+	b, err := readFileAt(dirfd, name, name, MaxRequest)
+	return err == nil && string(b) == string(data)
+}
+
 // halfIngested completes an ingest that stopped between its link and
 // unlink (or is between them now): inbox/J is the same file as J in the
 // queue (sameFile). It removes inbox/J and reports true.
 func (q *Queue) halfIngested(name string) bool {
 	ifd := q.fd[dInbox]
 	for _, d := range []int{dPending, dDone, dFailed} {
-		if sameFile(ifd, name, q.fd[d], name) {
+		if q.sameFile(ifd, name, q.fd[d], name) {
 			return unix.Unlinkat(ifd, name, 0) == nil && fsyncFd(ifd, q.dirPath(dInbox)) == nil
 		}
 	}
 	if cj, err := openDirAt(q.fd[dClaimed], name); err == nil {
 		defer unix.Close(cj)
-		if sameFile(ifd, name, cj, name) {
+		if q.sameFile(ifd, name, cj, name) {
 			return unix.Unlinkat(ifd, name, 0) == nil && fsyncFd(ifd, q.dirPath(dInbox)) == nil
 		}
 	}

@@ -48,7 +48,7 @@ func (q *Queue) Recover(job string, force bool) (rec Recovery, err error) {
 	}
 	state, why := Classify(ev)
 	rec.From, rec.To = state, state
-	if state == StateConflict && ev.Pending && ev.Claimed && !ev.Done && !ev.Failed {
+	if state == StateConflict && ev.Pending && ev.Claimed && !ev.Done && !ev.Failed && (!ev.Lease || holderGone(ev, force) == nil) {
 		if done, err := q.finishHalfMove(job); err != nil {
 			return rec, err
 		} else if done {
@@ -189,7 +189,9 @@ func (q *Queue) removeStaleTemps(job string, force bool) ([]string, error) {
 		d      int
 		target string
 	}{{dPending, job}, {dDone, resultName(job)}, {dFailed, resultName(job)}} {
-		ents, err := readDir(q.fd[c.d], q.path(StateDirs[c.d]))
+		lfd, done := q.relist(c.d)
+		ents, err := readDir(lfd, q.path(StateDirs[c.d]))
+		done()
 		if err != nil {
 			return removed, err
 		}
@@ -221,7 +223,7 @@ func (q *Queue) finishHalfMove(job string) (bool, error) {
 		return false, nil
 	}
 	defer unix.Close(cj)
-	if !sameFile(q.fd[dPending], job, cj, job) {
+	if !q.sameFile(q.fd[dPending], job, cj, job) {
 		return false, nil
 	}
 	if _, err := removeEntry(cj, q.path("claimed", job), job, false); err != nil {

@@ -67,7 +67,9 @@ func (q *Queue) Scan() (*Report, error) {
 // name in inbox/ to Inbox, any other entry through scanEntry.
 func (q *Queue) scanDir(d int, r *Report, jobs map[string]*Evidence) error {
 	dirName := StateDirs[d]
-	ents, err := readDir(q.fd[d], q.path(dirName))
+	lfd, done := q.relist(d)
+	ents, err := readDir(lfd, q.path(dirName))
+	done()
 	if err != nil {
 		return err
 	}

@@ -253,16 +253,17 @@ func (q *Queue) moveFree(d, olddir int, oldname string, newdir int, newname stri
 	return nil
 }
 
-// sameFile reports whether a and b (regular files open by name inside
-// their directories) are two names of one file left by a move that
-// stopped between its link and unlink: both have two links and the same
-// bytes. (Inode numbers cannot tell: FUSE gives each name its own.) Even
-// were they two files, they hold the same request, so removing one name
-// loses nothing.
-func sameFile(adir int, aname string, bdir int, bname string) bool {
+// sameFile reports whether a and b (regular files by name inside their
+// directories) are two names of one file left by a move that stopped
+// between its link and unlink: the same bytes, and two links each where
+// the filesystem counts links (SFTP reports one for every file, and FUSE
+// numbers each name, so there the bytes decide). Even were they two
+// files, they hold the same request, so removing one name loses nothing.
+func (q *Queue) sameFile(adir int, aname string, bdir int, bname string) bool {
 	sa, err1 := lstatAt(adir, aname)
 	sb, err2 := lstatAt(bdir, bname)
-	if err1 != nil || err2 != nil || !isReg(&sa) || !isReg(&sb) || sa.Nlink < 2 || sb.Nlink < 2 || sa.Size != sb.Size {
+	counts := !strings.HasPrefix(q.fs.Type, "fuse")
+	if err1 != nil || err2 != nil || !isReg(&sa) || !isReg(&sb) || sa.Size != sb.Size || counts && (sa.Nlink < 2 || sb.Nlink < 2) {
 		return false
 	}
 	a, err1 := readFileAt(adir, aname, aname, MaxRequest)
@@ -325,6 +326,21 @@ func writeTemp(dirfd int, dirPath, target string, data []byte, prefix string) (s
 type dirEntry struct {
 	Name string
 	Type uint8
+}
+
+// relist returns a descriptor to list state directory d from the top,
+// and what to call when done. Locally that is the Queue's own descriptor,
+// rewound; on a remote filesystem a fresh one, since a FUSE directory
+// handle read to its end (sshfs) lists nothing, or an old listing, again.
+func (q *Queue) relist(d int) (int, func()) {
+	if !q.fs.Remote {
+		return q.fd[d], func() {}
+	}
+	fd, err := openDirAt(q.fd[d], ".")
+	if err != nil {
+		return q.fd[d], func() {}
+	}
+	return fd, func() { unix.Close(fd) }
 }
 
 // readDir lists the directory open at dirfd, sorted by name, without "."
