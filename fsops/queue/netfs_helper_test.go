@@ -220,7 +220,8 @@ func setTestHost() {
 //
 //	hold     claim one job with QUEUE_TEST_HEARTBEAT, print "J TOKEN";
 //	         renew it unless QUEUE_TEST_RENEW=no; on a line on stdin,
-//	         try to finish it and print "finished" or the error
+//	         try to finish it by worker name and token from a fresh
+//	         Queue, and print "finished" or the error
 //	race     publish the names on stdin, printing "P J" or "C J" (conflict)
 //	ingest   one Ingest pass per line on stdin, printing "I J" for each
 //	         job it reports, then "-"
@@ -240,7 +241,15 @@ func netChild(q *Queue, role string) int {
 		}
 		fmt.Println(job, l.Token)
 		bufio.NewReader(os.Stdin).ReadString('\n')
-		if _, err := q.Finish(job, Done, resultBytes(job), FinishOptions{Worker: "w"}); err != nil {
+		// As `ctx queue finish --worker w --token T` would: a Queue that
+		// holds no claim, so only the lease on disk can tell.
+		q2, err := Open(os.Getenv("QUEUE_TEST_ROOT"), os.Getenv("QUEUE_TEST_SPACE"))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "child:", err)
+			return 2
+		}
+		defer q2.Close()
+		if _, err := q2.Finish(job, Done, resultBytes(job), FinishOptions{Worker: "w", Token: l.Token}); err != nil {
 			fmt.Println(err)
 			return 0
 		}
