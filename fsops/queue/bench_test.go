@@ -235,3 +235,37 @@ func BenchmarkWorkers(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkJobCycleSSHFS: the job cycle of BenchmarkJobCycle on a queue
+// exported by a loopback sshd and mounted with sshfs as ctx asks (no
+// caches): what one worker gets from a FUSE network filesystem, where
+// every step is a round trip. There is no baseline: the baseline loop's
+// RENAME_NOREPLACE does not exist there.
+func BenchmarkJobCycleSSHFS(b *testing.B) {
+	n := startNetFS(b)
+	root := filepath.Join(n.mount(b, safeSSHFS), "ctx")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if _, _, err := CreateSpace(root, "proj"); err != nil {
+		b.Fatal(err)
+	}
+	q, err := Open(root, "proj")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Close()
+	req := requestBytes("x")
+	s0 := Syncs()
+	b.ResetTimer()
+	t0 := time.Now()
+	for i := 0; i < b.N; i++ {
+		if err := queueJob(q, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	elapsed := time.Since(t0)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
+	b.ReportMetric(float64(Syncs()-s0)/float64(b.N), "fsyncs/job")
+}

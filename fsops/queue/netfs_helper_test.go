@@ -37,7 +37,7 @@ type netFS struct {
 
 // needNetFS skips (or, with CTX_REQUIRE_SANDBOX=1, fails) when sshd, sshfs
 // or FUSE are not available, or we are not root.
-func needNetFS(t *testing.T) {
+func needNetFS(t testing.TB) {
 	t.Helper()
 	var missing []string
 	for _, p := range []string{"/usr/sbin/sshd", "/usr/bin/ssh-keygen", "/dev/fuse"} {
@@ -64,7 +64,7 @@ func needNetFS(t *testing.T) {
 // startNetFS starts an sshd on a free loopback port with a throwaway host
 // key and one authorized key, all in a scratch directory, stopped when
 // the test ends.
-func startNetFS(t *testing.T) *netFS {
+func startNetFS(t testing.TB) *netFS {
 	t.Helper()
 	needNetFS(t)
 	n := &netFS{dir: t.TempDir()}
@@ -144,7 +144,7 @@ const safeSSHFS = "dir_cache=no,entry_timeout=0,attr_timeout=0,negative_timeout=
 
 // mount mounts the export at a new mount point with sshfs and extra
 // options, in the foreground as our child, unmounted when the test ends.
-func (n *netFS) mount(t *testing.T, extra string) string {
+func (n *netFS) mount(t testing.TB, extra string) string {
 	t.Helper()
 	mnt := filepath.Join(n.dir, fmt.Sprintf("mnt%d", len(n.mounts)))
 	if err := os.Mkdir(mnt, 0o755); err != nil {
