@@ -295,7 +295,7 @@ fi
 
 say "Go benchmarks: queue job cycle and PTY relay, each against its baseline in the same run ($count runs)"
 cd "$repo"
-CGO_ENABLED=0 go test -run '^$' -bench 'JobCycle' -benchtime "${BENCH_QUEUE_TIME:-4000x}" -count "$count" \
+CGO_ENABLED=0 go test -run '^$' -bench 'JobCycle$' -benchtime "${BENCH_QUEUE_TIME:-4000x}" -count "$count" \
 	./fsops/queue/ >"$out/queue.txt" 2>&1 || { cat "$out/queue.txt" >&2; exit 2; }
 if command -v script >/dev/null; then
 	CGO_ENABLED=0 go test -run '^$' -bench 'PTYThroughput' -benchtime "${BENCH_PTY_TIME:-10x}" -count "$count" \
@@ -332,6 +332,19 @@ IFS='	' read -r a b r <<EOF
 $(gobench "$out/queue.txt" BenchmarkJobCycle/disk median-ratio jobs/s jobs/s baseline-jobs/s jobs/s)
 EOF
 row "queue job cycle on disk (fully durable)" "$a" "minimal rename+fsync loop" "$b" "$r" ">=0.89"
+# The same cycle on a FUSE network filesystem (sshfs over loopback, caches
+# off as ctx asks), for reading beside tmpfs and disk: every step is a round
+# trip there, and RENAME_NOREPLACE does not exist, so there is no baseline.
+if [ "$(id -u)" = 0 ] && command -v sshfs >/dev/null && [ -x /usr/sbin/sshd ]; then
+	CGO_ENABLED=0 go test -run '^$' -bench 'JobCycleSSHFS' -benchtime "${BENCH_SSHFS_TIME:-300x}" -count 1 \
+		./fsops/queue/ >"$out/queue-sshfs.txt" 2>&1 || { cat "$out/queue-sshfs.txt" >&2; exit 2; }
+	a=$(awk '/^BenchmarkJobCycleSSHFS/ { for (i = 1; i < NF; i++) if ($(i+1) == "jobs/s") print $i }' "$out/queue-sshfs.txt" | head -1)
+	tm=$(awk '/^BenchmarkJobCycle\/tmpfs/ { for (i = 1; i < NF; i++) if ($(i+1) == "jobs/s") print $i }' "$out/queue.txt" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	row "queue job cycle on sshfs (loopback, no caches)" "${a:--} jobs/s" "the queue on tmpfs" "${tm:--} jobs/s" \
+		"$(awk -v a="$a" -v b="$tm" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "-" }')" "-"
+else
+	row "queue job cycle on sshfs (loopback, no caches)" "-" "needs root, sshfs and sshd" "-" "-" "skip"
+fi
 if [ -s "$out/pty.txt" ]; then
 	IFS='	' read -r a b r <<EOF
 $(gobench "$out/pty.txt" BenchmarkPTYThroughput ratio ctxterm-MB/s MB/s script-MB/s MB/s)

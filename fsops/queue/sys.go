@@ -247,10 +247,18 @@ func (q *Queue) moveFree(d, olddir int, oldname string, newdir int, newname stri
 		return err
 	}
 	step("move.linked")
-	if err := unix.Unlinkat(olddir, oldname, 0); err != nil && err != unix.ENOENT {
+	switch err := unix.Unlinkat(olddir, oldname, 0); err {
+	case nil:
+		return nil
+	case unix.ENOENT:
+		// Another process moved the old name on between our link and
+		// unlink (a late finish renaming claimed/J/J beside its result):
+		// that move stands, and our new name would be a second copy.
+		unix.Unlinkat(newdir, newname, 0)
+		return unix.ENOENT
+	default:
 		return err
 	}
-	return nil
 }
 
 // sameFile reports whether a and b (regular files by name inside their
