@@ -48,31 +48,10 @@ func (q *Queue) Recover(job string, force bool) (rec Recovery, err error) {
 	}
 	state, why := Classify(ev)
 	rec.From, rec.To = state, state
-	if state == StateConflict && ev.Pending && ev.Claimed && !ev.Done && !ev.Failed && (!ev.Lease || holderGone(ev, force) == nil) {
-		if done, err := q.finishHalfMove(job); err != nil {
-			return rec, err
-		} else if done {
-			rec.Actions = append(rec.Actions, "removed claimed/"+job+"/"+job+" (a move to pending/ had linked it there)")
-			if ev, err = q.Inspect(job); err != nil {
-				return rec, err
-			}
-			state, why = Classify(ev)
-		}
+	if ev, state, why, err = q.halfMoved(ev, state, why, force, &rec); err != nil {
+		return rec, err
 	}
-	defer func() {
-		if len(rec.Actions) == 0 && err == nil {
-			return
-		}
-		e := fsops.Event{Type: "queue.recover", Object: q.object(job), Status: string(rec.To),
-			Detail: "from " + string(rec.From)}
-		if ev.LeaseData != nil {
-			e.Worker = ev.LeaseData.Worker
-		}
-		if err != nil {
-			e.Status, e.Errno, e.Detail = "error", errnoName(err), err.Error()
-		}
-		q.logEvent(e)
-	}()
+	defer func() { q.logRecover(&rec, ev, err) }()
 	switch state {
 	case StateClaimed, StateInterruptedFinish:
 		if err := holderGone(ev, force); err != nil {
@@ -212,6 +191,26 @@ func (q *Queue) removeStaleTemps(job string, force bool) ([]string, error) {
 	return removed, nil
 }
 
+// halfMoved completes, before Recover decides, a move to pending/ that
+// stopped between its link and unlink (finishHalfMove), and returns the
+// evidence as it then is.
+func (q *Queue) halfMoved(ev *Evidence, state State, why string, force bool, rec *Recovery) (*Evidence, State, string, error) {
+	if state != StateConflict || !ev.Pending || !ev.Claimed || ev.Done || ev.Failed || (ev.Lease && holderGone(ev, force) != nil) {
+		return ev, state, why, nil
+	}
+	done, err := q.finishHalfMove(ev.Job)
+	if err != nil || !done {
+		return ev, state, why, err
+	}
+	rec.Actions = append(rec.Actions, "removed claimed/"+ev.Job+"/"+ev.Job+" (a move to pending/ had linked it there)")
+	after, err := q.Inspect(ev.Job)
+	if err != nil {
+		return ev, state, why, err
+	}
+	state, why = Classify(after)
+	return after, state, why, nil
+}
+
 // finishHalfMove completes a move back to pending/ (recover, or a claim
 // undone) that stopped between its link and its unlink on a filesystem
 // without RENAME_NOREPLACE: pending/J and claimed/J/J are one file
@@ -230,4 +229,20 @@ func (q *Queue) finishHalfMove(job string) (bool, error) {
 		return false, err
 	}
 	return true, nil
+}
+
+// logRecover appends Recover's event: what it did, or why it failed.
+func (q *Queue) logRecover(rec *Recovery, ev *Evidence, err error) {
+	if len(rec.Actions) == 0 && err == nil {
+		return
+	}
+	e := fsops.Event{Type: "queue.recover", Object: q.object(rec.Job), Status: string(rec.To),
+		Detail: "from " + string(rec.From)}
+	if ev != nil && ev.LeaseData != nil {
+		e.Worker = ev.LeaseData.Worker
+	}
+	if err != nil {
+		e.Status, e.Errno, e.Detail = "error", errnoName(err), err.Error()
+	}
+	q.logEvent(e)
 }

@@ -76,3 +76,30 @@ func (q *Queue) Heartbeat(job, token string, interval time.Duration, stop <-chan
 		}
 	}()
 }
+
+// checkLease checks, when worker is set, that the lease in lj (lease/J)
+// names it, and that its claim token is token. The token is read where
+// the caller gave it, and for a claim this Queue made on a remote
+// filesystem: there a held directory descriptor may name, by path, a
+// lease/J that another host's recover and claim made meanwhile. (Locally
+// the held descriptors are the claim's own directories, which a recover
+// removes, and the open fails instead.)
+func (q *Queue) checkLease(job string, lj int, worker, token string, given bool) error {
+	if token != "" && !given && !q.fs.Remote {
+		token = ""
+	}
+	if worker == "" && token == "" {
+		return nil
+	}
+	l, err := readLease(lj, q.path("lease", job, "worker"))
+	if err != nil {
+		return fmt.Errorf("%w: job %s: %v", ErrConflict, job, err)
+	}
+	if worker != "" && l.Worker != worker {
+		return conflictf("job %s is leased to worker %s, not %s", job, l.Worker, worker)
+	}
+	if token != "" && l.Token != token {
+		return conflictf("job %s: the lease holds another claim (token %s, not %s): this claim was recovered and the job claimed again; nothing written", job, l.Token, token)
+	}
+	return nil
+}
