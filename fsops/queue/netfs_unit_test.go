@@ -103,3 +103,29 @@ func TestNetFSNoHardLinks(t *testing.T) {
 		t.Fatalf("pending/ after a refused publish: %v", ents)
 	}
 }
+
+// TestNetFSUnsafeMountWarns: sshfs with its default caches is detected
+// as such (the sshfs process's options are read), and the warning names
+// the filesystem and the options that make it safe.
+func TestNetFSUnsafeMountWarns(t *testing.T) {
+	n := startNetFS(t)
+	root := filepath.Join(n.mount(t, ""), "ctx")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := CreateSpace(root, "proj"); err != nil {
+		t.Fatal(err)
+	}
+	q, err := Open(root, "proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	w := q.FSWarning()
+	if !strings.Contains(w, "fuse.sshfs") || !strings.Contains(w, "dir_cache=no,entry_timeout=0,attr_timeout=0") {
+		t.Fatalf("warning on a caching sshfs mount: %q", w)
+	}
+	if err := q.CheckPrimitives(); err != nil {
+		t.Fatalf("sshfs has hard links: %v", err)
+	}
+}
