@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -297,17 +296,3 @@ func netIngest(q *Queue, out *bufio.Writer) int {
 	}
 	return 0
 }
-
-// lines reads "KEY VALUE" lines into a map from value to key.
-func lines(t *testing.T, b []byte) map[string][]string {
-	t.Helper()
-	m := map[string][]string{}
-	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		if k, v, ok := strings.Cut(l, " "); ok {
-			m[v] = append(m[v], k)
-		}
-	}
-	return m
-}
-
-var _ = strconv.Itoa
