@@ -213,7 +213,12 @@ func (r *agentRun) resolveWorkspace(e *Env, cwd string, mountArgs [][]string) ([
 func (r *agentRun) resolveRuntime(e *Env) (int, bool) {
 	a := r.agent
 	var err error
-	if r.runtime, err = fsops.RuntimeDir(r.callerUID); err != nil {
+	// Keyed by the tree: another tree's runs of the same agent and
+	// session never meet this one's (ctx man ctx.session).
+	if r.treeKey, err = r.root.RuntimeKey(); err != nil {
+		return fail(e, exitUnavailable, "ctx tree: %v", err), false
+	}
+	if r.runtime, err = fsops.TreeRuntimeDir(r.callerUID, r.treeKey); err != nil {
 		return fail(e, exitUnavailable, "runtime directory: %v", err), false
 	}
 	if r.runtime, err = canonicalDir(r.runtime); err != nil {

@@ -66,7 +66,10 @@ func (r *agentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string
 		return nil, nil, err.Error()
 	}
 	m := fsops.IDMapping{DiskUID: st.Uid, DiskGID: st.Gid, UID: r.agent.UID, GID: r.agent.GID}
-	tree, err := fsops.IDMappedTree(r.workspace, m, fsops.MountAttrs(op), r.runtime)
+	// The kept user namespaces are the user's, above the tree's level of
+	// the runtime directory: each is named by its mapping and holds
+	// nothing of a run, and one kept per tree would leave a mount per tree.
+	tree, err := fsops.IDMappedTree(r.workspace, m, fsops.MountAttrs(op), filepath.Dir(r.runtime))
 	if err != nil {
 		return nil, nil, err.Error()
 	}

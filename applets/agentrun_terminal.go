@@ -27,7 +27,7 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, started func(int)) int {
 	if err != nil {
 		return fail(e, exitUnavailable, "terminal socket directory: %v", err)
 	}
-	r.socket = fsops.TerminalSocketPath(sockets, r.agent.Name, r.session)
+	r.socket = fsops.TerminalSocketPath(sockets, r.treeKey, r.agent.Name, r.session)
 	link := filepath.Join(r.sess.TerminalDir, "main.sock")
 	if err := replaceSymlink(r.socket, link); err != nil {
 		return fail(e, exitUnavailable, "terminal locator %s: %v", link, err)

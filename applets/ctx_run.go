@@ -358,9 +358,15 @@ func findLiveRun(e *Env, root fsops.Root, a *policy.Agent, pid int) (*liveRun, i
 	if me != 0 && me != hostUID {
 		return nil, fail(e, exitDenied, "agent %s is running, started by uid %d: its run host is reachable only by that user and root", a.Name, hostUID), false
 	}
+	// Only this tree's runs: another tree's run of an agent of the same
+	// name lives under another key.
+	key, err := root.RuntimeKey()
+	if err != nil {
+		return nil, fail(e, exitUnavailable, "ctx tree: %v", err), false
+	}
 	var places []string
 	if runtime, err := runtimeDirOf(hostUID); err == nil {
-		places = append(places, filepath.Join(runtime, "run"))
+		places = append(places, filepath.Join(runtime, key, "run"))
 	}
 	places = append(places, filepath.Join(root.AgentHome(int(a.UID), a.Name), "run"))
 	var dirs []string
@@ -381,11 +387,7 @@ func findLiveRun(e *Env, root fsops.Root, a *policy.Agent, pid int) (*liveRun, i
 		if err != nil || id.Agent != a.Name {
 			continue
 		}
-		sock := filepath.Join(dir, fsops.BrokerSocketName)
-		if len(sock) >= 108 {
-			continue
-		}
-		conn, err := fsops.DialBroker(sock)
+		conn, err := fsops.DialBroker(filepath.Join(dir, fsops.BrokerSocketName))
 		if err != nil {
 			continue
 		}

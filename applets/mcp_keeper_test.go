@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -235,7 +234,7 @@ func TestProjectedToolWarm(t *testing.T) {
 	syscall.Kill(keepers[0], syscall.SIGKILL)
 	waitGone(t, "killed keeper", keepers[0])
 	os.Remove(socks[0])
-	impostor, err := net.Listen("unix", socks[0])
+	impostor, err := fsops.ListenUnix(socks[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -260,26 +259,6 @@ func NewBrokerChannel() (host, init *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), "broker-host"), os.NewFile(uintptr(fds[1]), "broker-init"), nil
 }
 
-// shortSocketPath names path within sun_path's 108 bytes: a longer one
-// (a deep root's run directory) is reached through a descriptor of its
-// directory, /proc/self/fd/N/NAME. The caller closes the returned fd (-1
-// when none was needed).
-func shortSocketPath(path string) (string, int, error) {
-	if len(path) <= maxSocketPath {
-		return path, -1, nil
-	}
-	dir, err := OpenNoSymlinks(filepath.Dir(path))
-	if err != nil {
-		return "", -1, err
-	}
-	short := fdPath(dir) + "/" + filepath.Base(path)
-	if len(short) > maxSocketPath {
-		unix.Close(dir)
-		return "", -1, fmt.Errorf("%s: the socket name is too long", path)
-	}
-	return short, dir, nil
-}
-
 // ListenBroker binds the broker socket at path (mode 0666: inside the
 // sandbox only the run's processes can reach it, whatever their uid).
 func ListenBroker(path string) (int, error) {
@@ -287,8 +266,9 @@ func ListenBroker(path string) (int, error) {
 		if err := unix.Bind(fd, sa); err != nil {
 			return err
 		}
-		if err := os.Chmod(path, 0o666); err != nil {
-			return err
+		// By the bound name: a long path's is its pinned directory's.
+		if err := unix.Chmod(sa.Name, 0o666); err != nil {
+			return &os.PathError{Op: "chmod", Path: path, Err: err}
 		}
 		return unix.Listen(fd, 64)
 	})
@@ -300,15 +280,13 @@ func DialBroker(path string) (int, error) {
 }
 
 // brokerSocket makes a SOCK_SEQPACKET socket and hands it, with path's
-// address (shortSocketPath), to use: bind or connect.
+// address (SocketAddress), to use: bind or connect.
 func brokerSocket(path string, use func(fd int, sa *unix.SockaddrUnix) error) (int, error) {
-	name, dir, err := shortSocketPath(path)
+	name, done, err := SocketAddress(path)
 	if err != nil {
 		return -1, err
 	}
-	if dir >= 0 {
-		defer unix.Close(dir)
-	}
+	defer done()
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, err

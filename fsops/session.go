@@ -1,8 +1,6 @@
 package fsops
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -473,17 +471,10 @@ func trustedDir(dir string, uid int) error {
 	return nil
 }
 
-// maxSocketPath keeps a socket path within sun_path (108 bytes, NUL included).
-const maxSocketPath = 107
-
-// TerminalSocketPath is the socket of agent's session terminal in dir (a
-// TerminalDir): DIR/AGENT/SESSION/main.sock, or, when that would not fit a
-// socket address, DIR/h-HASH/main.sock.
-func TerminalSocketPath(dir, agent, session string) string {
-	p := filepath.Join(dir, agent, session, "main.sock")
-	if len(p) <= maxSocketPath {
-		return p
-	}
-	sum := sha256.Sum256([]byte(agent + "/" + session))
-	return filepath.Join(dir, "h-"+hex.EncodeToString(sum[:8]), "main.sock")
+// TerminalSocketPath is the socket of agent's session terminal of the
+// tree whose RuntimeKey is tree, in dir (a TerminalDir):
+// DIR/TREE/AGENT/SESSION/main.sock. A path too long for a socket address
+// is bound and dialled through its directory (SocketAddress).
+func TerminalSocketPath(dir, tree, agent, session string) string {
+	return filepath.Join(dir, tree, agent, session, "main.sock")
 }

@@ -30,8 +30,8 @@ func mode(t *testing.T, path string) os.FileMode {
 }
 
 // The terminal sockets live where the seed and DESIGN §8 put them:
-// /run/user/UID/cortexfs/terminal/AGENT/SESSION/main.sock, and without a
-// per-user runtime directory /run/cortexfs/terminal/UID/AGENT/SESSION/main.sock.
+// /run/user/UID/cortexfs/terminal/TREE/AGENT/SESSION/main.sock, and without a
+// per-user runtime directory /run/cortexfs/terminal/UID/TREE/AGENT/SESSION/main.sock.
 func TestTerminalDirPaths(t *testing.T) {
 	uid := os.Getuid()
 	id := strconv.Itoa(uid)
@@ -44,7 +44,7 @@ func TestTerminalDirPaths(t *testing.T) {
 	if want := filepath.Join(base, "cortexfs", "terminal", id); dir != want {
 		t.Fatalf("without /run/user/UID: %s, want %s", dir, want)
 	}
-	if got := TerminalSocketPath(dir, "coder", "default"); got != filepath.Join(base, "cortexfs/terminal", id, "coder/default/main.sock") {
+	if got := TerminalSocketPath(dir, "tree-0123456789ab", "coder", "default"); got != filepath.Join(base, "cortexfs/terminal", id, "tree-0123456789ab/coder/default/main.sock") {
 		t.Errorf("socket %s", got)
 	}
 	// The shared levels are sticky like /tmp, the user's own is private.

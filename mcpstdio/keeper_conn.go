@@ -10,13 +10,14 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
 )
 
 // The keeper's client side and its sockets: dial, call, peer
@@ -189,46 +190,11 @@ func descendsFrom(pid, ancestor int) bool {
 }
 
 // ListenKeeper binds and listens on a unix stream socket at path, which
-// must not exist. The socket is not removed when the listener closes.
-func ListenKeeper(path string) (*net.UnixListener, error) {
-	p, done, err := socketAddress(path)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: p, Net: "unix"})
-	if err != nil {
-		return nil, err
-	}
-	ln.SetUnlinkOnClose(false)
-	return ln, nil
-}
+// must not exist, at any length (fsops.ListenUnix). The socket is not
+// removed when the listener closes.
+func ListenKeeper(path string) (*net.UnixListener, error) { return fsops.ListenUnix(path) }
 
-func dialUnix(path string) (*net.UnixConn, error) {
-	p, done, err := socketAddress(path)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return net.DialUnix("unix", nil, &net.UnixAddr{Name: p, Net: "unix"})
-}
-
-// maxSocketPath is the longest path a sockaddr_un holds (with its NUL).
-const maxSocketPath = 107
-
-// socketAddress is path, or, when it is too long for a socket address,
-// /proc/self/fd/N/NAME through a descriptor of its directory, valid until
-// done is called.
-func socketAddress(path string) (string, func(), error) {
-	if len(path) <= maxSocketPath {
-		return path, func() {}, nil
-	}
-	fd, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", nil, &os.PathError{Op: "open", Path: filepath.Dir(path), Err: err}
-	}
-	return fmt.Sprintf("/proc/self/fd/%d/%s", fd, filepath.Base(path)), func() { unix.Close(fd) }, nil
-}
+func dialUnix(path string) (*net.UnixConn, error) { return fsops.DialUnix(path, 0) }
 
 // readLine reads one newline-terminated line of at most max bytes (the
 // newline excluded).

@@ -192,7 +192,7 @@ func toolLinux(a *Agent, f *FileFacts) Verdict {
 	case f == nil:
 		vd.Reason = "no such tool (not found in the tool path)"
 	case !f.Mode.IsRegular():
-		vd.Reason = fmt.Sprintf("%s is not a regular file", quote(f.Path))
+		vd.Reason = fmt.Sprintf("%s is not a regular file", quotePath(f.Path))
 	case a.UID == 0:
 		vd.Allowed = f.Mode.Perm()&0o111 != 0
 		if vd.Allowed {
@@ -224,7 +224,7 @@ func sharedLinux(a *Agent, f *FileFacts, perm Permission) Verdict {
 	case f == nil:
 		vd.Reason = "no such shared space"
 	case !f.Mode.IsDir():
-		vd.Reason = fmt.Sprintf("%s is not a directory", quote(f.Path))
+		vd.Reason = fmt.Sprintf("%s is not a directory", quotePath(f.Path))
 	case a.UID == 0:
 		vd.Allowed = true
 		vd.Reason = describeFile(a, f) + ": uid 0 passes directory checks"
@@ -250,10 +250,10 @@ func visibility(v View, f *FileFacts, what string, exec, write bool) Verdict {
 	}
 	loc, ok := v.Locate(f.Path)
 	if !ok {
-		vd.Reason = fmt.Sprintf("%s is not visible in the agent's mount view", quote(f.Path))
+		vd.Reason = fmt.Sprintf("%s is not visible in the agent's mount view", quotePath(f.Path))
 		return vd
 	}
-	via := fmt.Sprintf("visible at %s through %s -> %s (%s,%s)", quote(loc.SandboxPath), quote(loc.Mount.Source), quote(loc.Mount.Target), loc.Mount.Mode(), loc.Mount.Options())
+	via := fmt.Sprintf("visible at %s through %s -> %s (%s,%s)", quotePath(loc.SandboxPath), quotePath(loc.Mount.Source), quotePath(loc.Mount.Target), loc.Mount.Mode(), loc.Mount.Options())
 	switch {
 	case exec && loc.Mount.NoExec:
 		vd.Reason = via + ", which is noexec"

@@ -103,6 +103,19 @@ func quote(s string) string {
 	return strconv.Quote(s)
 }
 
+// maxQuotedPath bounds a path an explanation repeats: PATH_MAX, so a path
+// of a deep tree (a long TMPDIR) is shown whole, not cut at maxQuoted.
+const maxQuotedPath = 4096
+
+// quotePath renders a path for a message as quote does, whole up to
+// PATH_MAX.
+func quotePath(s string) string {
+	if len(s) > maxQuotedPath {
+		return strconv.Quote(s[:maxQuotedPath]) + "..."
+	}
+	return strconv.Quote(s)
+}
+
 // nameReason returns the reason ValidName (or a sibling) gave.
 func nameReason(err error) string {
 	if ne, ok := err.(*NameError); ok {

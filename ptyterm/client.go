@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"ctx/fsops"
 )
 
 // DetachSequence is what a user types on an attached terminal to leave
@@ -169,7 +171,7 @@ func hello(mode Mode, tty *os.File) []byte {
 // dialTerminal connects to the terminal at socketPath and, when opts
 // names trusted server uids, checks that one of them serves it.
 func dialTerminal(socketPath string, opts ClientOptions) (*net.UnixConn, error) {
-	c, err := net.DialTimeout("unix", socketPath, dialTimeout)
+	conn, err := fsops.DialUnix(socketPath, dialTimeout)
 	if err != nil {
 		var errno syscall.Errno
 		if errors.As(err, &errno) {
@@ -177,7 +179,6 @@ func dialTerminal(socketPath string, opts ClientOptions) (*net.UnixConn, error) 
 		}
 		return nil, err
 	}
-	conn := c.(*net.UnixConn)
 	if len(opts.TrustedServerUIDs) > 0 {
 		uid, _, err := peerCred(conn)
 		if err != nil {

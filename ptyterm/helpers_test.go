@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"ctx/fsops"
 )
 
 // testTimeout bounds every wait in these tests; nothing here should take
@@ -147,11 +149,11 @@ type rawClient struct {
 // dial connects to the terminal and sends the mode line (and extra bytes).
 func dial(t *testing.T, socket, hello string) *rawClient {
 	t.Helper()
-	c, err := net.DialTimeout("unix", socket, testTimeout)
+	c, err := fsops.DialUnix(socket, testTimeout) // at any path length
 	if err != nil {
 		t.Fatal(err)
 	}
-	rc := &rawClient{conn: c.(*net.UnixConn), out: newSyncBuffer(), done: make(chan struct{})}
+	rc := &rawClient{conn: c, out: newSyncBuffer(), done: make(chan struct{})}
 	if _, err := rc.conn.Write([]byte(hello)); err != nil {
 		t.Fatal(err)
 	}

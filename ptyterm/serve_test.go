@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
 )
 
 // checkRecord checks the invariants of every terminal record: seq counts
@@ -298,7 +299,7 @@ func TestSlowWatcherDropped(t *testing.T) {
 	s := serve(t, Config{}, "sh", "-c", `read go; stty raw -echo
 		i=0; while [ $i -lt 128 ]; do head -c 65536 /dev/zero; sleep 0.005; i=$((i+1)); done`)
 	// The slow client never reads.
-	slow, err := net.Dial("unix", s.socket)
+	slow, err := fsops.DialUnix(s.socket, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

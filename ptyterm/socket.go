@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
 )
 
 // modeLineTimeout is how long a connected client has to send its mode
@@ -53,12 +55,13 @@ func listenSocket(path string) (*terminalSocket, error) {
 	if err := removeStaleSocket(path); err != nil {
 		return nil, err
 	}
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	// Bound through its directory's descriptor when the path is too long
+	// for a socket address; we remove the file ourselves, and only if it
+	// is still ours.
+	l, err := fsops.ListenUnix(path)
 	if err != nil {
 		return nil, err
 	}
-	// We remove the file ourselves, and only if it is still ours.
-	l.SetUnlinkOnClose(false)
 	// bind(2) applies the umask; the mode we promise is 0600. Until this
 	// chmod the socket's mode may be wider, which is why the directory
 	// must be private or sticky, and why every peer is checked anyway.
@@ -126,7 +129,7 @@ func removeStaleSocket(path string) error {
 	if st.Mode()&os.ModeSocket == 0 {
 		return fmt.Errorf("socket path %s: exists and is not a socket (%s)", path, describeMode(st.Mode()))
 	}
-	c, err := net.DialTimeout("unix", path, time.Second)
+	c, err := fsops.DialUnix(path, time.Second)
 	if err == nil {
 		c.Close()
 		return fmt.Errorf("socket path %s: in use by a running terminal", path)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"ctx/fsops"
 )
 
 // The uid refusal test runs a client as another user: the test binary
@@ -38,7 +39,7 @@ func testClientMain(socket, send string, discard bool) int {
 		fmt.Println(int64(n))
 		return 0
 	}
-	c, err := net.Dial("unix", socket)
+	c, err := fsops.DialUnix(socket, 0)
 	if err != nil {
 		os.Stderr.WriteString(err.Error() + "\n")
 		return 3
@@ -244,7 +245,7 @@ func TestSocketPathRefusals(t *testing.T) {
 
 func TestStaleSocketReplaced(t *testing.T) {
 	socket := filepath.Join(t.TempDir(), "main.sock")
-	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: socket, Net: "unix"})
+	l, err := fsops.ListenUnix(socket)
 	if err != nil {
 		t.Fatal(err)
 	}
