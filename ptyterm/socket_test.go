@@ -174,6 +174,40 @@ func TestSocketFileAndDirectories(t *testing.T) {
 	}
 }
 
+// A terminal socket past sun_path's 107 bytes (a deep runtime directory,
+// a long session name) is bound, refused to a second terminal as in use,
+// reached by the client (Connect) and removed at the end.
+func TestSocketPastSunPath(t *testing.T) {
+	root := t.TempDir()
+	socket := filepath.Join(root, strings.Repeat("t", 60), strings.Repeat("s", 60), "main.sock")
+	s := serve(t, Config{Socket: socket, Cmd: shell()}, "")
+	if st, err := os.Lstat(socket); err != nil || st.Mode()&os.ModeSocket == 0 || st.Mode().Perm() != 0o600 {
+		t.Fatalf("socket at %d bytes: %v", len(socket), err)
+	}
+	marker := filepath.Join(root, "second-ran")
+	_, err := Serve(Config{Cmd: exec.Command("touch", marker), Socket: socket})
+	if !strings.Contains(fmt.Sprint(err), "in use by a running terminal") {
+		t.Fatalf("second Serve on a live long socket: %v", err)
+	}
+	a := dial(t, socket, "attach\necho first\n")
+	a.out.waitFor(t, "first\r\n", 2)
+	out := newSyncBuffer()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Connect(socket, Watch, failingReader{t}, out, ClientOptions{TrustedServerUIDs: []int{os.Getuid()}})
+		done <- err
+	}()
+	out.waitFor(t, "first\r\n", 2)
+	a.send(t, "echo second; exit 0\n")
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	s.wait()
+	if _, err := os.Lstat(socket); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket not removed: %v", err)
+	}
+}
+
 func TestSocketPathRefusals(t *testing.T) {
 	root := t.TempDir()
 	marker := filepath.Join(root, "ran")
