@@ -101,8 +101,16 @@ func TestUnixSocketLongPathRefusesSymlinkSwap(t *testing.T) {
 		t.Fatal("the attacker's listener got a connection")
 	}
 	for _, listen := range []func() error{
-		func() error { l, err := ListenUnix(filepath.Join(filepath.Dir(path), "ours.sock")); closeIf(l); return err },
-		func() error { fd, err := ListenBroker(filepath.Join(filepath.Dir(path), "ours.sock")); CloseFD(fd); return err },
+		func() error {
+			l, err := ListenUnix(filepath.Join(filepath.Dir(path), "ours.sock"))
+			closeIf(l)
+			return err
+		},
+		func() error {
+			fd, err := ListenBroker(filepath.Join(filepath.Dir(path), "ours.sock"))
+			CloseFD(fd)
+			return err
+		},
 	} {
 		if err := listen(); !errors.Is(err, unix.ELOOP) {
 			t.Fatalf("bind through a symlink: %v, want ELOOP", err)
