@@ -38,7 +38,7 @@ type agentRun struct {
 	sess       fsops.SessionFiles
 	runtime    string   // the caller's runtime directory, this tree's level (fsops.TreeRuntimeDir)
 	treeKey    string   // the tree's key in runtime paths (fsops.Root.RuntimeKey)
-	runDir     string   // RUNTIME/run/RUN: the files shown at /mnt/proc
+	runDir     string   // RUNTIME/TREE/run/RUN: the files shown at /mnt/proc
 	runHeld    *os.File // runDir, locked while this host lives (fsops.MakeHeldDir)
 	pid        int      // what setStatus last wrote to the agent's pid control
 	pidWritten bool

@@ -343,7 +343,8 @@ func (r *liveRun) ended() bool {
 
 // findLiveRun finds the run directory of the run hosted by pid (the pid
 // the run host wrote in agent/NAME.d/pid): among the run directories of
-// the run host's user (RUNTIME/run/RUN, ctx man sandbox) and, for iso
+// the run host's user for this tree (RUNTIME/TREE/run/RUN: another tree's
+// runs are never looked at, ctx man ctx.session) and, for iso
 // landlock, of the agent's home (home/UID/agent/NAME/run/ID), those whose
 // identity names the agent, the one whose broker socket is held by that
 // very process (SO_PEERCRED of a connection to it). What the agent can

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A run's directory (RUNTIME/run/RUN, the files shown at /mnt/proc) is
+// A run's directory (RUNTIME/TREE/run/RUN, the files shown at /mnt/proc) is
 // removed by its run host when the run ends. A host killed with SIGKILL
 // cannot remove it, so each directory is held: its host keeps an
 // exclusive flock on it for its whole life, which the kernel drops when
