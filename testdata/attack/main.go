@@ -54,14 +54,10 @@ func main() {
 		}
 	case "seqpacket":
 		// Reach a unix SOCK_SEQPACKET socket at PATH (a run's broker).
-		// A path too long for a socket address is reached as ctx
-		// reaches it: through a descriptor of its directory.
-		name, dir := os.Args[2], -1
-		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err == nil && len(name) > 107 {
-			if dir, err = unix.Open(filepath.Dir(name), unix.O_PATH|unix.O_CLOEXEC, 0); err == nil {
-				name = fmt.Sprintf("/proc/self/fd/%d/%s", dir, filepath.Base(name))
-			}
+		name, err := sockAddr(os.Args[2])
+		fd := -1
+		if err == nil {
+			fd, err = unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 		}
 		if err == nil {
 			err = unix.Connect(fd, &unix.SockaddrUnix{Name: name})
@@ -86,16 +82,24 @@ func main() {
 	case "dgram":
 		// Send a datagram to the unix socket at PATH from an unbound
 		// datagram socket: the address lives in sendmsg's memory.
-		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		name, err := sockAddr(os.Args[2])
+		fd := -1
 		if err == nil {
-			err = unix.Sendto(fd, []byte("hello"), 0, &unix.SockaddrUnix{Name: os.Args[2]})
+			fd, err = unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		}
+		if err == nil {
+			err = unix.Sendto(fd, []byte("hello"), 0, &unix.SockaddrUnix{Name: name})
 			unix.Close(fd)
 		}
 		report("dgram", err)
 	case "unix":
 		// Reach a unix stream socket at PATH (a person's agent socket,
 		// a D-Bus bus), one line of reply.
-		conn, err := net.DialTimeout("unix", os.Args[2], 5*time.Second)
+		name, err := sockAddr(os.Args[2])
+		var conn net.Conn
+		if err == nil {
+			conn, err = net.DialTimeout("unix", name, 5*time.Second)
+		}
 		report("unix", err)
 		if err == nil {
 			b, _ := bufio.NewReader(conn).ReadString('\n')
@@ -229,13 +233,32 @@ func syscalls() {
 	raw("getpid", unix.SYS_GETPID)
 }
 
+// sockAddr is the address of the unix socket at path: path, or, when it
+// is too long for a socket address (a deep TMPDIR), /proc/self/fd/N/NAME
+// through a descriptor of its directory, as ctx and any agent reach it.
+// The descriptor stays open for this short-lived process.
+func sockAddr(path string) (string, error) {
+	if len(path) <= 107 {
+		return path, nil
+	}
+	dir, err := unix.Open(filepath.Dir(path), unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("/proc/self/fd/%d/%s", dir, filepath.Base(path)), nil
+}
+
 // listenUnix is the test's side of "unix", run on the host: a person's
 // listening unix stream socket at PATH with mode MODE (octal), which
 // prints "accepted" and greets each connection, until STOPFILE appears;
 // then it prints how many it accepted.
 func listenUnix(network, path, mode, stopFile string) {
 	os.Remove(path)
-	l, err := net.Listen(network, path)
+	name, err := sockAddr(path)
+	var l net.Listener
+	if err == nil {
+		l, err = net.Listen(network, name)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "listen:", err)
 		os.Exit(1)
