@@ -55,6 +55,10 @@ type Lease struct {
 // before it is abandoned.
 const LeaseExpiry = 3
 
+// coarseSlack is added to the expiry of a lease whose renewal time has no
+// sub-second part: the filesystem keeps whole seconds (SFTP does).
+const coarseSlack = time.Second
+
 // DefaultHeartbeat is the heartbeat interval of a claim that names none.
 const DefaultHeartbeat = 10 * time.Second
 
@@ -406,10 +410,16 @@ func (l Lease) HolderState() (Holder, string) {
 	// expiry (ctx man ctx.shared).
 	hb := time.Duration(l.HeartbeatMS) * time.Millisecond
 	age := time.Since(l.Renewed).Round(time.Millisecond)
-	if age > LeaseExpiry*hb {
+	expiry := LeaseExpiry * hb
+	if l.Renewed.Nanosecond() == 0 {
+		// A filesystem that keeps whole seconds (SFTP) makes every
+		// renewal look up to a second older than it is.
+		expiry += coarseSlack
+	}
+	if age > expiry {
 		return HolderGone, fmt.Sprintf("%s; lease not renewed for %s, more than %d heartbeats of %s: abandoned", why, age, LeaseExpiry, hb)
 	}
-	return HolderUnknown, fmt.Sprintf("%s; lease renewed %s ago (heartbeat %s, abandoned after %s)", why, age, hb, LeaseExpiry*hb)
+	return HolderUnknown, fmt.Sprintf("%s; lease renewed %s ago (heartbeat %s, abandoned after %s)", why, age, hb, expiry)
 }
 
 // holderHere judges the lease's process where this host can see it.

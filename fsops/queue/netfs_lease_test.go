@@ -34,8 +34,9 @@ func holdOn(t *testing.T, root, host string, hb time.Duration, renew bool) (job,
 // TestNetFSLeaseExpiry: a worker on host A holds a claim and renews it;
 // host B cannot recover it without --force while it is renewed, though
 // more than the expiry has passed since the claim. Once the worker is
-// killed and the lease goes unrenewed for more than 3 heartbeats, B
-// recovers it without --force, and claims and finishes it.
+// killed and the lease goes unrenewed for more than 3 heartbeats (and the
+// second SFTP timestamps may lose), B recovers it without --force, and
+// claims and finishes it.
 func TestNetFSLeaseExpiry(t *testing.T) {
 	a, b := twoHosts(t)
 	qa, err := Open(a, "proj")
@@ -44,7 +45,7 @@ func TestNetFSLeaseExpiry(t *testing.T) {
 	}
 	defer qa.Close()
 	mustPublish(t, qa, "lease-1.req.json")
-	hb := 300 * time.Millisecond
+	hb := 500 * time.Millisecond
 	job, _, _, kill := holdOn(t, a, "hosta", hb, true)
 	defer kill()
 	qb, err := Open(b, "proj") // this process is a third host
@@ -58,7 +59,7 @@ func TestNetFSLeaseExpiry(t *testing.T) {
 	}
 	mustState(t, qb, job, StateClaimed)
 	kill()
-	time.Sleep(LeaseExpiry*hb + 600*time.Millisecond)
+	time.Sleep(LeaseExpiry*hb + coarseSlack + 600*time.Millisecond)
 	rec, err := qb.Recover(job, false)
 	if err != nil || rec.To != StatePending {
 		t.Fatalf("recover of an abandoned lease without --force: %+v, %v", rec, err)
@@ -93,7 +94,7 @@ func TestNetFSTokenFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer qb.Close()
-	time.Sleep(LeaseExpiry*hb + 500*time.Millisecond)
+	time.Sleep(LeaseExpiry*hb + coarseSlack + 500*time.Millisecond)
 	if _, err := qb.Recover(job, false); err != nil {
 		t.Fatalf("recover of an unrenewed lease: %v", err)
 	}
