@@ -40,6 +40,9 @@ func joinRun(e *Env, root fsops.Root, a *policy.Agent, session string, argv []st
 	if session != "" && session != run.id.Session {
 		return usageError(e, "--session %s: agent %s is running in session %s; a second start joins that run", session, a.Name, run.id.Session)
 	}
+	if run.secretErr != nil {
+		return fail(e, exitDenied, "agent %s: the run's secret cannot be read: %v", a.Name, run.secretErr)
+	}
 	if len(argv) == 0 {
 		argv = []string{"tsh"}
 	}
@@ -50,7 +53,7 @@ func joinRun(e *Env, root fsops.Root, a *policy.Agent, session string, argv []st
 	if err != nil {
 		return fail(e, exitInternal, "%v", err)
 	}
-	req := fsops.BrokerRequest{Join: &fsops.BrokerJoin{Argv: argv}}
+	req := fsops.BrokerRequest{Join: &fsops.BrokerJoin{Argv: argv}, Secret: run.secret}
 	return callBroker(e, run.conn, req, fds, relay, "agent "+a.Name+"'s run host")
 }
 

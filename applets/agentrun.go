@@ -27,37 +27,40 @@ import (
 // program: the agent, the session, the run, the projection of its tools and
 // the sandbox plan.
 type agentRun struct {
-	root       fsops.Root
-	agent      *policy.Agent
-	iso        policy.Iso
-	callerUID  int
-	callerGID  int
-	session    string
-	runID      string
-	workspace  string
-	sess       fsops.SessionFiles
-	runtime    string   // the caller's runtime directory, this tree's level (fsops.TreeRuntimeDir)
-	treeKey    string   // the tree's key in runtime paths (fsops.Root.RuntimeKey)
-	runDir     string   // RUNTIME/TREE/run/RUN: the files shown at /mnt/proc
-	runHeld    *os.File // runDir, locked while this host lives (fsops.MakeHeldDir)
-	pid        int      // what setStatus last wrote to the agent's pid control
-	pidWritten bool
-	bornInside bool       // the first process was started inside the run's cgroup
-	initJoins  bool       // the init's locked thread joins the run's cgroup itself, and leaves it before the end (letInitJoinCgroup)
-	cgTasks    []*os.File // the tasks files handed to that init, closed once it started
-	joinCmd    *exec.Cmd  // that init's command: only it is started without StartInside or Add
-	socket     string     // the terminal socket (runtime path)
-	tools      []policy.ProjectedTool
-	toolLogs   map[string]string // tool name -> its host log file
-	exes       map[[2]uint64]bool
-	plan       *policy.Plan
-	protect    *protectState // what the start found for the protect control (agentrun_protect.go)
-	env        []string
-	stderr     io.Writer // where the run's own warnings go (the caller's standard error)
-	sop        []byte    // the rendered system prompt: /mnt/SOP, its digest in the identity
-	argv       []string
-	noConsole  bool // --no-console: the terminal is reachable only through its socket
-	rawConsole bool // --raw: the console terminal gets the output unfiltered
+	root      fsops.Root
+	agent     *policy.Agent
+	iso       policy.Iso
+	callerUID int
+	callerGID int
+	session   string
+	runID     string
+	workspace string
+	sess      fsops.SessionFiles
+	runtime   string   // the caller's runtime directory, this tree's level (fsops.TreeRuntimeDir)
+	treeKey   string   // the tree's key in runtime paths (fsops.Root.RuntimeKey)
+	runDir    string   // RUNTIME/TREE/run/RUN: the files shown at /mnt/proc
+	runHeld   *os.File // runDir, locked while this host lives (fsops.MakeHeldDir)
+	// secret is the run's secret (fsops/runsecret.go), which every
+	// connection from outside the run presents; secretPath its file.
+	secret, secretPath string
+	pid                int // what setStatus last wrote to the agent's pid control
+	pidWritten         bool
+	bornInside         bool       // the first process was started inside the run's cgroup
+	initJoins          bool       // the init's locked thread joins the run's cgroup itself, and leaves it before the end (letInitJoinCgroup)
+	cgTasks            []*os.File // the tasks files handed to that init, closed once it started
+	joinCmd            *exec.Cmd  // that init's command: only it is started without StartInside or Add
+	socket             string     // the terminal socket (runtime path)
+	tools              []policy.ProjectedTool
+	toolLogs           map[string]string // tool name -> its host log file
+	exes               map[[2]uint64]bool
+	plan               *policy.Plan
+	protect            *protectState // what the start found for the protect control (agentrun_protect.go)
+	env                []string
+	stderr             io.Writer // where the run's own warnings go (the caller's standard error)
+	sop                []byte    // the rendered system prompt: /mnt/SOP, its digest in the identity
+	argv               []string
+	noConsole          bool // --no-console: the terminal is reachable only through its socket
+	rawConsole         bool // --raw: the console terminal gets the output unfiltered
 	// allowHostRoot is --allow-host-root: the caller accepts a run as host
 	// uid 0 (still without capabilities, behind seccomp).
 	allowHostRoot bool
@@ -230,6 +233,9 @@ func (r *agentRun) makeRunDir() error {
 	}
 	r.runDir, r.runHeld = held.Name(), held
 	r.sweepRunDirs(parent)
+	if err := r.makeSecret(); err != nil {
+		return err
+	}
 	r.sop = renderSOP(r.root, r.agent.Name)
 	id := policy.Identity{Agent: r.agent.Name, Label: r.agent.Label, Subject: r.agent.Subject,
 		UID: r.agent.UID, GID: r.agent.GID, Session: r.session, Run: r.runID}
@@ -273,6 +279,9 @@ func (r *agentRun) removeRunDir() {
 		return
 	}
 	os.RemoveAll(r.runDir)
+	if r.secretPath != "" {
+		os.Remove(r.secretPath)
+	}
 	r.runHeld.Close()
 	r.runDir, r.runHeld = "", nil
 }

@@ -241,6 +241,11 @@ func (r *agentRun) firstCommand(e *Env, runcap *fsops.RunCapability) (*exec.Cmd,
 // of its init, the status ready and the forwarding of sigs.
 func (r *agentRun) onStarted(e *Env, sandbox *fsops.Sandbox, runcap *fsops.RunCapability, stopWatch chan struct{}, sigs <-chan os.Signal) func(pid int) {
 	return func(pid int) {
+		if r.broker != nil {
+			// Before the program can run: the broker knows the run's
+			// processes by their descent from it.
+			r.broker.initPid.Store(int64(pid))
+		}
 		// The plan goes at once: the init builds the sandbox while it is
 		// put into the run's cgroup (a cgroup v1 attach can take
 		// milliseconds), and starts the program only when released, so
@@ -260,7 +265,6 @@ func (r *agentRun) onStarted(e *Env, sandbox *fsops.Sandbox, runcap *fsops.RunCa
 		go r.watchBudgets(stopWatch, func() { r.killRun(pid) })
 		go r.watchDisk(stopWatch, func() { r.endRunNow(pid) })
 		if r.broker != nil {
-			r.broker.initPid.Store(int64(pid))
 			r.broker.sandboxStarted()
 		}
 		r.closeIDMap()

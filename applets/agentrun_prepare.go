@@ -95,9 +95,14 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	}
 	home := r.root.AgentHome(int(a.UID), a.Name)
 	if r.iso == policy.IsoLandlock {
-		return r.prepareLandlock(e, exe, home, extra, tools, g.shared, g.network)
+		code, ok = r.prepareLandlock(e, exe, home, extra, tools, g.shared, g.network)
+	} else {
+		code, ok = r.prepareNamespaces(e, exe, home, extra, idmap, g)
 	}
-	return r.prepareNamespaces(e, exe, home, extra, idmap, g)
+	if !ok {
+		return code, false
+	}
+	return r.checkSecretHidden(e)
 }
 
 // checkStart refuses a start the caller may not make or this host cannot

@@ -34,7 +34,7 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, started func(int)) int {
 	}
 	defer os.Remove(link)
 	cfg := r.terminalConfig(e)
-	cfg.Cmd, cfg.Socket, cfg.Owner = cmd, r.socket, r.callerUID
+	cfg.Cmd, cfg.Socket, cfg.Owner, cfg.Secret = cmd, r.socket, r.callerUID, r.secret
 	cfg.Events, cfg.ID = filepath.Join(termDir, "events.jsonl"), id
 	cfg.Log, cfg.Started, cfg.Start = e.Stderr, started, r.startFirst
 	cfg.PTY = r.earlyPTY

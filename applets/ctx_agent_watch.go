@@ -23,7 +23,8 @@ func runAgentAttach(e *Env, args []string) int { return joinTerminal(e, args, pt
 // run's socket. The server must run as the agent's owner or root
 // (SO_PEERCRED). The agent's output reaches the caller's terminal through
 // ptyterm's ControlFilter (no clipboard, title or device control string),
-// or as it is with --raw.
+// or as it is with --raw. The client proves the run's secret
+// (ptyterm.ReadSecret).
 func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 	var session, space string
 	var raw bool
@@ -58,7 +59,14 @@ func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 	case err != nil:
 		return fail(e, exitUnavailable, "agent %s session %s: %v", a.Name, session, err)
 	}
-	end, err := ptyterm.Connect(target, mode, e.Stdin, e.Stdout, ptyterm.ClientOptions{TrustedServerUIDs: []int{int(a.Owner), 0}, Raw: raw})
+	// The run's secret, kept beside the socket where only its owner (and
+	// root) can read it: without it the terminal refuses the client.
+	secret, err := ptyterm.ReadSecret(target)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fail(e, exitDenied, "agent %s session %s: the terminal's secret cannot be read: %v", a.Name, session, err)
+	}
+	opts := ptyterm.ClientOptions{TrustedServerUIDs: []int{int(a.Owner), 0}, Secret: secret, Raw: raw}
+	end, err := ptyterm.Connect(target, mode, e.Stdin, e.Stdout, opts)
 	if err != nil {
 		var refused *ptyterm.RefusedError
 		if errors.As(err, &refused) {

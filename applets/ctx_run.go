@@ -164,6 +164,12 @@ func (op runOp) inside(e *Env, procDir string) int {
 
 // host runs op from the host against the agent's live run.
 func (op runOp) host(e *Env, a *policy.Agent, run *liveRun) int {
+	if op.verb != "tool" {
+		// The run's files are read directly: the connection that found
+		// the run is not kept waiting on its broker.
+		fsops.CloseFD(run.conn)
+		run.conn = -1
+	}
 	switch op.verb {
 	case "tool":
 		return run.call(e, a, op.tool, op.args)
@@ -325,6 +331,10 @@ type liveRun struct {
 	id   policy.Identity
 	conn int
 	host *fsops.Process // nil when it could not be held
+	// secret is the run's secret, which proves to its broker that this
+	// caller is the person who started the run (fsops/runsecret.go).
+	secret    string
+	secretErr error
 }
 
 func (r *liveRun) close() {
@@ -397,7 +407,9 @@ func findLiveRun(e *Env, root fsops.Root, a *policy.Agent, pid int) (*liveRun, i
 			continue
 		}
 		host, _ := fsops.OpenProcess(pid)
-		return &liveRun{dir: dir, id: id, conn: conn, host: host}, 0, true
+		run := &liveRun{dir: dir, id: id, conn: conn, host: host}
+		run.secret, run.secretErr = readRunSecret(hostUID, key, dir)
+		return run, 0, true
 	}
 	return nil, fail(e, exitUnavailable, "agent %s is running (pid %d) but no run directory of it with a broker is in %s (a run with iso shared has none)", a.Name, pid, strings.Join(places, " or ")), false
 }
@@ -426,6 +438,9 @@ func runtimeDirOf(uid int) (string, error) {
 // pipes or sockets, and pipes this process copies otherwise, so no terminal
 // or file of the host reaches the agent's processes (ctx man sandbox, rule 2).
 func (r *liveRun) call(e *Env, a *policy.Agent, tool string, args []string) int {
+	if r.secretErr != nil {
+		return fail(e, exitDenied, "agent %s: the run's secret cannot be read: %v", a.Name, r.secretErr)
+	}
 	shielded := *e
 	shielded.Stdin, shielded.Stdout, shielded.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
 	fds, relay, err := standardDescriptors(&shielded)
@@ -438,6 +453,17 @@ func (r *liveRun) call(e *Env, a *policy.Agent, tool string, args []string) int 
 	}
 	env := policy.SandboxEnv(a, policy.RunSettings{Session: r.id.Session, Run: r.id.Run,
 		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
-	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd}
+	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd, Secret: r.secret}
 	return callBroker(e, r.conn, req, fds, relay, "agent "+a.Name+"'s run host")
+}
+
+// readRunSecret reads the secret of the run whose run directory is dir,
+// from the runtime directory of its host's uid at the tree's key (root
+// reads a user's).
+func readRunSecret(hostUID int, key, dir string) (string, error) {
+	runtime, err := runtimeDirOf(hostUID)
+	if err != nil {
+		return "", err
+	}
+	return fsops.ReadRunSecret(fsops.RunSecretPath(filepath.Join(runtime, key), filepath.Base(dir)))
 }

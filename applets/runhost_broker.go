@@ -19,9 +19,6 @@ import (
 	"ctx/policy"
 )
 
-// maxBrokerCalls bounds the calls one run may have in flight at once.
-const maxBrokerCalls = 64
-
 // broker is the run host's side of the tool broker (fsops/broker.go): it
 // accepts calls on the socket /mnt/proc shows, decides each against the
 // tree as it is on disk at that moment, has the sandbox's init run it, and
@@ -47,8 +44,8 @@ type broker struct {
 	// room reserved for its record.
 	inFlight atomic.Int64
 	gated    atomic.Bool // the unix gate is served (iso landlock)
-	slots    chan struct{}
-	static   []string // /mnt/proc/policy lines that are not about tools
+	gate     brokerGate  // pending handshakes and call slots, by peer (runhost_broker_peers.go)
+	static   []string    // /mnt/proc/policy lines that are not about tools
 	// handlers counts the connections being served; readDone is closed
 	// when readInit has returned; stopListen closes the listener once.
 	handlers   sync.WaitGroup
@@ -84,7 +81,7 @@ func (r *agentRun) startBroker(static []string) error {
 		return err
 	}
 	r.broker = &broker{r: r, listen: fd, host: host, init: init,
-		waiting: map[uint64]chan fsops.BrokerOrder{}, slots: make(chan struct{}, maxBrokerCalls), static: static,
+		waiting: map[uint64]chan fsops.BrokerOrder{}, gate: newBrokerGate(), static: static,
 		readDone: make(chan struct{})}
 	go r.broker.readInit()
 	go r.broker.serve()
@@ -150,6 +147,7 @@ func (r *agentRun) settleBroker() {
 		return
 	}
 	b.stopListening()
+	b.gate.dropPending() // a connection that never spoke is not waited for
 	fsops.StopBrokerReads(b.host)
 	settled := make(chan struct{})
 	go func() {
@@ -174,36 +172,6 @@ func (b *broker) sandboxStarted() {
 	}
 }
 
-func (b *broker) serve() {
-	for {
-		conn, err := fsops.AcceptBroker(b.listen)
-		if err != nil {
-			return
-		}
-		pid, uid := 0, -1
-		if p, u, err := fsops.BrokerPeer(conn); err == nil {
-			pid, uid = p, u
-		}
-		b.take(conn, pid, uid)
-	}
-}
-
-// take serves conn, from the process pid of uid, in one of the run's
-// call slots, or turns it away when all are taken.
-func (b *broker) take(conn, pid, uid int) {
-	select {
-	case b.slots <- struct{}{}:
-		b.handlers.Add(1)
-		go func() {
-			defer func() { <-b.slots; b.handlers.Done() }()
-			b.handle(conn, pid, uid)
-		}()
-	default:
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUnavailable, Error: "too many tool calls in flight"}, nil)
-		fsops.CloseFD(conn)
-	}
-}
-
 // startUnixGate answers the connects of an iso landlock run (the init
 // sent the gate's listener and its connector's channel): a connection the
 // gate makes to the broker is served as one from the process that asked
@@ -219,11 +187,11 @@ func (b *broker) startUnixGate(listener, connector *os.File) {
 		Broker:  filepath.Join(b.r.runDir, fsops.BrokerSocketName),
 		Network: networkGranted(b.r.agent),
 		Hand: func(conn, pid int) {
-			uid := -1
+			p := brokerPeer{pid: pid, uid: -1, inside: descendsFrom(pid, int(b.initPid.Load()))}
 			if u, err := fsops.ProcessUID(pid); err == nil {
-				uid = u
+				p.uid = u
 			}
-			b.take(conn, pid, uid)
+			b.enter(conn, p)
 		},
 	}
 	abi, _ := fsops.LandlockABI()

@@ -18,25 +18,21 @@ import (
 // the order the sandbox's init runs, the wait for its exit or for the
 // caller to go away, and the one tool.call event every call leaves.
 
-// requestTimeout bounds the wait for a caller's request after it connects.
-const requestTimeout = 10 * time.Second
-
 // cancelWait bounds how long a cancelled call waits for the init's report
 // that its process group is gone.
 const cancelWait = 5 * time.Second
 
-// handle serves one connection, from process pid of uid peerUID (as the
-// kernel recorded them at connect, or as the unix gate found them): a
-// tool's report on its call, a host operation, a program joining the run
-// (join), or a tool call (call).
-func (b *broker) handle(conn, pid, peerUID int) {
+// handle serves one connection from peer p: a tool's report on its call, a
+// host operation, a program joining the run (join), or a tool call (call).
+// It first waits (handshakeTimeout at most) for the request, then checks
+// who sent it and takes one of the peer's side's call slots.
+func (b *broker) handle(conn int, p brokerPeer) {
 	defer fsops.CloseFD(conn)
 	began := time.Now()
-	// A caller has requestTimeout to send its request: a connection that
-	// says nothing does not hold one of the run's call slots for long.
-	fsops.SetBrokerRecvTimeout(conn, requestTimeout)
+	fsops.SetBrokerRecvTimeout(conn, handshakeTimeout)
 	var req fsops.BrokerRequest
 	files, err := fsops.RecvBrokerMessage(conn, &req, 3)
+	b.gate.spoke(p, conn)
 	fsops.SetBrokerRecvTimeout(conn, 0)
 	// A call closes them as soon as the sandbox has them (closing an
 	// *os.File again does nothing).
@@ -53,24 +49,20 @@ func (b *broker) handle(conn, pid, peerUID int) {
 			Error: "broker: permission denied: a report or host operation is taken only on the call's own channel"}, nil)
 		return
 	}
-	// In iso landlock the socket is a host path: another agent running as
-	// the same uid (a user's tree) could reach it where Landlock does not
-	// guard unix sockets (before ABI 9). Only the run's own processes, the
-	// descendants of its init, are served.
-	// The person who started the run (ctx run from the host) is served
-	// too where no agent can share their uid: a root caller's agents run
-	// as uids of their own.
-	fromRun := b.r.iso != policy.IsoLandlock || descendsFrom(pid, int(b.initPid.Load()))
+	if !b.admitted(conn, p, &req) {
+		return
+	}
+	if !b.gate.take(p) {
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUnavailable, Error: "too many tool calls in flight"}, nil)
+		return
+	}
+	defer b.gate.release(p)
 	if req.Join != nil {
-		b.join(conn, req.Join, files, pid, peerUID)
+		b.join(conn, req.Join, files, p)
 		return
 	}
-	if !fromRun && !(peerUID == b.r.callerUID && uint32(b.r.callerUID) != b.r.agent.UID) {
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied, Error: "the broker serves only the processes of its own run"}, nil)
-		return
-	}
-	c := &callReply{b: b, conn: conn, began: began, ev: fsops.Event{Type: "tool.call", Object: "tool/" + req.Tool, PID: pid}}
-	b.call(c, &req, files, fromRun)
+	c := &callReply{b: b, conn: conn, began: began, ev: fsops.Event{Type: "tool.call", Object: "tool/" + req.Tool, PID: p.pid}}
+	b.call(c, &req, files, p.inside)
 }
 
 // callReply is the answer to one tool call in progress: the tool.call

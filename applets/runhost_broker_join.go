@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"ctx/fsops"
-	"ctx/policy"
 )
 
 // maxJoinArgs bounds the argv of a program joining a run.
@@ -18,10 +17,12 @@ const maxJoinArgs = 1024
 // the agent's own program does (its environment, working directory, uid
 // and walls), with the caller's descriptors, in a process group of its
 // own; the run lasts until it has ended too. Closing the connection ends
-// it. One agent.join event records it, with its exit.
-func (b *broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, pid, peerUID int) {
+// it. One agent.join event records it, with its exit. Only the person who
+// started the run gets this far (broker.admitted: their uid and the run's
+// secret).
+func (b *broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, p brokerPeer) {
 	began := time.Now()
-	ev := fsops.Event{Type: "agent.join", Object: "agent/" + b.r.agent.Name, PID: pid}
+	ev := fsops.Event{Type: "agent.join", Object: "agent/" + b.r.agent.Name, PID: p.pid}
 	reply := func(exit int, msg string) {
 		ev.Exit = &exit
 		ev.DurMS = float64(time.Since(began).Microseconds()) / 1000
@@ -35,22 +36,11 @@ func (b *broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, pid, peer
 		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
 	}
 	switch {
-	case descendsFrom(pid, int(b.initPid.Load())):
+	case p.inside:
 		// A process of the run starts programs itself; one joined would
 		// keep the run alive past its program.
 		ev.Status = "denied"
 		reply(exitDenied, "a program joins a run from outside it (ctx agent start on the host)")
-		return
-	case peerUID != b.r.callerUID && peerUID != 0:
-		ev.Status = "denied"
-		reply(exitDenied, "only the user who started the run, or root, may join it")
-		return
-	case b.r.iso == policy.IsoLandlock && peerUID != 0 && uint32(peerUID) == b.r.agent.UID:
-		// The socket is a host path: a process of another run of the
-		// same uid (another agent of this user) could ask too, and
-		// nothing tells it from the person.
-		ev.Status = "denied"
-		reply(exitDenied, "an iso landlock run of an agent with its user's uid cannot be joined: nothing tells that user from another agent of the same uid")
 		return
 	case len(files) != 3 || len(j.Argv) == 0 || len(j.Argv) > maxJoinArgs:
 		reply(exitUsage, "a join names a program and passes three descriptors")

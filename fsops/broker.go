@@ -63,6 +63,10 @@ type BrokerRequest struct {
 	// Decide asks the host to decide a call of Tool that the caller runs
 	// or refuses itself, and to record it (see BrokerDecide).
 	Decide *BrokerDecide `json:"decide,omitempty"`
+	// Secret is the run's secret (RunSecretPath), which a caller from
+	// outside the run presents: the person's join, ctx run, ctxmcp serve
+	// --agent. A process of the run sends none.
+	Secret string `json:"secret,omitempty"`
 }
 
 // BrokerDecide is a call the host decides and records but does not run:

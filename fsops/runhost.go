@@ -41,11 +41,16 @@ func StopBrokerReads(host *os.File) {
 	unix.Shutdown(int(host.Fd()), unix.SHUT_RD)
 }
 
-// SetBrokerRecvTimeout bounds every later receive on conn to d (whole
-// seconds; SO_RCVTIMEO); zero waits without a bound again.
+// SetBrokerRecvTimeout bounds every later receive on conn to d
+// (SO_RCVTIMEO, to the microsecond); zero waits without a bound again.
 func SetBrokerRecvTimeout(conn int, d time.Duration) {
-	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Sec: int64(d / time.Second)})
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 }
+
+// ShutdownBroker wakes whoever waits on conn (a receive returns end of
+// file) without closing the descriptor, which its owner still does.
+func ShutdownBroker(conn int) { unix.Shutdown(conn, unix.SHUT_RDWR) }
 
 // BrokerPeer is the pid and uid of the process at the other end of conn
 // (SO_PEERCRED, as the kernel recorded them at connect).

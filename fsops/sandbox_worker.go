@@ -1,8 +1,10 @@
 package fsops
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -65,6 +67,13 @@ func (b *initBroker) giveWorker(o BrokerOrder, files []*os.File) bool {
 	}
 	b.worker = nil
 	defer w.conn.Close()
+	if workerStopped(w.pid) {
+		// An agent process of the same uid stopped it (SIGSTOP) to
+		// stall the next call: it is killed and the call runs cold.
+		syscall.Kill(-w.pid, syscall.SIGKILL)
+		b.retired[w.pid] = true
+		return false
+	}
 	o.Env = append(o.Env, BrokeredEnv+"=1")
 	var fds []int
 	for _, f := range files {
@@ -78,6 +87,28 @@ func (b *initBroker) giveWorker(o BrokerOrder, files []*os.File) bool {
 	b.byPid[w.pid] = o.ID
 	b.pgid[o.ID] = w.pid
 	return true
+}
+
+// workerStopped reports whether the idle worker pid cannot take an order
+// now: stopped or traced (state T or t), or dead (Z, X), as the init's
+// /proc shows it. An idle worker sleeps in its receive (S); one still
+// starting runs (R) or waits on a page (D), and takes the order when it
+// gets there.
+func workerStopped(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false // no /proc to ask: a dead worker fails the send instead
+	}
+	// pid (comm) state ...: comm may hold spaces and parens.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return true
+	}
+	switch b[i+2] {
+	case 'T', 't', 'Z', 'X', 'x':
+		return true
+	}
+	return false
 }
 
 // WorkerOrder waits, in a warm worker, for its one order and makes the

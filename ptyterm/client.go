@@ -44,6 +44,9 @@ type ClientOptions struct {
 	// through a ControlFilter: the agent's clipboard, title and device
 	// control strings never reach the client's terminal.
 	Raw bool
+	// Secret, when set, is sent first, as the line "secret HEX" a
+	// terminal served with a secret asks for (ReadSecret finds it).
+	Secret string
 }
 
 // End says how a connection ended.
@@ -90,7 +93,11 @@ func Connect(socketPath string, mode Mode, in io.Reader, out io.Writer, opts Cli
 	if f, ok := in.(*os.File); ok && mode == Attach && IsTerminal(f) {
 		tty = f
 	}
-	if _, err := conn.Write(hello(mode, tty)); err != nil {
+	greeting := hello(mode, tty)
+	if opts.Secret != "" {
+		greeting = append([]byte(secretPrefix+opts.Secret+"\n"), greeting...)
+	}
+	if _, err := conn.Write(greeting); err != nil {
 		return 0, err
 	}
 

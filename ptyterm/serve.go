@@ -36,6 +36,10 @@ type Config struct {
 	Socket string
 	// Owner is the uid that may connect besides root (uid 0).
 	Owner int
+	// Secret, when set, is what every socket client must send first, in a
+	// line "secret HEX" (secret.go); Serve keeps it at SecretPath(Socket)
+	// while it listens.
+	Secret string
 	// Events is the terminal record to append to; empty for none.
 	Events string
 	// RecordLimit bounds the bytes this run appends to Events (0: no
@@ -130,6 +134,14 @@ func Serve(cfg Config) (int, error) {
 		if sock, err = listenSocket(cfg.Socket); err != nil {
 			rec.discard()
 			return cfg.setupFailed(err)
+		}
+		if cfg.Secret != "" {
+			sock.secret = cfg.Secret
+			if err := writeSecret(cfg.Socket, cfg.Secret); err != nil {
+				sock.close()
+				rec.discard()
+				return cfg.setupFailed(err)
+			}
 		}
 	}
 	master, pid, veof, err := startServed(cfg, size)

@@ -33,6 +33,8 @@ type terminalSocket struct {
 	l    *net.UnixListener
 	ino  uint64 // identity of the socket file we bound, to remove only ours
 	dev  uint64
+	// secret, when set, is what a client must send first (secret.go).
+	secret string
 }
 
 // listenSocket creates the Unix stream socket at path, mode 0600. Missing
@@ -167,6 +169,9 @@ func (s *terminalSocket) close() {
 	if unix.Lstat(s.path, &st) == nil && st.Ino == s.ino && st.Dev == s.dev && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
 		_ = os.Remove(s.path) // best effort
 	}
+	if s.secret != "" {
+		_ = os.Remove(SecretPath(s.path)) // best effort
+	}
 }
 
 // serve accepts clients until the listener is closed.
@@ -189,14 +194,14 @@ func (s *terminalSocket) serve(h *hub, owner int) {
 		}
 		go func() {
 			defer pending.Add(-1)
-			handshake(conn, h, owner)
+			handshake(conn, h, owner, s.secret)
 		}()
 	}
 }
 
 // handshake checks the peer and reads its mode line, then hands the client
 // to the hub; every refusal is one line and a closed connection.
-func handshake(conn *net.UnixConn, h *hub, owner int) {
+func handshake(conn *net.UnixConn, h *hub, owner int, secret string) {
 	uid, pid, err := peerCred(conn)
 	if err != nil {
 		conn.Close()
@@ -219,6 +224,13 @@ func handshake(conn *net.UnixConn, h *hub, owner int) {
 		return
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(modeLineTimeout))
+	if secret != "" {
+		presented, err := readSecretLine(conn)
+		if err != nil || !secretMatches(presented, secret) {
+			refuse(&refusal{"denied", "this terminal is reached with its run's secret (ctx agent watch|attach)"})
+			return
+		}
+	}
 	mode, rest, err := readModeLine(conn)
 	if err != nil {
 		if errors.Is(err, os.ErrDeadlineExceeded) {

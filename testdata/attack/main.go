@@ -110,6 +110,12 @@ func main() {
 		// kill PID: a signal to a process outside the sandbox.
 		pid, _ := strconv.Atoi(os.Args[2])
 		report("kill", unix.Kill(pid, unix.SIGTERM))
+	case "terminals":
+		terminals(os.Args[2], os.Args[3])
+	case "join":
+		joinBrokers(os.Args[2:])
+	case "stall":
+		stall(os.Args[2])
 	default:
 		fmt.Fprintln(os.Stderr, "unknown attack", os.Args[1])
 		os.Exit(2)
