@@ -93,7 +93,14 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	if code, ok := r.prepareRunDir(e, policyLines, idmapWhy); !ok {
 		return code, false
 	}
-	home := r.root.AgentHome(int(a.UID), a.Name)
+	return r.preparePlan(e, exe, extra, tools, idmap, g)
+}
+
+// preparePlan builds the sandbox's plan for the run's mode, and checks it
+// keeps the run's secret out of the agent's reach.
+func (r *agentRun) preparePlan(e *Env, exe string, extra []policy.Mount, tools []policy.ProjectedTool, idmap *policy.IDMap, g runGrants) (int, bool) {
+	home := r.root.AgentHome(int(r.agent.UID), r.agent.Name)
+	code, ok := 0, false
 	if r.iso == policy.IsoLandlock {
 		code, ok = r.prepareLandlock(e, exe, home, extra, tools, g.shared, g.network)
 	} else {

@@ -131,17 +131,9 @@ func Serve(cfg Config) (int, error) {
 	}
 	var sock *terminalSocket
 	if cfg.Socket != "" {
-		if sock, err = listenSocket(cfg.Socket); err != nil {
+		if sock, err = listenSocket(cfg.Socket, cfg.Secret); err != nil {
 			rec.discard()
 			return cfg.setupFailed(err)
-		}
-		if cfg.Secret != "" {
-			sock.secret = cfg.Secret
-			if err := writeSecret(cfg.Socket, cfg.Secret); err != nil {
-				sock.close()
-				rec.discard()
-				return cfg.setupFailed(err)
-			}
 		}
 	}
 	master, pid, veof, err := startServed(cfg, size)

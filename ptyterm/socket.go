@@ -43,7 +43,9 @@ type terminalSocket struct {
 // writable by others unless sticky, or another user could swap the socket.
 // An existing socket file is replaced only when nothing listens on it (a
 // socket left by a ctxterm that died); anything else at path is refused.
-func listenSocket(path string) (*terminalSocket, error) {
+// With a secret, it is written beside the socket (writeSecret) for the
+// owner's clients.
+func listenSocket(path, secret string) (*terminalSocket, error) {
 	if path == "" || path[len(path)-1] == '/' {
 		return nil, fmt.Errorf("socket path %q: not a file path", path)
 	}
@@ -77,7 +79,14 @@ func listenSocket(path string) (*terminalSocket, error) {
 		l.Close()
 		return nil, &os.PathError{Op: "lstat", Path: path, Err: err}
 	}
-	return &terminalSocket{path: path, l: l, ino: st.Ino, dev: st.Dev}, nil
+	s := &terminalSocket{path: path, l: l, ino: st.Ino, dev: st.Dev, secret: secret}
+	if secret != "" {
+		if err := writeSecret(path, secret); err != nil {
+			s.close()
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // mkdirChain creates dir and its missing parents with mode 0700.
