@@ -129,7 +129,8 @@ func (b *broker) serve() {
 		p := brokerPeer{uid: -1}
 		if pid, uid, err := fsops.BrokerPeer(conn); err == nil {
 			p.pid, p.uid = pid, uid
-			p.inside = descendsFrom(pid, int(b.initPid.Load()))
+			init := int(b.initPid.Load())
+			p.inside = fsops.BrokerPeerStill(conn, pid, func(pid int) bool { return descendsFrom(pid, init) })
 		}
 		b.enter(conn, p)
 	}

@@ -62,6 +62,28 @@ func BrokerPeer(conn int) (pid, uid int, err error) {
 	return int(cred.Pid), int(cred.Uid), nil
 }
 
+// soPeerPidfd is SO_PEERPIDFD (Linux 6.5, the asm-generic value that
+// amd64 and arm64 use), which x/sys does not name yet.
+const soPeerPidfd = 77
+
+// BrokerPeerStill calls check with the pid of the process at the other
+// end of conn and reports whether check held and that very process was
+// still unreaped afterwards, so its pid had not been reused by another
+// process meanwhile (a pidfd from SO_PEERPIDFD pins it; a kernel without
+// one leaves the pid alone to decide).
+func BrokerPeerStill(conn, pid int, check func(pid int) bool) bool {
+	pidfd, err := unix.GetsockoptInt(conn, unix.SOL_SOCKET, soPeerPidfd)
+	if err != nil {
+		return check(pid)
+	}
+	defer unix.Close(pidfd)
+	if !check(pid) {
+		return false
+	}
+	err = unix.PidfdSendSignal(pidfd, 0, nil, 0)
+	return err == nil || err == unix.EPERM // EPERM: it exists, as another uid
+}
+
 // AwaitBrokerHangup returns when the caller at the other end of conn has
 // gone: it closed its end, or the connection failed. Anything it sends
 // meanwhile is read and dropped.
