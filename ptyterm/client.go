@@ -93,11 +93,7 @@ func Connect(socketPath string, mode Mode, in io.Reader, out io.Writer, opts Cli
 	if f, ok := in.(*os.File); ok && mode == Attach && IsTerminal(f) {
 		tty = f
 	}
-	greeting := hello(mode, tty)
-	if opts.Secret != "" {
-		greeting = append([]byte(secretPrefix+opts.Secret+"\n"), greeting...)
-	}
-	if _, err := conn.Write(greeting); err != nil {
+	if _, err := conn.Write(hello(mode, tty, opts.Secret)); err != nil {
 		return 0, err
 	}
 
@@ -163,10 +159,13 @@ func Connect(socketPath string, mode Mode, in io.Reader, out io.Writer, opts Cli
 	return r.end, nil
 }
 
-// hello is what a client says first: its mode, then, from a terminal,
-// that terminal's size.
-func hello(mode Mode, tty *os.File) []byte {
+// hello is what a client says first: the terminal's secret when it has
+// one, its mode, then, from a terminal, that terminal's size.
+func hello(mode Mode, tty *os.File, secret string) []byte {
 	b := []byte(mode.String() + "\n")
+	if secret != "" {
+		b = append([]byte(secretPrefix+secret+"\n"), b...)
+	}
 	if tty != nil {
 		if r, c, err := getWinsize(tty); err == nil && r > 0 && c > 0 {
 			b = append(b, WinsizeSequence(Winsize{r, c})...)
