@@ -268,6 +268,9 @@ func (r *agentRun) sweepRunDirs(parent string) {
 		}
 		return fsops.IsRunID(name)
 	})
+	for _, name := range swept {
+		os.Remove(fsops.RunSecretPath(r.runtime, name)) // its host died before removing it
+	}
 	if len(swept) > 0 && r.iso != policy.IsoLandlock {
 		fsops.RemoveRunCgroups(swept)
 	}
