@@ -113,7 +113,10 @@ func main() {
 	case "terminals":
 		terminals(os.Args[2], os.Args[3])
 	case "join":
-		joinBrokers(os.Args[2:])
+		joinBrokers(os.Args[2:], nil)
+	case "call":
+		// call SOCKET TOOL ARGS...: a tool call through another run's broker.
+		joinBrokers(os.Args[2:4], os.Args[4:])
 	case "stall":
 		stall(os.Args[2])
 	default:

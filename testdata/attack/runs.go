@@ -93,8 +93,12 @@ func terminals(target, text string) {
 // process's standard descriptors, and prints the answer. A socket path too
 // long for an address (a deep tree's run directory, bound through a
 // directory descriptor and listed so) is reached the same way.
-func joinBrokers(args []string) {
+// With toolArgs (call), it asks for a call of the tool args[1] instead.
+func joinBrokers(args, toolArgs []string) {
 	req, _ := json.Marshal(map[string]any{"tool": "", "join": map[string]any{"argv": args[1:]}})
+	if toolArgs != nil {
+		req, _ = json.Marshal(map[string]any{"tool": args[1], "args": toolArgs, "cwd": "/workspace", "env": []string{}})
+	}
 	listed(args[0], "/broker.sock")
 	for _, s := range args[:1] {
 		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
@@ -110,7 +114,7 @@ func joinBrokers(args []string) {
 		}
 		b := make([]byte, 65536)
 		n, _, _ := unix.Recvfrom(fd, b, 0)
-		fmt.Printf("join=%s\n", bytes.TrimSpace(b[:max(n, 0)]))
+		fmt.Printf("%s=%s\n", map[bool]string{true: "call", false: "join"}[toolArgs != nil], bytes.TrimSpace(b[:max(n, 0)]))
 		unix.Close(fd)
 	}
 }
