@@ -246,7 +246,6 @@ func (q *Queue) moveFree(d, olddir int, oldname string, newdir int, newname stri
 	if err := q.linkNoReplace(d, olddir, oldname, newdir, newname); err != nil {
 		return err
 	}
-	step("move.linked")
 	switch err := unix.Unlinkat(olddir, oldname, 0); err {
 	case nil:
 		return nil
