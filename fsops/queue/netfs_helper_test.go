@@ -110,6 +110,9 @@ Subsystem sftp internal-sftp
 	sshd := exec.Command("/usr/sbin/sshd", "-D", "-e", "-f", cfg)
 	var logb bytes.Buffer
 	sshd.Stderr = &logb
+	// A test binary killed before its cleanups (a closed pipe, a timeout)
+	// must not leave a server or a mount behind.
+	sshd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := sshd.Start(); err != nil {
 		t.Fatalf("sshd: %v", err)
 	}
@@ -156,6 +159,7 @@ func (n *netFS) mount(t testing.TB, extra string) string {
 	cmd := exec.Command("sshfs", "-f", "-o", opts, "root@127.0.0.1:"+n.export, mnt)
 	var logb bytes.Buffer
 	cmd.Stderr = &logb
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM} // sshfs -f unmounts on SIGTERM
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("sshfs: %v", err)
 	}
