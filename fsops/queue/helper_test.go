@@ -26,7 +26,39 @@ func TestMain(m *testing.M) {
 		setTestHost()
 		os.Exit(childMain(role))
 	}
+	if code, ok := inPrivateMounts(); ok {
+		os.Exit(code)
+	}
 	os.Exit(m.Run())
+}
+
+// inPrivateMounts runs the package's tests again in a mount namespace of
+// their own, as root: the network filesystem tests mount sshfs, and other
+// packages' tests running at the same time compare the host's mount table
+// before and after a sandbox (nothing may be left mounted there). It
+// reports false in the re-run itself, and where namespaces are refused.
+func inPrivateMounts() (int, bool) {
+	if os.Geteuid() != 0 || os.Getenv("QUEUE_TEST_PRIVATE_MOUNTS") != "" {
+		return 0, false
+	}
+	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
+	cmd.Env = append(os.Environ(), "QUEUE_TEST_PRIVATE_MOUNTS=1")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// Go marks / MS_REC|MS_PRIVATE in the child after unsharing, so no
+	// mount made there propagates back.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "queue tests: no mount namespace of their own (%v); running in the host's\n", err)
+		return 0, false
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode(), true
+	}
+	if err != nil {
+		return 1, true
+	}
+	return 0, true
 }
 
 // childMain runs one child role and returns its exit status:
