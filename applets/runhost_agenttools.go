@@ -117,59 +117,6 @@ func (b *broker) agentUpdate(input []byte) fsops.BrokerReply {
 	return fsops.BrokerReply{Output: fmt.Sprintf("updated agent/%s.d/%s (%d bytes); the next run renders it", r.agent.Name, in.Control, len(in.Content))}
 }
 
-// agentCreate creates a child of the calling agent: the caller's policy
-// must name the child (allow SUBJ agent:CHILD create), and the child must
-// be an attenuation of the caller (createAgent, policy.Attenuate). The
-// child is written whole or not at all, with parent=agent:CALLER
-// session:S run:R.
-func (b *broker) agentCreate(input []byte) fsops.BrokerReply {
-	var in struct {
-		Name   string   `json:"name"`
-		Label  string   `json:"label"`
-		Model  string   `json:"model"`
-		Perm   string   `json:"perm"`
-		Life   string   `json:"life"`
-		Tools  []string `json:"tools"`
-		Shared []string `json:"shared"`
-		Mount  []struct {
-			Source string `json:"source"`
-			Target string `json:"target"`
-			Mode   string `json:"mode"`
-		} `json:"mount"`
-	}
-	if err := strictDecode(input, &in); err != nil {
-		return invalid("agent.create", "input: %v", err)
-	}
-	if err := policy.ValidName(in.Name); err != nil {
-		return invalid("agent.create", "name: %v", err)
-	}
-	r := b.r
-	parent, err := authority.LoadAgent(r.root, r.agent.Name)
-	if err != nil {
-		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "EIO", Error: "agent.create: " + err.Error()}
-	}
-	if !parent.Policy.Allows(parent.Subject, policy.Object{Class: policy.ClassAgent, Name: in.Name}, policy.PermCreate) {
-		return fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
-			Error: fmt.Sprintf("agent.create: permission denied (agent-policy): %s's policy has no allow %s agent:%s create; nothing written", parent.Name, parent.Subject, in.Name)}
-	}
-	spec := agentSpec{Name: in.Name, Parent: parent.Name, Label: in.Label, Perm: in.Perm, Model: in.Model,
-		Tools: in.Tools, Shared: in.Shared, Temp: in.Life == "temp",
-		Meta: "created by agent.create of agent " + parent.Name, ParentSession: r.session, ParentRun: r.runID}
-	if in.Life != "" && in.Life != "owned" && in.Life != "temp" {
-		return invalid("agent.create", "life %q: want owned or temp", in.Life)
-	}
-	for _, m := range in.Mount {
-		spec.Mounts = append(spec.Mounts, []string{m.Source, m.Target, m.Mode})
-	}
-	child, te := createAgent(r.root, spec)
-	if te != nil {
-		return fsops.BrokerReply{Exit: te.Exit, Errno: errnoName(te.Errno), Error: "agent.create: " + te.Msg}
-	}
-	r.recordEvent(fsops.Event{Type: "agent.create", Object: "agent/" + child.Name, Status: "ok",
-		Detail: fmt.Sprintf("parent=%s perm=%s subject=%s", parent.Name, child.Ceiling, child.Subject)})
-	return fsops.BrokerReply{Output: fmt.Sprintf("created agent/%s (subject %s, perm %s, parent %s)", child.Name, child.Subject, child.Ceiling, parent.Name)}
-}
-
 // childOf loads agent name and checks it is a child of the calling agent
 // that the caller's policy lets it perm (start or stop).
 func (b *broker) childOf(tool, name string, perm policy.Permission) (*policy.Agent, *fsops.BrokerReply) {
