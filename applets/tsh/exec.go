@@ -137,11 +137,14 @@ func (sh *Shell) execTool(hit fsops.ToolHit, args []string) int {
 		return code
 	}
 	// A tool run with no arguments from a script piped into the REPL would
-	// take the rest of the script as its input (every tool reads a JSON
+	// take the rest of the script as its input (a JSON tool reads its
 	// object from stdin when argv has none): it gets an empty stdin, a pipe
-	// already closed (no /dev/null needed), and the script goes on.
+	// already closed (no /dev/null needed), and the script goes on. A
+	// terminal tool (bash, tmux, zellij) is a shell: like a program sh
+	// starts, it reads the lines after its own from the same stdin, which
+	// tsh has left unread (plainReader), and tsh goes on after it exits.
 	stdin := sh.env.Stdin
-	if sh.interactive && len(args) == 0 && !ptyterm.IsTerminal(stdin) {
+	if sh.interactive && len(args) == 0 && !ptyterm.IsTerminal(stdin) && !terminalTool(hit) {
 		r, w, err := os.Pipe()
 		if err != nil {
 			sh.errorf("cannot execute %s: %v", hit.Name, err)

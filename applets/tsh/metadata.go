@@ -65,3 +65,12 @@ func readMetadata(hit fsops.ToolHit) (Metadata, error) {
 	}
 	return m, nil
 }
+
+// terminalTool reports whether a tool's cap control says "terminal": an
+// interactive program (bash, tmux, zellij) that reads its commands from
+// stdin rather than one JSON object. Read bounded, without following
+// symlinks; an unreadable cap is not a terminal tool.
+func terminalTool(hit fsops.ToolHit) bool {
+	files, err := fsops.ReadControls(hit.ControlDir, []string{"cap"})
+	return err == nil && strings.TrimSpace(string(files["cap"])) == "terminal"
+}
