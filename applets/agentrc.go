@@ -20,13 +20,22 @@ import (
 // toolSpec is a tool's NAME.toolspec.json: the shape of an MCP tools/list
 // entry (name, description, inputSchema, outputSchema and annotations where
 // the tool has them), so an agent harness can register the tool as it
-// reads it. The input schema is the schema control (the same bytes
-// --agentrc-schema prints); the output schema is the `output.schema`
-// control (an MCP tool's outputSchema, stored at projection), else the
-// `program` control; annotations are the `annotations` control. All of it
-// describes; none of it grants anything or is checked against what the
-// tool prints.
+// reads it. It is also what `NAME --agentrc-schema` prints (the profile's
+// "schema describing its arguments and output"): both conventions give the
+// same bytes. The input schema is the schema control; the output schema is
+// the `output.schema` control (an MCP tool's outputSchema, stored at
+// projection), else the `program` control (bootstrap writes one for each
+// builtin: builtinPrograms); annotations are the `annotations` control.
+// All of it describes; none of it grants anything or is checked against
+// what the tool prints.
 func toolSpec(name, ctl string, input []byte) []byte {
+	return toolSpecOf(name, ctl, input, nil)
+}
+
+// toolSpecOf is toolSpec with the compiled-in description, output schema
+// and annotations of builtin t standing in for missing controls (a
+// builtin asked --agentrc-schema outside a tree).
+func toolSpecOf(name, ctl string, input []byte, t *builtinTool) []byte {
 	spec := struct {
 		Name         string          `json:"name"`
 		Description  string          `json:"description,omitempty"`
@@ -37,24 +46,39 @@ func toolSpec(name, ctl string, input []byte) []byte {
 	if spec.InputSchema == nil {
 		spec.InputSchema = json.RawMessage("{}")
 	}
-	if d, err := fsops.ReadControl(filepath.Join(ctl, "description")); err == nil {
+	control := func(c string) []byte {
+		if ctl == "" {
+			return nil
+		}
+		b, _ := fsops.ReadControl(filepath.Join(ctl, c))
+		return b
+	}
+	if d := control("description"); d != nil {
 		spec.Description = strings.TrimSpace(string(d))
+	} else if t != nil {
+		spec.Description = t.Description
 	}
 	for _, c := range []string{"output.schema", "program"} {
-		if b, err := fsops.ReadControl(filepath.Join(ctl, c)); err == nil {
-			if spec.OutputSchema = jsonObject(b); spec.OutputSchema != nil {
-				break
-			}
+		if spec.OutputSchema = jsonObject(control(c)); spec.OutputSchema != nil {
+			break
 		}
 	}
-	if b, err := fsops.ReadControl(filepath.Join(ctl, "annotations")); err == nil {
-		spec.Annotations = jsonObject(b)
+	if spec.OutputSchema == nil && t != nil {
+		spec.OutputSchema = jsonObject([]byte(builtinPrograms[name]))
 	}
-	b, err := json.Marshal(spec)
-	if err != nil {
+	spec.Annotations = jsonObject(control("annotations"))
+	if spec.Annotations == nil && t != nil {
+		spec.Annotations = jsonObject([]byte(builtinAnnotations[name]))
+	}
+	// Encode leaves < > & as they are (Marshal would escape them for
+	// HTML) and ends the object with the newline the file has.
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(spec) != nil {
 		return []byte("{}\n")
 	}
-	return append(b, '\n')
+	return out.Bytes()
 }
 
 // jsonObject returns b compacted when it is one JSON object, else nil.

@@ -85,7 +85,7 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) int {
 		if err != nil {
 			return fail(e, exitUnavailable, "schema control: %v", err)
 		}
-		e.Stdout.Write(s)
+		e.Stdout.Write(toolSpec(name, ctl, s)) // arguments and output, as its toolspec
 		return exitOK
 	}
 	p := projectedCall{name: name, ctl: ctl, loc: locData}

@@ -92,6 +92,9 @@ func referenceTree(o treeOwner, self []byte) []fsops.Entry {
 		t.file(d+"description", 0o644, []byte(meta.Description+"\n"), true)
 		t.file(d+"schema", 0o644, []byte(meta.Schema+"\n"), true)
 		t.file(d+"cap", 0o644, []byte(meta.Cap+"\n"), true)
+		if p, ok := builtinPrograms[name]; ok {
+			t.file(d+"program", 0o644, []byte(p+"\n"), false) // the administrator may replace it
+		}
 		if a, ok := builtinAnnotations[name]; ok {
 			t.file(d+"annotations", 0o644, []byte(a+"\n"), true)
 		}

@@ -26,20 +26,20 @@ func toolSchema(dir string, t *builtinTool) ([]byte, error) {
 	return []byte(t.Schema), nil
 }
 
-// printToolSchema answers `TOOL --agentrc-schema`.
+// printToolSchema answers `TOOL --agentrc-schema` with the tool's
+// toolspec: its input schema (the schema control, else the compiled-in
+// one) and its output schema, the same bytes as /mnt/tools/NAME.toolspec.json.
 func printToolSchema(e *Env, name string) int {
 	t, ok := builtinTools[name]
 	if !ok {
 		return fail(e, exitNotFound, "no schema")
 	}
-	b, err := toolSchema(toolControlDir(e, name), t)
+	ctl := toolControlDir(e, name)
+	b, err := toolSchema(ctl, t)
 	if err != nil {
 		return fail(e, exitFailure, "%v", err)
 	}
-	e.Stdout.Write(b)
-	if len(b) > 0 && b[len(b)-1] != '\n' {
-		e.Stdout.Write([]byte{'\n'})
-	}
+	e.Stdout.Write(toolSpecOf(name, ctl, b, t))
 	return exitOK
 }
 
