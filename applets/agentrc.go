@@ -98,6 +98,10 @@ func jsonObject(b []byte) json.RawMessage {
 // /mnt/mcp/SERVER/TOOL.
 func withToolSpecs(tools []policy.ProjectedTool) {
 	for i := range tools {
+		if tools[i].SelfSpec != nil {
+			tools[i].Schema = tools[i].SelfSpec
+			continue
+		}
 		tools[i].Schema = toolSpec(tools[i].Name, tools[i].HostDotD, tools[i].Schema)
 	}
 }

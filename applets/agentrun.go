@@ -124,14 +124,20 @@ func projectTools(agents *authority.Agents, a *policy.Agent) ([]policy.Projected
 		}
 		lines = append(lines, fmt.Sprintf("tool:%s execute granted", hit.Name))
 		tier := tp.Tiers[indexOf(dirs, hit.Dir)]
-		schema, err := fsops.ReadControl(filepath.Join(hit.ControlDir, "schema"))
-		if err != nil {
+		schema, schemaErr := fsops.ReadControl(filepath.Join(hit.ControlDir, "schema"))
+		if schemaErr != nil {
 			schema = []byte("{}\n")
 		}
 		t := policy.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path, HostDotD: hit.ControlDir, Schema: schema}
 		if loc, err := fsops.ReadControl(filepath.Join(hit.ControlDir, "mcp")); err == nil {
 			if l, err := object.ParseLocator(loc); err == nil {
 				t.MCPServer, t.MCPTool = l.Server, l.Tool
+			}
+		}
+		// No schema control: the tool may describe itself (toolspec_self.go).
+		if errors.Is(schemaErr, fs.ErrNotExist) && t.MCPServer == "" {
+			if s, _, ok := selfDescribed(hit, a.UID, a.GID); ok {
+				t.SelfSpec = selfToolSpec(t, s)
 			}
 		}
 		tools = append(tools, t)

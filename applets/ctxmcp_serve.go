@@ -102,7 +102,8 @@ func servedTools(e *Env, root fsops.Root, agent string, inSandbox bool, callTime
 		Warn: func(format string, args ...any) {
 			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, cli.Escape(fmt.Sprintf(format, args...)))
 		},
-		Terminal: terminalTool,
+		Terminal:   terminalTool,
+		SelfSchema: mntSelfSchema,
 		Refusal: func(hit fsops.ToolHit) (string, string, bool) {
 			d := serveDecision(e, root, agent, hit)
 			return string(d.Layer), d.Reason, !d.Allowed && d.Layer != ""

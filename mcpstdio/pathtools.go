@@ -47,6 +47,10 @@ type PathTools struct {
 	// name): ctxmcp serve runs a call through the run host's broker this
 	// way. Nil: the tool's file itself.
 	Command func(name, file string, argv, env []string) (path string, args []string)
+	// SelfSchema, when set, gives the input schema a tool without a schema
+	// control described itself with (ctxmcp serve: the toolspec its run
+	// host wrote at /mnt/tools/NAME.toolspec.json); nil for none.
+	SelfSchema func(hit fsops.ToolHit) json.RawMessage
 
 	wmu    sync.Mutex
 	warned map[string]bool
@@ -153,6 +157,10 @@ func (p *PathTools) describe(h fsops.ToolHit) (ServedTool, bool) {
 			return ServedTool{}, false
 		}
 		t.InputSchema = compactJSON(s)
+	} else if p.SelfSchema != nil {
+		if s := p.SelfSchema(h); s != nil && objectSchema(s) == nil {
+			t.InputSchema = compactJSON(s)
+		}
 	}
 	if s, ok := ctl["input"]; ok {
 		if t.Input, err = object.ParseInput(s); err != nil {

@@ -42,6 +42,10 @@ type ProjectedTool struct {
 	MCPServer  string // the MCP server of a projected tool, else ""
 	MCPTool    string
 	HostTierIn string // the host tier directory (for shared tiers: under a shared mount)
+	// SelfSpec is the toolspec a tool without a schema control gave of
+	// itself (its --agentrc-schema, else its sibling NAME.toolspec.json),
+	// validated; nil when it gave none.
+	SelfSpec []byte
 }
 
 // Skill is a skill bundle shown read-only at /mnt/skills/NAME: a directory
@@ -99,4 +103,14 @@ type PlanInput struct {
 	Env  []string
 	Argv []string
 	Exe  string
+}
+
+// MntToolSpecPath is where a run shows the toolspec of tool name, and
+// ok is true only inside a run's sandbox (its /mnt/proc/identity is
+// there): a host path /mnt/tools means nothing of the kind.
+func MntToolSpecPath(name string, exists func(string) bool) (string, bool) {
+	if ValidName(name) != nil || !exists(IdentityPath) {
+		return "", false
+	}
+	return SandboxMnt + "/tools/" + name + ".toolspec.json", true
 }

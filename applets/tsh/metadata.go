@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"ctx/fsops"
+	"ctx/policy"
 )
 
 // Metadata is what tsh shows and loads about a tool: its description and
@@ -52,7 +53,11 @@ func readMetadata(hit fsops.ToolHit) (Metadata, error) {
 		return m, err
 	}
 	m.Description = strings.TrimRight(string(files["description"]), "\n")
-	if b, ok := files["schema"]; ok {
+	b, ok := files["schema"]
+	if !ok {
+		b, ok = selfDescribedSchema(hit)
+	}
+	if ok {
 		var s struct {
 			Title       string   `json:"title"`
 			Description string   `json:"description"`
@@ -73,4 +78,26 @@ func readMetadata(hit fsops.ToolHit) (Metadata, error) {
 func terminalTool(hit fsops.ToolHit) bool {
 	files, err := fsops.ReadControls(hit.ControlDir, []string{"cap"})
 	return err == nil && strings.TrimSpace(string(files["cap"])) == "terminal"
+}
+
+// selfDescribedSchema is, inside a run, the input schema a tool without a
+// schema control gave of itself (its --agentrc-schema or its sibling
+// NAME.toolspec.json), as the run host wrote it into the tool's toolspec
+// at /mnt/tools/NAME.toolspec.json; outside a run there is none.
+func selfDescribedSchema(hit fsops.ToolHit) ([]byte, bool) {
+	p, ok := policy.MntToolSpecPath(hit.Name, func(p string) bool { _, err := os.Lstat(p); return err == nil })
+	if !ok {
+		return nil, false
+	}
+	b, err := fsops.ReadControl(p)
+	if err != nil {
+		return nil, false
+	}
+	var spec struct {
+		InputSchema json.RawMessage `json:"inputSchema"`
+	}
+	if json.Unmarshal(b, &spec) != nil || len(spec.InputSchema) < 3 {
+		return nil, false // {} describes nothing
+	}
+	return spec.InputSchema, true
 }
