@@ -217,7 +217,8 @@ func renderSOP(root fsops.Root, name string) []byte {
 
 // makeRunDir makes the run directory, whose files are shown read-only at
 // /mnt/proc, with those that do not depend on the tools: the identity,
-// the (empty) audit and, in iso landlock, the SOP.
+// the audit (begun with the session's recent events: sessionAuditTail)
+// and, in iso landlock, the SOP.
 func (r *agentRun) makeRunDir() error {
 	parent := filepath.Join(r.runtime, "run")
 	name := r.runID
@@ -255,7 +256,7 @@ func (r *agentRun) makeRunDir() error {
 		}
 	}
 	// Runtime files of one run, removed at its end: no fsync needed.
-	for name, data := range map[string][]byte{"identity": id.Format(), "audit": nil} {
+	for name, data := range map[string][]byte{"identity": id.Format(), "audit": sessionAuditTail(r.sess.Events)} {
 		if err := os.WriteFile(filepath.Join(r.runDir, name), data, 0o644); err != nil {
 			return err
 		}
