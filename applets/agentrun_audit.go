@@ -52,3 +52,15 @@ func sessionAuditTail(events string) []byte {
 	}
 	return buf
 }
+
+// liveChildren is how many children this run started (agent.start) are
+// running: the use of the children budget.
+func (r *agentRun) liveChildren() int {
+	b := r.broker
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.children)
+}

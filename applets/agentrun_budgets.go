@@ -251,7 +251,9 @@ func (r *agentRun) budgetsText() []byte {
 		case "tool_timeout_s", "tool_output_bytes":
 			mech = "tool"
 		case "children":
-			mech, why = "none", "no sub-agent tools yet"
+			// agent.start, served by this run host's broker, refuses a
+			// child past the limit (EAGAIN, budget.exceeded).
+			mech, used = "host", strconv.Itoa(r.liveChildren())
 		}
 		fmt.Fprintf(&out, "%s=%s mechanism=%s", k.Name, policy.FormatBudgetValue(b.limits.Get(k.Name)), mech)
 		if used != "" {

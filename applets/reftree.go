@@ -235,6 +235,9 @@ func (a referenceAgent) controls(o treeOwner, i int) []control {
 		// The protected set written out, so the person sees it and can take
 		// a default out with a ! line (ctx man sandbox).
 		{"protect", string(policy.FormatProtect(policy.DefaultProtectEntries()))},
+		// The limits written out, like protect: every key at its default,
+		// for the person to read and change (ctx man agent, BUDGETS).
+		{"budgets", string(policy.FormatBudgets(policy.DefaultBudgets()))},
 		{"model", "main\n"},
 		{"window", "auto\n"},
 		{"abi", "argv-v1\n"},

@@ -16,7 +16,7 @@ func TestParseBudgetsFile(t *testing.T) {
 		"tool_timeout_s=2 mechanism=tool\n" +
 		"tool_output_bytes=1024 mechanism=tool\n" +
 		"record_bytes=unlimited mechanism=host\n" +
-		"children=8 mechanism=none why=no sub-agent tools yet\n" +
+		"children=8 mechanism=host used=0\n" +
 		"future_key=5 mechanism=none why=a newer host\n"
 	b, err := ParseBudgetsFile([]byte(live))
 	if err != nil {
