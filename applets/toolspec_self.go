@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"ctx/fsops"
 	"ctx/fsops/proc"
 	"ctx/policy"
@@ -106,8 +104,12 @@ func selfDescribed(hit fsops.ToolHit, uid, gid uint32) (selfSpec, string, bool) 
 // askSelfSchema is the tool's answer to --agentrc-schema, from the cache
 // or by asking it (runSelfSchema); ok is false for no valid answer.
 func askSelfSchema(hit fsops.ToolHit, uid, gid uint32) ([]byte, bool) {
-	var st unix.Stat_t
-	if unix.Lstat(hit.Path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+	fi, err := os.Lstat(hit.Path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
 		return nil, false
 	}
 	cache := ""
@@ -154,24 +156,30 @@ func runSelfSchema(hit fsops.ToolHit, uid, gid uint32) ([]byte, bool) {
 	if fsops.WriteConfineRules(rules.Name(), nil) != nil {
 		return nil, false
 	}
-	attr := &syscall.SysProcAttr{Setsid: true}
+	// A session of its own, killed with the run host; as root also a pid
+	// namespace of its own, which the kernel empties when the tool exits.
+	attr := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	if root {
 		if os.Chown(rules.Name(), int(uid), int(gid)) != nil {
 			return nil, false
 		}
 		attr.Credential = &syscall.Credential{Uid: uid, Gid: gid, Groups: []uint32{}}
+		attr.Cloneflags = syscall.CLONE_NEWPID
 	}
 	out := &proc.Capped{Limit: selfSchemaOutput}
 	cmd := &exec.Cmd{Path: self, Args: []string{fsops.ConfineApplet, fsops.ConfineNoNetwork, hit.Path, hit.Name, "--agentrc-schema"},
 		Env: []string{"PATH=/usr/bin:/bin", fsops.ConfineLandlockEnv + "=" + rules.Name()}, Dir: "/",
-		Stdout: out, SysProcAttr: attr}
-	tree, err := proc.StartTree(cmd)
-	if err != nil {
+		Stdout: out, SysProcAttr: attr, WaitDelay: 100 * time.Millisecond}
+	// Not proc.StartTree: its sweep takes every new child of the run host
+	// for the tree's, and the sandbox's init starts beside this.
+	if err := cmd.Start(); err != nil {
 		return nil, false
 	}
-	timer := time.AfterFunc(selfSchemaTimeout, tree.Kill)
-	err = tree.Wait()
+	pid := cmd.Process.Pid
+	timer := time.AfterFunc(selfSchemaTimeout, func() { proc.KillGroup(pid); proc.KillTree(pid) })
+	err = cmd.Wait()
 	timer.Stop()
+	proc.KillGroup(pid) // what it left in its session
 	b := bytes.TrimSpace(out.Bytes())
 	if err != nil || out.Truncated() || len(b) == 0 || !strings.HasPrefix(string(b), "{") {
 		return nil, false

@@ -48,3 +48,11 @@ func KillTree(pid int) {
 		_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
 	}
 }
+
+// KillGroup sends SIGKILL to every process of process group pgid: what a
+// short-lived child started in a session of its own (Setsid) left behind.
+func KillGroup(pgid int) {
+	if pgid > 1 {
+		_ = unix.Kill(-pgid, unix.SIGKILL)
+	}
+}
