@@ -88,7 +88,7 @@ func TestBusyboxChroot(t *testing.T) {
 	os.Chmod(filepath.Join(root, "var", "tmp"), 0o1777)
 	tmp := []string{"TMPDIR=/var/tmp"}
 	out = c.run(-2, "/", nil, "ctx", "doctor", "--root", "/ctx")
-	c.match(out, `(?m)^host \(uid 0\): user namespaces no \(.*\), mount namespaces .*, / a mount point no \(a chroot\?\), .*/proc not mounted$`)
+	c.match(out, `(?m)^host \(uid 0\): user namespaces no \(.*\), mount namespaces .*, / a mount point no \(a chroot\? a new root is moved over / and chrooted into, not pivoted\), .*/proc not mounted$`)
 	if strings.Contains(out, "missing /proc: not mounted: ctx agent start needs it, so no agent can start\n  fix: mount -t proc proc /proc\n") {
 		out = c.run(69, "/work", tmp, "ctx", "agent", "start", "--root", "/ctx", "coder", "--", "true")
 		c.match(out, `^ctx agent start: .*/proc`)
@@ -100,24 +100,25 @@ func TestBusyboxChroot(t *testing.T) {
 	must(t, os.Mkdir(proc, 0o555))
 	must(t, syscall.Mount("proc", proc, "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""))
 	defer syscall.Unmount(proc, syscall.MNT_DETACH)
+	// A sandbox with mounts binds /dev/null, /dev/zero, ... from the
+	// caller's /dev, as an image's runtime provides it.
+	dev := filepath.Join(root, "dev")
+	must(t, os.Mkdir(dev, 0o755))
+	must(t, syscall.Mount("/dev", dev, "", syscall.MS_BIND, ""))
+	defer syscall.Unmount(dev, syscall.MNT_DETACH)
 	out = c.run(0, "/", nil, "ctx", "doctor", "--root", "/ctx")
-	rootMode := mode
-	if landlock > 0 {
-		m := regexp.MustCompile(`(?m)^agents \(starting as uid 0\): architect (uid|landlock), coder (uid|landlock)$`).FindStringSubmatch(out)
-		if m == nil || m[1] != m[2] {
-			t.Fatalf("doctor as root in the chroot: want both agents in iso uid or landlock:\n%s", out)
-		}
-		rootMode = m[2]
-	} else {
-		c.match(out, `(?m)^agents \(starting as uid 0\): architect `+mode+`, coder `+mode+`$`)
-	}
+	// Root may make a mount namespace in a chroot: where pivot_root is
+	// refused the sandbox moves its new root over / and chroots into it,
+	// so root's agents get iso uid and the whole /mnt.
+	rootMode := "uid"
+	c.match(out, `(?m)^agents \(starting as uid 0\): architect uid, coder uid$`)
 
 	// No /tmp, no /run: the refusal names both TMPDIR and /tmp, and exits
 	// 69 before anything is logged for the run.
 	out = c.run(69, "/work", nil, "ctx", "agent", "start", "--root", "/ctx", "coder", "--", "true")
 	c.match(out, `^ctx agent start: .*TMPDIR is not set.*/tmp.*set TMPDIR to a directory uid 0 can write, or create /tmp \(mkdir -m 1777 /tmp\)\n$`)
 
-	c.startAgent(tmp, "/ctx", "/work", 60101, rootMode, landlock > 0)
+	c.startAgent(tmp, "/ctx", "/work", 60101, rootMode, true)
 
 	// The same as uid 65534, in a tree of its own: the agent runs as that
 	// uid, which owns the tree, and still cannot write its controls.
@@ -149,9 +150,19 @@ func (c *chroot) startAgent(env []string, tree, ws string, agentUID int, mode st
 	}
 	// Tools are at /mnt/tools in a mount namespace, in $CTX_PATH without
 	// one (iso landlock gives no /mnt).
-	list := `id; if [ -d /mnt/tools ]; then ls /mnt/tools; else echo "no /mnt: tools in $CTX_PATH"; ls "$CTX_ROOT/tool"; fi; tsh fs.read hello.txt`
+	list := `id; if [ -d /mnt/tools ]; then ls /mnt/tools; grep "^tool:fs.read " /mnt/proc/policy; test -s /mnt/SOP && echo SOP=yes; else echo "no /mnt: tools in $CTX_PATH"; ls "$CTX_ROOT/tool"; fi; tsh fs.read hello.txt; (cd /../../..; ls -d u 2>/dev/null || echo no-u; chroot /work /bin/true 2>/dev/null && echo CHROOTED || echo chroot-refused)`
 	out := c.run(0, ws, env, "ctx", "agent", "start", "--root", tree, "coder", "--", "sh", "-c", list)
-	c.match(out, fmt.Sprintf(`(?m)^uid=%d gid=%d`, agentUID, agentUID))
+	c.match(out, fmt.Sprintf(`(?m)^uid=%d(\(\w+\))? gid=%d`, agentUID, agentUID))
+	if mode == "uid" {
+		c.match(out, `(?m)^tool:fs\.read execute granted$`)
+		c.match(out, `(?m)^SOP=yes$`)
+		// ATTACK: leave the new root, which was moved over / and chrooted
+		// into (no pivot_root in a chroot): ".." from / stays at /, the
+		// chroot's own directories (/u) are not there, and chroot(2)
+		// itself is refused (no CAP_SYS_CHROOT).
+		c.match(out, `(?m)^no-u$`)
+		c.match(out, `(?m)^chroot-refused$`)
+	}
 	c.match(out, `(?m)^fs\.read$`)
 	c.match(out, `(?m)^shell\.exec$`)
 	c.match(out, `(?m)^hello`)
@@ -196,6 +207,13 @@ func (c *chroot) startAgent(env []string, tree, ws string, agentUID int, mode st
 	events, err = os.ReadFile(filepath.Join(c.root, tree, "home", strings.TrimSpace(string(archUID)), "agent", "architect", "session", "default", "events.jsonl"))
 	if err != nil {
 		t.Fatalf("architect's events: %v", err)
+	}
+	if mode == "uid" {
+		// Not projected at all: /mnt/tools and /ctx/tool hold no fs.write.
+		if strings.Contains(string(events), `"object":"tool/fs.write","status":"ok"`) {
+			t.Errorf("the architect's fs.write ran:\n%s", events)
+		}
+		return
 	}
 	c.match(string(events), `"type":"tool.call","agent":"architect".*"object":"tool/fs.write","status":"denied"`)
 }

@@ -133,7 +133,13 @@ func hostLine(h fsops.HostReport) string {
 	if iso.RootIsMount {
 		parts = append(parts, "/ a mount point yes")
 	} else {
-		parts = append(parts, "/ a mount point no (a chroot?)")
+		// Which way a run starts here: root's sandbox moves its new root
+		// over / and chroots into it (pivot_root is refused in a chroot).
+		how := "a chroot?"
+		if os.Geteuid() == 0 {
+			how += " a new root is moved over / and chrooted into, not pivoted"
+		}
+		parts = append(parts, "/ a mount point no ("+how+")")
 	}
 	if iso.Landlock > 0 {
 		// What keeps iso landlock off the host's unix sockets (ctx man

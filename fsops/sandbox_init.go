@@ -214,10 +214,10 @@ func buildSandbox(plan *policy.Plan) error {
 func applyMounts(plan *policy.Plan) error {
 	// First, and fatal if it fails: nothing we mount may propagate back to
 	// the host's mount namespace.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+	root := plan.NewRoot
+	if err := makeMountsPrivate(root); err != nil {
 		return &SandboxError{"making all mounts private", err}
 	}
-	root := plan.NewRoot
 	// The new root is mounted on the directory checked, through a
 	// descriptor opened without following any symlink.
 	rootFD, err := OpenNoSymlinks(root)

@@ -461,22 +461,6 @@ func openDirNoSymlinks(path string) (int, error) {
 	return fd, nil
 }
 
-// pivotRoot makes newRoot the root and detaches the old one. pivot_root(".",
-// ".") stacks the old root on top of the new one at "/"; unmounting "." then
-// removes exactly the old root, with no put_old directory needed.
-func pivotRoot(newRoot string) error {
-	if err := unix.Chdir(newRoot); err != nil {
-		return err
-	}
-	if err := unix.PivotRoot(".", "."); err != nil {
-		return err
-	}
-	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
-		return err
-	}
-	return unix.Chdir("/")
-}
-
 // loopbackUp brings lo up in a new network namespace, so local servers work
 // without any route to the outside.
 func loopbackUp() error {

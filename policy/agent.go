@@ -267,7 +267,11 @@ type HostIsolation struct {
 // then landlock; never shared, which is only ever an explicit choice.
 func ChooseIso(req Iso, callerUID uint32, h HostIsolation) (Iso, error) {
 	namespaces := func() (Iso, string) {
-		if !h.RootIsMount {
+		// Root without a mount root (a chroot) still gets a mount
+		// namespace: the sandbox moves its new root over / and chroots
+		// into it where pivot_root is refused. A user's namespace is
+		// refused by the kernel in a chroot anyway.
+		if !h.RootIsMount && callerUID != 0 {
 			return "", "/ is not a mount point here (a chroot?), so no new root can be pivoted into"
 		}
 		if callerUID == 0 {

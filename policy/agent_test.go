@@ -71,7 +71,8 @@ func TestChooseIso(t *testing.T) {
 		{IsoAuto, 0, full, IsoUID, ""},
 		{IsoAuto, 1000, full, IsoUserns, ""},
 		{IsoUserns, 0, full, IsoUID, ""},
-		{IsoAuto, 0, chroot, IsoLandlock, ""},
+		{IsoAuto, 0, chroot, IsoUID, ""}, // the new root moved over / and chrooted into
+		{IsoUID, 0, chroot, IsoUID, ""},
 		{IsoAuto, 1000, chroot, IsoLandlock, ""},
 		{IsoUserns, 1000, chroot, "", "not a mount point"},
 		{IsoUID, 1000, full, "", "needs root"},
