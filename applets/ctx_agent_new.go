@@ -20,15 +20,18 @@ import (
 
 // runAgentNew is `ctx agent new NAME [--parent P] [--label L] [--perm rwx]
 // [--tool T]... [--mount SRC DST ro|rw]... [--shared SPACE:read|write]...
-// [--temp]`: write a complete agent/NAME.d/, the agent/NAME entry and the
-// home skeleton. With --parent the new agent must be an attenuation of its
-// parent (ctx man policy). It grants nothing beyond the new agent's own
-// policy: tool policies are never changed.
+// [--temp] [--grant]`: write a complete agent/NAME.d/, the agent/NAME entry
+// and the home skeleton. With --parent the new agent must be an
+// attenuation of its parent (ctx man policy). A tool is usable only when
+// both its agent's policy and the tool's own allow it: --tool writes the
+// first; --grant also adds the agent to each named tool's own policy (the
+// person asks for both layers in one flag). Without --grant tool policies
+// are never changed.
 func runAgentNew(e *Env, args []string) int {
 	var rootFlag, parentName, label, perm string
 	var toolNames, sharedArgs []string
 	var mountArgs [][]string
-	var temp bool
+	var temp, grant bool
 	f := newFlags()
 	f.String("root", &rootFlag)
 	f.String("parent", &parentName)
@@ -38,6 +41,7 @@ func runAgentNew(e *Env, args []string) int {
 	f.List("shared", &sharedArgs)
 	f.Tuple("mount", 3, &mountArgs)
 	f.Bool("temp", &temp)
+	f.Bool("grant", &grant)
 	pos, code, ok := parseArgs(e, f, args, 1, 1)
 	if !ok {
 		return code
@@ -59,13 +63,49 @@ func runAgentNew(e *Env, args []string) int {
 		return fail(e, te.Exit, "%s", te.Msg)
 	}
 	fmt.Fprintf(e.Stdout, "created agent/%s (subject %s, perm %s)\n", child.Name, child.Subject, child.Ceiling)
-	for _, t := range spec.Tools {
-		if !toolPolicyGrants(root, child, t) {
-			cli.Errorf(e.Stderr, e.Name, "note: tool %s does not allow %s in its own policy; to grant it, add to its policy: allow %s tool:%s execute",
-				t, child.Subject, child.Subject, t)
+	return grantToolLayers(e, root, child, spec.Tools, grant)
+}
+
+// grantToolLayers handles the second layer of each tool a new agent was
+// given: with grant, the rule goes into the tool's own policy (found
+// through the agent's path, as its calls will find it); without, a tool
+// that does not allow the agent gets a note naming the command that
+// would. A tool policy that cannot be written (another owner's tool, a
+// policy that does not parse) is an error (exit 1) after the agent is
+// made: the agent stands, and the message says what is missing.
+func grantToolLayers(e *Env, root fsops.Root, child *policy.Agent, tools []string, grant bool) int {
+	status := exitOK
+	for _, t := range tools {
+		if toolPolicyGrants(root, child, t) {
+			continue
 		}
+		_, hit := authority.ToolFacts(root, child, t)
+		if hit.ControlDir == "" {
+			cli.Errorf(e.Stderr, e.Name, "note: tool %s is not in agent %s's path (ctx which %s); its own policy must also allow %s", t, child.Name, t, child.Subject)
+			continue
+		}
+		in := filepath.Join(hit.ControlDir, "policy")
+		if rel := root.RelPath(in); rel != "" {
+			in = rel
+		}
+		rule := policy.Rule{Subject: child.Subject, Object: policy.Object{Class: policy.ClassTool, Name: t}, Permission: policy.PermExecute}
+		if !grant {
+			cli.Errorf(e.Stderr, e.Name, "note: tool %s does not allow %s in its own policy, so %s cannot call it yet; grant it with --grant, or: ctx policy allow%s --in %s %s tool:%s execute",
+				t, child.Subject, child.Name, rootOpt(root), in, child.Subject, t)
+			continue
+		}
+		_, err := fsops.EditControl(filepath.Join(hit.ControlDir, "policy"), true, func(old []byte) ([]byte, error) {
+			out, _, err := policy.AddRule(old, rule)
+			return out, err
+		})
+		if err != nil {
+			cli.Errorf(e.Stderr, e.Name, "tool %s: could not grant %s in %s: %v", t, child.Subject, in, err)
+			status = exitFailure
+			continue
+		}
+		fmt.Fprintf(e.Stdout, "granted in %s: %s\n", in, rule)
 	}
-	return exitOK
+	return status
 }
 
 // agentSpec is what ctx agent new and agent.create ask for.

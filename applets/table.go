@@ -110,8 +110,10 @@ func ctxCommandRows() []Applet {
 		{Name: "which", Run: runWhich},
 		{Name: "man", Run: runMan},
 		{Name: "policy", NameVerb: true, Verbs: []Applet{
+			{Name: "allow", Run: runPolicyAllow},
 			{Name: "check", Run: runPolicyCheck},
 			{Name: "explain", Run: runPolicyExplain},
+			{Name: "revoke", Run: runPolicyRevoke},
 		}},
 		{Name: "tool", Run: runCtxTool},
 		{Name: "object", Verbs: []Applet{

@@ -59,7 +59,7 @@ func TestVerbErrors(t *testing.T) {
 	}{
 		{[]string{"ctx", "agent"}, "ctx agent: missing verb (attach, children, env, new, ps, start, status, stop, watch) (see \"ctx agent --help\")"},
 		{[]string{"ctx", "agent", "frob"}, "ctx agent: unknown verb frob (attach, children, env, new, ps, start, status, stop, watch) (see \"ctx agent --help\")"},
-		{[]string{"ctx", "policy", "frob"}, "ctx policy: unknown verb frob (check, explain) (see \"ctx policy --help\")"},
+		{[]string{"ctx", "policy", "frob"}, "ctx policy: unknown verb frob (allow, check, explain, revoke) (see \"ctx policy --help\")"},
 		{[]string{"ctx", "shared"}, "ctx shared: missing verb (new) (see \"ctx shared --help\")"},
 		{[]string{"ctx", "shared", "frob"}, `ctx shared: unknown verb "frob" (new) (see "ctx shared --help")`},
 		{[]string{"ctx", "object"}, "ctx object: missing verb: check, install, inspect or uninstall (see \"ctx object --help\")"},
