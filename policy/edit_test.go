@@ -59,3 +59,24 @@ func FuzzEditRule(f *testing.F) {
 		}
 	})
 }
+
+// FuzzToolRefusal: whatever the account holds, a layer found is one of
+// the known layers, and only for a line naming exactly that tool.
+func FuzzToolRefusal(f *testing.F) {
+	f.Add([]byte("tool:fs.read execute rejected tool-policy\ntool:fs.write execute granted\n"), "fs.read")
+	f.Add([]byte("tool:fs.read execute rejected \x1b[2Jx\n"), "fs.read")
+	f.Add([]byte("tool:fs.readx execute rejected perm\n"), "fs.read")
+	f.Fuzz(func(t *testing.T, data []byte, tool string) {
+		layer, ok := ToolRefusal(data, tool)
+		if !ok {
+			return
+		}
+		known := false
+		for _, l := range refusalLayers {
+			known = known || l == layer
+		}
+		if !known || !bytes.Contains(data, []byte("tool:"+tool+" execute rejected "+string(layer))) {
+			t.Fatalf("ToolRefusal(%q, %q) = %q", data, tool, layer)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/policy"
 )
 
 type builtin struct {
@@ -53,7 +54,11 @@ func (sh *Shell) out(format string, args ...any) {
 }
 
 // notFound reports a failed lookup and returns code. A missing tool gets
-// the "try: tools" hint; an impossible name says why it is impossible.
+// the "try: tools" hint; an impossible name says why it is impossible. A
+// tool the agent's run refused (its policy account names the layer) is
+// not "not found": the person must hear which layer to change, and a
+// refusal to run it exits 13 (code NotFound becomes Denied). A host
+// program's name (ls) gets the tool that runs programs.
 func (sh *Shell) notFound(name string, err error, code int) int {
 	if errors.Is(err, syscall.EINVAL) {
 		var pe interface{ Unwrap() error }
@@ -63,9 +68,53 @@ func (sh *Shell) notFound(name string, err error, code int) int {
 		sh.errorf("%s (tsh runs only tools found by name through CTX_PATH)", err)
 		return code
 	}
+	if agent, layer, ok := sh.refusal(name); ok {
+		sh.deniedf("%s: not visible to this agent, refused by %s (explain: ctx policy explain %s tool:%s execute)", name, layer, agent, name)
+		if code == cli.NotFound {
+			code = cli.Denied
+		}
+		return code
+	}
 	sh.errorf("tool not found in CTX_PATH: %s", name)
+	if isHostProgram(name) {
+		fmt.Fprintf(sh.env.Stderr, "%s is a program, not a tool: run it with shell.exec '{\"cmd\":\"%s ...\"}' (where the agent is granted shell.exec)\n", name, name)
+	}
 	fmt.Fprintln(sh.env.Stderr, "try: tools")
 	return code
+}
+
+// procPolicyFile is the run's policy account (a variable only so tests
+// can point it elsewhere).
+var procPolicyFile = policy.ProcPolicyPath
+
+// refusal reports the agent and the layer that keeps tool name out of
+// this sandbox, from the run's policy account: only inside a sandbox,
+// where the account is the run host's.
+func (sh *Shell) refusal(name string) (agent string, layer policy.Layer, ok bool) {
+	ctx, err := detectContext(sh.env)
+	if err != nil || ctx.Source != policy.ContextSandbox {
+		return "", "", false
+	}
+	data, err := fsops.ReadControl(procPolicyFile)
+	if err != nil {
+		return "", "", false
+	}
+	layer, ok = policy.ToolRefusal(data, name)
+	return ctx.Agent, layer, ok
+}
+
+// isHostProgram reports whether name, a plain tool name, is a program in
+// the system's directories (ls, make, git).
+func isHostProgram(name string) bool {
+	if policy.ValidName(name) != nil {
+		return false
+	}
+	for _, dir := range []string{"/usr/local/bin", "/usr/bin", "/bin"} {
+		if st, err := os.Stat(dir + "/" + name); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (sh *Shell) usage(name string) int {
