@@ -110,7 +110,22 @@ func servedTools(e *Env, root fsops.Root, agent string, inSandbox bool, callTime
 		},
 		OnRefused: func(name, errno, layer, reason string) { recordServeRefusal(e, name, errno, layer, reason) },
 	}
+	if !inSandbox {
+		// On the host agent.create, start, stop and update always fail:
+		// they are requests to an agent's run host, and there is none.
+		tools.Unoffered = func(name string) (string, bool) {
+			if hostOperationTool(name) {
+				return name + " runs only through the run host of an agent's run: serve an agent's tools from its sandbox (ctxmcp serve --agent AGENT, without --unsandboxed)", true
+			}
+			return "", false
+		}
+	}
 	if inSandbox {
+		// A tool the run refused is not in the sandbox's view; the run's
+		// policy account says which layer refused it.
+		tools.RefusedByName = func(name string) (string, string, bool) {
+			return refusedInRun(agent, name)
+		}
 		// Inside a sandbox every call goes by the tool's name through
 		// /mnt/tools, a link to ctx that asks the run host (a third-party
 		// tool's own file would run unbrokered).
@@ -122,6 +137,31 @@ func servedTools(e *Env, root fsops.Root, agent string, inSandbox bool, callTime
 		}
 	}
 	return tools
+}
+
+// hostOperationTool reports ctx's tools that are requests to the run host
+// (hostOperation), which fail wherever there is none.
+func hostOperationTool(name string) bool {
+	switch name {
+	case "agent.create", "agent.start", "agent.stop", "agent.update":
+		_, ok := builtinTools[name]
+		return ok
+	}
+	return false
+}
+
+// refusedInRun reads the run's policy account for a tool the run keeps out
+// of the sandbox: the layer and the words tsh says for it.
+func refusedInRun(agent, name string) (string, string, bool) {
+	data, err := fsops.ReadControl(policy.ProcPolicyPath)
+	if err != nil {
+		return "", "", false
+	}
+	layer, ok := policy.ToolRefusal(data, name)
+	if !ok {
+		return "", "", false
+	}
+	return string(layer), "not visible to this agent, refused by " + string(layer) + " (explain: ctx policy explain " + agent + " tool:" + name + " execute)", true
 }
 
 // serveToolPath is the CTX_PATH served: the process CTX_PATH when set (in

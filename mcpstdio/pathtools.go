@@ -39,6 +39,16 @@ type PathTools struct {
 	// refusing layer and the reason (the authority check's words). Nil, or
 	// ok false: the tool is treated as unknown.
 	Refusal func(hit fsops.ToolHit) (layer, reason string, ok bool)
+	// RefusedByName explains a name not found through Dirs at all that
+	// exists for the agent but was kept out of its view (a sandbox shows
+	// only granted tools): the refusing layer and the words to say. Nil,
+	// or ok false: the name is unknown.
+	RefusedByName func(name string) (layer, reason string, ok bool)
+	// Unoffered names tools that are found and visible but can never run
+	// where this server runs (agent.create on the host, which needs an
+	// agent's run host): they are not listed, and a call is answered with
+	// why. Nil: every visible tool is offered.
+	Unoffered func(name string) (why string, ok bool)
 	// OnRefused, when set, records a call refused before any tool ran,
 	// with its errno name and layer: every call leaves one event.
 	OnRefused func(name, errno, layer, reason string)
@@ -114,6 +124,13 @@ func (p *PathTools) terminalOnly(name string, caps []byte) bool {
 	return false
 }
 
+func (p *PathTools) unoffered(name string) (string, bool) {
+	if p.Unoffered == nil {
+		return "", false
+	}
+	return p.Unoffered(name)
+}
+
 // toolControls are the controls a served tool's description comes from.
 var toolControls = []string{"description", "schema", "annotations", "output.schema", "input", "cap"}
 
@@ -129,6 +146,10 @@ func (p *PathTools) Tools() ([]ServedTool, error) {
 	var out []ServedTool
 	for _, h := range hits {
 		if p.Visible != nil && !p.Visible(h) {
+			continue
+		}
+		if why, ok := p.unoffered(h.Name); ok {
+			p.warn("leaving out %s: %s", h.Name, why)
 			continue
 		}
 		t, ok := p.describe(h)
@@ -219,10 +240,18 @@ func (p *PathTools) Unlisted(name string, listedBefore bool) (ToolResult, bool) 
 	}
 	hit, err := fsops.LookupTool(p.Dirs, name)
 	if err != nil {
+		if p.RefusedByName != nil {
+			if layer, reason, ok := p.RefusedByName(name); ok {
+				return refuse("EACCES", layer, reason)
+			}
+		}
 		if listedBefore {
 			return refuse("ENOENT", "mount-visibility", "tool "+name+" is no longer available")
 		}
 		return ToolResult{}, false
+	}
+	if why, ok := p.unoffered(name); ok {
+		return refuse("ENOENT", "mount-visibility", why)
 	}
 	caps, _ := fsops.ReadControl(filepath.Join(hit.ControlDir, "cap"))
 	if p.terminalOnly(name, caps) {
