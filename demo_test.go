@@ -44,7 +44,7 @@ func TestDemo(t *testing.T) {
 		`(?m)^tsh> which fs.read\n/ctx/tool/fs.read\n`,
 		`(?m)^tsh> fs.stat README.md\n\{"name":"README.md"`,
 		`(?m)^tsh> shell.exec pwd; id -u\n/workspace\n\d+\ntsh> exit\n`,
-		`(?m)^\$ ctx agent start --root \S+ architect -- tsh fs.write notes.txt hello\n.*\n.*\n\(refused: exit 127, as it should be\)$`,
+		`(?m)^\$ ctx agent start --root \S+ architect -- tsh fs.write notes.txt hello\n.*refused by perm.*\n\(refused: exit 13, as it should be\)$`,
 		`(?m)^\$ tail -n 8 \S+/events.jsonl\n\{"ts":`,
 		`"type":"agent.stop","agent":"coder".*"status":"ok"`,
 	} {

@@ -65,6 +65,7 @@ func runDoctor(e *Env, args []string) int {
 	host := fsops.ProbeHost()
 	starts, agents := checkAgentStarts(root, host, fixes)
 	findings = append(findings, starts...)
+	findings = append(findings, checkGrantedRefused(root, fixes)...)
 	return printDoctor(e.Stdout, root, findings, fixes, host, agents, verbose, quiet)
 }
 

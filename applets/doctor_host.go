@@ -214,10 +214,11 @@ func printDoctor(w io.Writer, root fsops.Root, findings []fsops.Finding, fixes m
 		}
 	}
 	list := func(all bool) {
+		if !all {
+			printProblems(w, root, findings, fixes, quiet)
+			return
+		}
 		for _, f := range findings {
-			if f.Status == "ok" && !all {
-				continue
-			}
 			fmt.Fprintln(w, cli.Escape(f.String()))
 			if f.Status != "ok" && !quiet {
 				fmt.Fprintln(w, "  fix: "+cli.Escape(fixFor(root, f, fixes)))

@@ -62,7 +62,7 @@ else
 		'shell.exec pwd; id -u' 'exit' |
 		"$ctx" agent start --root "$root" coder -- tsh -x
 	say "the architect (perm r--) cannot even see a writing tool"
-	refused 127 "$ctx" agent start --root "$root" architect -- tsh fs.write notes.txt hello
+	refused 13 "$ctx" agent start --root "$root" architect -- tsh fs.write notes.txt hello
 fi
 
 # The agent's own uid names its home (an unprivileged uid of its own in a
