@@ -79,7 +79,7 @@ func TestBootstrapRepairsAndKeeps(t *testing.T) {
 	if code != 1 {
 		t.Errorf("doctor exit %d, want 1", code)
 	}
-	code, out, _ = runIn(t, runBootstrap, "--root", root)
+	code, out, _ = runIn(t, runBootstrap, "--root", root, "-v")
 	if code != 0 {
 		t.Fatalf("bootstrap: %d %s", code, out)
 	}
@@ -130,7 +130,7 @@ func TestBootstrapKeepsForeignToolAndRelinksStale(t *testing.T) {
 	b, _ := os.ReadFile(bin)
 	os.Remove(bin)
 	os.WriteFile(bin, b, 0o755)
-	code, out, _ = runIn(t, runBootstrap, "--root", root)
+	code, out, _ = runIn(t, runBootstrap, "--root", root, "-v")
 	if !strings.Contains(out, "relinked tool/fs.read") {
 		t.Fatalf("no relink after upgrade: %d\n%s", code, out)
 	}

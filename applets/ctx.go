@@ -115,8 +115,8 @@ func installLinks(e *Env, args []string) int {
 	if dir == "" {
 		return usageError(e, "missing DIR")
 	}
+	var skipped []string
 	if names == nil {
-		var skipped []string
 		for _, n := range Names() {
 			if shadowsHost(n) {
 				skipped = append(skipped, n)
@@ -124,7 +124,6 @@ func installLinks(e *Env, args []string) int {
 			}
 			names = append(names, n)
 		}
-		cli.Errorf(e.Stderr, e.Name, "not linked: %s (they would shadow the host's programs of those names; name them to link them)", strings.Join(skipped, " "))
 	}
 	self, err := fsops.Executable()
 	if err != nil {
@@ -138,7 +137,14 @@ func installLinks(e *Env, args []string) int {
 		return fail(e, exitInternal, "%v", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return failErr(e, exitFailure, err)
+	}
+	if !fsops.Writable(dir) {
+		// One line, not one permission error per applet.
+		return fail(e, exitDenied, "%s is not writable by uid %d: nothing linked; install as root, or into a directory of yours: ctx --install ~/bin", dir, os.Geteuid())
+	}
+	if skipped != nil {
+		cli.Errorf(e.Stderr, e.Name, "not linked: %s (they would shadow the host's programs of those names; name them to link them)", strings.Join(skipped, " "))
 	}
 	code := exitOK
 	for _, name := range names {

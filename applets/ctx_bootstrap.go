@@ -2,7 +2,9 @@ package applets
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -11,12 +13,16 @@ import (
 	"ctx/fsops"
 )
 
-// runBootstrap is `ctx bootstrap [--root DIR]`: create or repair the
-// reference tree, idempotently.
+// runBootstrap is `ctx bootstrap [--root DIR] [-v]`: create or repair the
+// reference tree, idempotently. It prints what it found wrong (kept,
+// repaired) and a summary; -v prints every path it changed.
 func runBootstrap(e *Env, args []string) int {
 	var rootFlag string
+	var verbose bool
 	f := newFlags()
 	f.String("root", &rootFlag)
+	f.Bool("v", &verbose)
+	f.Bool("verbose", &verbose)
 	if _, code, ok := parseArgs(e, f, args, 0, 0); !ok {
 		return code
 	}
@@ -39,10 +45,12 @@ func runBootstrap(e *Env, args []string) int {
 	managed := previouslyManaged(root)
 	actions, err := root.Reconcile(entries, func(rel string) bool { return managed[rel] })
 	for _, a := range actions {
-		fmt.Fprintln(e.Stdout, a)
+		if verbose || a.Verb == "kept" || a.Verb == "repaired" {
+			fmt.Fprintln(e.Stdout, a)
+		}
 	}
 	if err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return fail(e, exitFailure, "%s", bootstrapError(root, err))
 	}
 	kept := 0
 	for _, a := range actions {
@@ -61,7 +69,7 @@ func runBootstrap(e *Env, args []string) int {
 	case len(actions) == 0 && len(invalid) == 0:
 		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s is up to date\n", root.Dir)
 	default:
-		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s: %d change(s)\n", root.Dir, len(actions)-kept)
+		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s: %d change(s)%s\n", root.Dir, len(actions)-kept, actionCounts(actions, verbose))
 	}
 	if kept > 0 {
 		return fail(e, exitFailure, "%d path(s) hold files bootstrap did not create; left unchanged (see ctx doctor%s)", kept, root.Option())
@@ -70,6 +78,39 @@ func runBootstrap(e *Env, args []string) int {
 		return fail(e, exitFailure, "%d program control(s) invalid: the tools are ineligible for programmatic calling; left unchanged (see ctx doctor%s)", len(invalid), root.Option())
 	}
 	return exitOK
+}
+
+// actionCounts is the summary's account of the changes by kind, " (329
+// created; ctx bootstrap -v lists each)", or "" when each was listed.
+func actionCounts(actions []fsops.Action, verbose bool) string {
+	if verbose {
+		return ""
+	}
+	counts := map[string]int{}
+	for _, a := range actions {
+		counts[a.Verb]++
+	}
+	var parts []string
+	for _, v := range []string{"created", "updated", "relinked", "repaired"} {
+		if counts[v] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[v], v))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + "; ctx bootstrap -v lists each)"
+}
+
+// bootstrapError words a failed bootstrap. A tree the caller may not make
+// (the default /ctx, as a user) is the common first stumble: name the
+// two ways on.
+func bootstrapError(root fsops.Root, err error) string {
+	msg := err.Error()
+	if errors.Is(err, fs.ErrPermission) && os.Geteuid() != 0 {
+		msg += "; make the tree as root (sudo ctx bootstrap" + root.Option() + "), or one of your own: ctx bootstrap --root ~/ctx"
+	}
+	return msg
 }
 
 // homeEntries keeps only the caller's home and its parent.

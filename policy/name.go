@@ -6,6 +6,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // MaxNameLen is the longest object name in bytes.
@@ -39,7 +40,7 @@ func ValidName(s string) error {
 	for i := 1; i < len(s); i++ {
 		c := s[i]
 		if !isAlnum(c) && c != '.' && c != '_' && c != '+' && c != '-' {
-			return &NameError{s, fmt.Sprintf("byte %d (%q) is not one of A-Z a-z 0-9 . _ + -", i, c)}
+			return &NameError{s, badByte(s, i)}
 		}
 	}
 	return nil
@@ -76,4 +77,20 @@ func ValidModelRef(s string) error {
 
 func isAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
+}
+
+// badByte words the refusal of byte i of s. A byte of a UTF-8 character
+// is shown as that character ("é", U+00E9), not as the Latin-1 reading of
+// its first byte ('Ã'), which named a character the person never typed;
+// an invisible or control character is escaped by %q.
+func badByte(s string, i int) string {
+	c := s[i]
+	if c < utf8.RuneSelf {
+		return fmt.Sprintf("byte %d (%q) is not one of A-Z a-z 0-9 . _ + -", i, c)
+	}
+	r, size := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && size <= 1 {
+		return fmt.Sprintf("byte %d (0x%02x, not UTF-8) is not one of A-Z a-z 0-9 . _ + -", i, c)
+	}
+	return fmt.Sprintf("byte %d starts the character %q (U+%04X), which is not one of A-Z a-z 0-9 . _ + -", i, string(r), r)
 }

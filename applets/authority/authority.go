@@ -48,7 +48,13 @@ func LoadAgent(root fsops.Root, name string) (*policy.Agent, error) {
 	st, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("%w %s (no %s)", ErrNoAgent, name, dir)
+		// The first command a new user types names an agent of a tree
+		// that may not exist yet: say which command makes what is missing.
+		hint := "ctx agent new" + root.Option() + " " + name + " makes one; ctx agent ps" + root.Option() + " lists the agents"
+		if _, err := os.Stat(root.AgentDir()); err != nil {
+			hint = "no ctx tree at " + root.Dir + ": ctx bootstrap" + root.Option() + " makes one, with the agents coder and architect"
+		}
+		return nil, fmt.Errorf("%w %s (no %s; %s)", ErrNoAgent, name, dir, hint)
 	case err != nil:
 		return nil, err
 	case !st.IsDir():
