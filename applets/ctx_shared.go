@@ -79,5 +79,10 @@ func authorizeShared(e *Env, root fsops.Root, space, perm string) int {
 	if d.Allowed {
 		return exitOK
 	}
+	if facts.File == nil && c.Context.Source == policy.ContextSandbox {
+		// A sandbox holds only the spaces every layer allowed at start:
+		// absent here is not absent on the host.
+		return deny(string(d.Layer), "shared/"+space+" is not in this sandbox: a space is there only when every layer allowed it at start (on the host, ctx policy explain "+c.Agent.Name+" shared:"+space+" "+perm+" names the layer that refused)")
+	}
 	return deny(string(d.Layer), d.Reason)
 }

@@ -233,10 +233,24 @@ func sharedLinux(a *Agent, f *FileFacts, perm Permission) Verdict {
 		vd.Allowed = bits.Has(want)
 		vd.Reason = fmt.Sprintf("%s: the %s class has %s", describeFile(a, f), class, bits)
 		if !vd.Allowed {
-			vd.Reason += fmt.Sprintf(" (needs %s)", want)
+			vd.Reason += fmt.Sprintf(" (needs %s)", want) + sharedGroupFix(a, f, class, want)
 		}
 	}
 	return vd
+}
+
+// sharedGroupFix names the fix when the space's group would have what the
+// agent needs but the agent is not in it: a space is shared through its
+// group (ctx shared new makes it 2770). The group root's files have is no
+// group to hand an agent: then the space needs a group of its own first.
+func sharedGroupFix(a *Agent, f *FileFacts, class string, want Ceiling) string {
+	if class != "other" || !Ceiling(uint32(f.Mode.Perm())>>3&7).Has(want) {
+		return ""
+	}
+	if f.GID == 0 {
+		return fmt.Sprintf("; fix: the space's group is gid 0 (root's): give it a group of its own (chgrp -R GROUP %s) and add that gid to agent/%s.d/groups", f.Path, a.Name)
+	}
+	return fmt.Sprintf("; fix: add gid %d, the space's group, to agent/%s.d/groups (ctx set agent/%s.d/groups %d), or chgrp -R the space to a group the agent has", f.GID, a.Name, a.Name, f.GID)
 }
 
 // visibility is the mount-visibility layer: the object's host path must be
