@@ -162,6 +162,10 @@ func TestAgentTerminal(t *testing.T) {
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 69 || !strings.Contains(string(out), "busy") {
 		t.Fatalf("second attacher: %v\n%s\n%s", err, out, seen())
 	}
+	// The refusal names the way to attach from a second terminal.
+	if !strings.Contains(string(out), "start it with --no-console to attach from elsewhere, or watch") {
+		t.Errorf("second attacher's refusal names no way on:\n%s", out)
+	}
 
 	io.WriteString(attIn, "hello\n")
 	waitFor(t, "the program to get the line", seen, func() bool {
@@ -198,6 +202,13 @@ func TestAgentTerminal(t *testing.T) {
 	// The attacher has joined once it replayed the scrollback; only then
 	// does a line typed on its terminal reach the program.
 	waitFor(t, "the terminal attacher to join", seenAll, func() bool { return strings.Contains(termOut.String(), "got:hello") })
+	// A person on a terminal is told how to leave; a pipe is not.
+	if !strings.Contains(termOut.String(), "[attached to coder, session default: Enter ~ . detaches; the agent keeps running]") {
+		t.Errorf("no detach banner on the attacher's terminal:\n%q", termOut.String())
+	}
+	if strings.Contains(attOut.String(), "[attached") || strings.Contains(w1.String(), "[watching") {
+		t.Errorf("a banner went into a pipe:\n%q\n%q", attOut.String(), w1.String())
+	}
 	io.WriteString(ptmx, "world\r")
 	waitFor(t, "the program to end", seenAll, func() bool { return strings.Contains(w1.String(), "got2:world") })
 	if !strings.Contains(w1.String(), "33 111") {

@@ -65,11 +65,17 @@ func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fail(e, exitDenied, "agent %s session %s: the terminal's secret cannot be read: %v", a.Name, session, err)
 	}
+	joinBanner(e, mode, a.Name, session)
 	opts := ptyterm.ClientOptions{TrustedServerUIDs: []int{int(a.Owner), 0}, Secret: secret, Raw: raw}
 	end, err := ptyterm.Connect(target, mode, e.Stdin, e.Stdout, opts)
 	if err != nil {
 		var refused *ptyterm.RefusedError
 		if errors.As(err, &refused) {
+			if refused.Reason == "busy" {
+				// The one attach slot is most often the starting
+				// terminal's own: the run's console holds it.
+				return fail(e, exitUnavailable, "%v; a run started on a terminal is attached to that terminal (its console): start it with --no-console to attach from elsewhere, or watch", err)
+			}
 			return fail(e, exitUnavailable, "%v", err)
 		}
 		return fail(e, exitUnavailable, "agent %s session %s: %v", a.Name, session, err)
@@ -78,4 +84,22 @@ func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 		fmt.Fprintf(e.Stderr, "\r\n[detached from %s; it keeps running]\r\n", a.Name)
 	}
 	return exitOK
+}
+
+// joinBanner tells a person on a terminal how to leave before the
+// session's output fills the screen: on stderr, and only when stderr is a
+// terminal (never into a pipe or a file a script reads). Attach names the
+// detach sequence only when stdin is a terminal, where it is recognised.
+func joinBanner(e *Env, mode ptyterm.Mode, agent, session string) {
+	if !ptyterm.IsTerminal(e.Stderr) {
+		return
+	}
+	switch {
+	case mode == ptyterm.Watch:
+		fmt.Fprintf(e.Stderr, "[watching %s, session %s, read-only: Ctrl-C leaves; the agent keeps running]\r\n", agent, session)
+	case ptyterm.IsTerminal(e.Stdin):
+		fmt.Fprintf(e.Stderr, "[attached to %s, session %s: %s detaches; the agent keeps running]\r\n", agent, session, ptyterm.DetachSequence)
+	default:
+		fmt.Fprintf(e.Stderr, "[attached to %s, session %s: input from a pipe, no detach keys]\r\n", agent, session)
+	}
 }
