@@ -319,6 +319,9 @@ func (r *agentRun) prepareBesideTools(e *Env) (runGrants, []string, []string, in
 // rest of the run directory, and starts the broker.
 func (r *agentRun) prepareRunDir(e *Env, policyLines []string, idmapWhy string) (int, bool) {
 	policyLines = append(policyLines, r.wallLines(idmapWhy)...)
+	if w := r.workspaceWriteLine(e, idmapWhy); w != "" {
+		policyLines = append(policyLines, w)
+	}
 	if err := r.writeRunDir(policyLines); err != nil {
 		return fail(e, exitUnavailable, "run directory: %v", err), false
 	}

@@ -72,8 +72,31 @@ func checkAgentStarts(root fsops.Root, host fsops.HostReport, fixes map[fsops.Fi
 			detail += ": no isolation at all, identity from the environment only"
 		}
 		out = append(out, fsops.Finding{Status: "ok", Rel: "agent/" + name, Detail: detail})
+		if f, ok := workspaceWriteFinding(root, a, caller, iso); ok {
+			out = append(out, f)
+		}
 	}
 	return out, agents
+}
+
+// workspaceWriteFinding is doctor's account of policy.WorkspaceWriteWarning
+// for the current directory, the workspace of a start made here: only for
+// root's iso landlock starts, where the agent runs as its own uid on the
+// workspace as it is.
+func workspaceWriteFinding(root fsops.Root, a *policy.Agent, caller uint32, iso policy.Iso) (fsops.Finding, bool) {
+	cwd, err := os.Getwd()
+	if caller != 0 || iso != policy.IsoLandlock || err != nil || root.RelPath(cwd) != "" {
+		return fsops.Finding{}, false
+	}
+	f := authority.FileFacts(cwd)
+	if f == nil {
+		return fsops.Finding{}, false
+	}
+	w := policy.WorkspaceWriteWarning(a, *f)
+	if w == "" {
+		return fsops.Finding{}, false
+	}
+	return fsops.Finding{Status: "unexpected", Rel: "agent/" + a.Name, Detail: cli.Escape("in iso landlock here, " + w)}, true
 }
 
 // foreignAgent is doctor's finding for an agent the caller may not start
@@ -186,6 +209,9 @@ func fixFor(root fsops.Root, f fsops.Finding, fixes map[fsops.Finding]string) st
 		return "make the tier's directory owned by root or the tree's owner and writable by no agent, or drop it from " + path
 	case strings.Contains(f.Detail, "shadows the builtin tool"):
 		return "rename or remove " + path + " (and its .d directory)"
+	case strings.Contains(f.Detail, "cannot write the workspace"):
+		_, fix, _ := strings.Cut(f.Detail, "): fix: ")
+		return fix
 	case strings.Contains(f.Detail, "would run as host root"):
 		if strings.HasSuffix(f.Rel, "/iso") {
 			return "ctx set" + rootOpt(root) + " " + f.Rel + " auto"
