@@ -5,6 +5,10 @@
 #   ./build.sh test       the whole test suite (what CI runs)
 #   ./build.sh demo       the main job on a built-in default (see README)
 #   ./build.sh bench      benchmarks against baselines, as ratios
+#
+# Offline: GOPROXY=off ./build.sh builds from the module cache (filled
+# once by `go mod download`); after `go mod vendor` the go command builds
+# from vendor/ by itself. `./build.sh test` also fetches staticcheck once.
 set -eu
 cd "$(dirname "$0")"
 OUT=${OUT:-$PWD/ctx}

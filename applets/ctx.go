@@ -146,6 +146,11 @@ func installLinks(e *Env, args []string) int {
 	if skipped != nil {
 		cli.Errorf(e.Stderr, e.Name, "not linked: %s (they would shadow the host's programs of those names; name them to link them)", strings.Join(skipped, " "))
 	}
+	return linkApplets(e, dir, names, self, selfInfo, hard)
+}
+
+// linkApplets makes one link per name in dir to self (installLinks).
+func linkApplets(e *Env, dir string, names []string, self string, selfInfo os.FileInfo, hard bool) int {
 	code := exitOK
 	for _, name := range names {
 		link := filepath.Join(dir, name)
@@ -164,12 +169,11 @@ func installLinks(e *Env, args []string) int {
 			code = failErr(e, exitFailure, err)
 			continue
 		}
+		link2 := os.Symlink
 		if hard {
-			err = os.Link(self, link)
-		} else {
-			err = os.Symlink(self, link)
+			link2 = os.Link
 		}
-		if err != nil {
+		if err := link2(self, link); err != nil {
 			code = failErr(e, exitFailure, err)
 		}
 	}

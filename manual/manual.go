@@ -38,6 +38,7 @@ var topicAliases = [...][2]string{
 	{"sandbox", "ctx.sandbox"}, {"mnt", "ctx.sandbox"},
 	{"mcp", "ctx.mcp"},
 	{"agentrc", "ctx.agentrc"},
+	{"tutorial", "ctx.tutorial"},
 }
 
 // Files returns the names of all embedded page files, sorted.
