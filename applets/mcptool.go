@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -182,6 +183,11 @@ func (p projectedCall) run(c *toolCall) error {
 // A stale locator's error says how to project the tool again.
 func lockedServer(loc object.Locator, name, ctl string) (mcpstdio.ServerConfig, error) {
 	data, err := fsops.ReadRegular(loc.Config, mcpstdio.MaxConfigSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Most often the config is on the host but not in the sandbox
+		// the call runs in: only the workspace, the tree and mounts are.
+		return mcpstdio.ServerConfig{}, fmt.Errorf("config: %v; a sandbox sees only its workspace (/workspace), /ctx and its mounts: project the tool with --runtime-config a path it sees (ctxmcp project --runtime-config /workspace/mcp.json ...), or mount the config's directory (agent start --mount DIR DIR ro, or the agent's mount control)", err)
+	}
 	if err != nil {
 		return mcpstdio.ServerConfig{}, fmt.Errorf("config: %v", err)
 	}
