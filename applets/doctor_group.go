@@ -25,8 +25,8 @@ func printProblems(w io.Writer, root fsops.Root, findings []fsops.Finding, fixes
 	groups := map[key][]fsops.Finding{}
 	var order []key
 	for _, f := range findings {
-		if f.Status == "ok" {
-			continue
+		if f.Status == "ok" || (quiet && f.Status == "note") {
+			continue // -q is problems only: nothing when all is ok
 		}
 		top, _, _ := strings.Cut(f.Rel, "/")
 		k := key{f.Status, top, fixFor(root, f, fixes)}
