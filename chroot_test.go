@@ -182,9 +182,10 @@ func (c *chroot) startAgent(env []string, tree, ws string, agentUID int, mode st
 		t.Errorf("agent/coder.d/perm changed: %q, was %q", after, before)
 	}
 	// The architect (perm r--) may not run fs.write: refused by the
-	// perm layer, or not even visible where tools are projected.
+	// perm layer, or not even visible where tools are projected (tsh
+	// names the layer from the run's policy account).
 	out = c.run(-1, ws, env, "ctx", "agent", "start", "--root", tree, "architect", "--", "tsh", "fs.write", "notes.txt", "hello")
-	c.match(out, `(ctx: denied: tsh: cannot execute fs.write: EACCES \(perm\)|tool not found in CTX_PATH: fs.write)`)
+	c.match(out, `(ctx: denied: tsh: cannot execute fs.write: EACCES \(perm\)|ctx: denied: tsh: fs.write: not visible to this agent, refused by perm|tool not found in CTX_PATH: fs.write)`)
 	if _, err := os.Stat(filepath.Join(c.root, ws, "notes.txt")); err == nil {
 		t.Error("the architect's refused fs.write made notes.txt")
 	}
