@@ -63,7 +63,33 @@ func runAgentNew(e *Env, args []string) int {
 		return fail(e, te.Exit, "%s", te.Msg)
 	}
 	fmt.Fprintf(e.Stdout, "created agent/%s (subject %s, perm %s)\n", child.Name, child.Subject, child.Ceiling)
+	scriptPermNote(e, root, child, spec.Tools)
 	return grantToolLayers(e, root, child, spec.Tools, grant)
+}
+
+// scriptPermNote warns about a tool that is a script (#!) given to an
+// agent whose perm has no x: the policy check allows the call (perm does
+// not govern a tool that is not ctx's), but its interpreter cannot run in
+// the sandbox, and the call fails with a bare EACCES.
+func scriptPermNote(e *Env, root fsops.Root, child *policy.Agent, tools []string) {
+	if child.Ceiling.Has(policy.CeilingExec) {
+		return
+	}
+	for _, t := range tools {
+		if _, builtin := policy.CeilingFor(t); builtin {
+			continue
+		}
+		_, hit := authority.ToolFacts(root, child, t)
+		if hit.Path == "" {
+			continue
+		}
+		if head, err := fsops.ReadRegular(hit.Path, 1<<20); err == nil && strings.HasPrefix(string(head), "#!") {
+			// r too: a value starting with "-" would be read as an option.
+			want := child.Ceiling | policy.CeilingExec | policy.CeilingRead
+			cli.Errorf(e.Stderr, e.Name, "note: tool %s is a script: its interpreter runs only with perm x, and %s's perm is %s; give it x: ctx set%s agent/%s.d/perm %s",
+				t, child.Name, child.Ceiling, rootOpt(root), child.Name, want)
+		}
+	}
 }
 
 // grantToolLayers handles the second layer of each tool a new agent was
