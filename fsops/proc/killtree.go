@@ -1,6 +1,10 @@
 package proc
 
-import "golang.org/x/sys/unix"
+import (
+	"time"
+
+	"golang.org/x/sys/unix"
+)
 
 // KillTree ends pid and every process below it at once, with no grace:
 // for a run that must stop writing now (its disk budget spent), where no
@@ -35,13 +39,20 @@ func KillTree(pid int) {
 		}
 		return found
 	}
-	for pass := 0; pass < 64; pass++ {
+	// A pass that finds nothing new ends the search only once every
+	// process held has really stopped: SIGSTOP takes effect on the way
+	// back to user space, and a fork in progress when it was sent still
+	// makes its child, which the next pass must find.
+	for pass := 0; pass < 256; pass++ {
 		var table map[int][]int
 		if !childrenFiles() {
 			table = ScanParents()
 		}
-		if !stop(pid, table) && pass > 0 {
+		if !stop(pid, table) && pass > 0 && allStopped(held) {
 			break
+		}
+		if pass > 0 {
+			time.Sleep(time.Millisecond)
 		}
 	}
 	for _, fd := range held {
@@ -55,4 +66,16 @@ func KillGroup(pgid int) {
 	if pgid > 1 {
 		_ = unix.Kill(-pgid, unix.SIGKILL)
 	}
+}
+
+// allStopped reports whether every process held is stopped, or has ended:
+// none of them can fork any more.
+func allStopped(held map[int]int) bool {
+	for p := range held {
+		st, ok := readStat(p)
+		if ok && st.state != 'T' && st.state != 't' && st.state != 'Z' && st.state != 'X' {
+			return false
+		}
+	}
+	return true
 }
