@@ -2,14 +2,11 @@ package ptyterm
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"ctx/fsops"
 )
 
 // A terminal served with a secret (Config.Secret: the run's, DESIGN §16
@@ -37,45 +34,10 @@ func SecretPath(socket string) string {
 	return strings.TrimSuffix(socket, ".sock") + ".key"
 }
 
-// ReadSecret reads the secret of the terminal served at socket.
+// ReadSecret reads the secret of the terminal served at socket: the run's
+// secret, in the run secret's file format (fsops.ReadRunSecret).
 func ReadSecret(socket string) (string, error) {
-	path := SecretPath(socket)
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return "", &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer unix.Close(fd)
-	b := make([]byte, maxSecretLine)
-	n, err := unix.Read(fd, b)
-	if err != nil {
-		return "", &os.PathError{Op: "read", Path: path, Err: err}
-	}
-	s := strings.TrimSpace(string(b[:max(n, 0)]))
-	if s == "" || strings.ContainsAny(s, " \n") {
-		return "", &os.PathError{Op: "read", Path: path, Err: errors.New("not a terminal secret")}
-	}
-	return s, nil
-}
-
-// writeSecret writes secret to SecretPath(socket), mode 0600, replacing
-// an old one atomically and following no symlink.
-func writeSecret(socket, secret string) error {
-	path := SecretPath(socket)
-	tmp := filepath.Join(filepath.Dir(path), ".new-"+filepath.Base(path))
-	os.Remove(tmp)
-	fd, err := unix.Open(tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		return &os.PathError{Op: "create", Path: tmp, Err: err}
-	}
-	_, err = unix.Write(fd, []byte(secret+"\n"))
-	unix.Close(fd)
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-	}
-	return err
+	return fsops.ReadRunSecret(SecretPath(socket))
 }
 
 // parseSecretLine decides the secret line at the start of b: the secret
@@ -131,9 +93,4 @@ func readSecretLine(r io.Reader) (string, error) {
 			return "", rerr
 		}
 	}
-}
-
-// secretMatches compares in constant time; an empty secret never matches.
-func secretMatches(presented, secret string) bool {
-	return presented != "" && subtle.ConstantTimeCompare([]byte(presented), []byte(secret)) == 1
 }

@@ -43,7 +43,7 @@ type terminalSocket struct {
 // writable by others unless sticky, or another user could swap the socket.
 // An existing socket file is replaced only when nothing listens on it (a
 // socket left by a ctxterm that died); anything else at path is refused.
-// With a secret, it is written beside the socket (writeSecret) for the
+// With a secret, it is written beside the socket (SecretPath) for the
 // owner's clients.
 func listenSocket(path, secret string) (*terminalSocket, error) {
 	if path == "" || path[len(path)-1] == '/' {
@@ -81,7 +81,7 @@ func listenSocket(path, secret string) (*terminalSocket, error) {
 	}
 	s := &terminalSocket{path: path, l: l, ino: st.Ino, dev: st.Dev, secret: secret}
 	if secret != "" {
-		if err := writeSecret(path, secret); err != nil {
+		if err := fsops.WriteRunSecret(SecretPath(path), secret); err != nil {
 			s.close()
 			return nil, err
 		}
@@ -235,7 +235,7 @@ func handshake(conn *net.UnixConn, h *hub, owner int, secret string) {
 	_ = conn.SetReadDeadline(time.Now().Add(modeLineTimeout))
 	if secret != "" {
 		presented, err := readSecretLine(conn)
-		if err != nil || !secretMatches(presented, secret) {
+		if err != nil || !fsops.SecretsEqual(presented, secret) {
 			refuse(&refusal{"denied", "this terminal is reached with its run's secret (ctx agent watch|attach)"})
 			return
 		}
