@@ -70,8 +70,13 @@ func toolSpecOf(name, ctl string, input []byte, t *builtinTool) []byte {
 	if spec.Annotations == nil && t != nil {
 		spec.Annotations = jsonObject([]byte(builtinAnnotations[name]))
 	}
-	// Encode leaves < > & as they are (Marshal would escape them for
-	// HTML) and ends the object with the newline the file has.
+	return toolSpecJSON(spec)
+}
+
+// toolSpecJSON is a toolspec's file: Encode leaves < > & as they are
+// (Marshal would escape them for HTML) and ends the object with the
+// newline the file has; "{}" when spec cannot be encoded.
+func toolSpecJSON(spec any) []byte {
 	var out bytes.Buffer
 	enc := json.NewEncoder(&out)
 	enc.SetEscapeHTML(false)

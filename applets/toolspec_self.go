@@ -199,13 +199,7 @@ func selfToolSpec(t policy.ProjectedTool, s selfSpec) []byte {
 	if d, err := fsops.ReadControl(filepath.Join(t.HostDotD, "description")); err == nil {
 		spec.Description = strings.TrimSpace(string(d))
 	}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(spec) != nil {
-		return []byte("{}\n")
-	}
-	return out.Bytes()
+	return toolSpecJSON(spec)
 }
 
 // mntSelfSchema is, inside a run, the input schema tool hit described
