@@ -17,8 +17,8 @@ func main() {
 // path needs, in one step while the stack is two frames deep. Left to
 // itself the stack starts at 8 KiB and is copied as it doubles, each copy
 // walking every frame on it (the unwinder's tables are read from the
-// binary, page by page); those copies were a tenth of fs.read's page
-// faults. Its frame is all it costs: n is 0, so the array is never
+// binary, page by page); those copies were a visible share of fs.read's
+// page faults. Its frame is all it costs: n is 0, so the array is never
 // written or read.
 //
 //go:noinline

@@ -89,8 +89,8 @@ func toolSpecJSON(spec any) []byte {
 // jsonObject returns b compacted when it is one JSON object, else nil.
 func jsonObject(b []byte) json.RawMessage {
 	// Compact checks the whole text; a valid text whose first byte is {
-	// is an object. (Unmarshalling into a map checked the same, at three
-	// times the cost, for every tool of every start.)
+	// is an object. (Unmarshalling into a map checked the same and also
+	// built the map, for every tool of every start.)
 	var out bytes.Buffer
 	if json.Compact(&out, b) != nil || out.Len() == 0 || out.Bytes()[0] != '{' {
 		return nil

@@ -10,7 +10,7 @@ import (
 // uid) starts its init as soon as the run's cgroup exists, while the run
 // host still prepares the run (a run on a terminal: on the PTY ctxterm
 // then serves, ptyterm.OpenPTY). Being born in new namespaces, exec'ing
-// ctx and starting a Go runtime took the init about 2 ms, all of it on
+// ctx and starting a Go runtime were the init's own cost, all of it on
 // the start's critical path; now it happens beside the preparation, and
 // the init waits for its plan. The descriptors it needs that do not exist
 // yet (the broker's channel, the idmapped workspace) come with the plan
@@ -22,7 +22,7 @@ import (
 // changed in between) starts a new init the usual way.
 
 // startCgroupAndInit makes the run's budgets and cgroup (a mkdir in each
-// hierarchy, 0.5 ms and at times 3) and then, born inside it, the early
+// hierarchy, at times slow) and then, born inside it, the early
 // init, beside the rest of the preparation; the channel is closed when
 // both are done.
 func (r *agentRun) startCgroupAndInit(e *Env) <-chan struct{} {

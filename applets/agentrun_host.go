@@ -126,7 +126,7 @@ func (r *agentRun) closeRun(e *Env, runcap *fsops.RunCapability, stopWatch chan 
 // reaped. A sandbox's init reports the status once every process of the
 // run has ended (fsops.Sandbox.Ended), before it exits itself: the run
 // host records the end while the kernel tears the sandbox's namespaces
-// down (0.6-0.9 ms here) instead of after.
+// down instead of after.
 func (r *agentRun) awaitEnd(cmd *exec.Cmd, sandbox *fsops.Sandbox) (int, <-chan struct{}) {
 	exited := make(chan struct{})
 	var waited int
@@ -152,8 +152,8 @@ func (r *agentRun) awaitEnd(cmd *exec.Cmd, sandbox *fsops.Sandbox) (int, <-chan 
 // and of its parent (cgroup v1), for the thread that starts every process
 // of the run to join the cgroup itself, and to leave it once they have all
 // ended, before the init reports the end: the run host then removes the
-// cgroup without waiting for the init's exit, which took about 1 ms of
-// every start (fsops cgroup_thread.go). Without them (cgroup v2, no
+// cgroup without waiting for the init's exit, which every start waited
+// for (fsops cgroup_thread.go). Without them (cgroup v2, no
 // cgroup) the init is born inside or moved in, as before.
 //
 // It is called for each init a run prepares: an early init that could not

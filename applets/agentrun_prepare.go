@@ -40,7 +40,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	// the rest, on another core: reading the tools the agent may run (the
 	// trust rule examines each one's control tree) and, in uid mode, the
 	// idmapped workspace (a process started and killed for its user
-	// namespace). Each was a quarter of the run host's work before the
+	// namespace). Each was a large part of the run host's work before the
 	// sandbox starts. Both are waited for before prepare returns.
 	var tools []policy.ProjectedTool
 	var policyLines []string

@@ -35,10 +35,10 @@ func (b *broker) refreshPolicy() {
 var policyIgnored = map[string]bool{"log": true, "status": true, "pid": true, ".policy.tmp": true}
 
 // policyWatchDelay is how long a run goes before its policy watch starts.
-// Until then every decision reads the tree afresh (a cost of about 0.5 ms
-// per call) and /mnt/proc/policy is rewritten only on refusals. Why: the
+// Until then every decision reads the tree afresh (a reading per call)
+// and /mnt/proc/policy is rewritten only on refusals. Why: the
 // kernel ends an inotify instance only after a grace period (an SRCU
-// synchronisation behind the mark reaper, 5-20 ms here), which the run
+// synchronisation behind the mark reaper), which the run
 // host pays when it closes the watch or exits; a short run (ctx agent
 // start A -- cmd, a one-shot MCP call) gains nothing from a watch and was
 // paying that on every start.

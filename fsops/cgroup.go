@@ -171,11 +171,11 @@ func (c *RunCgroup) setLimits(lim CgroupLimits) error {
 //
 // Why: moving another process (Add) takes the kernel's global
 // threadgroup lock for writing, and its first taking in a process waits
-// for an RCU grace period: 7-13 ms of every agent start here, a third of
-// it. A thread that moves itself (v1: "0" written to tasks) skips that
-// lock, and a fork inherits the forking thread's cgroups: 0.1-0.6 ms in
-// all. Only v1 is done this way; v2 would use clone3's CLONE_INTO_CGROUP,
-// which no host here can test, so it keeps Add.
+// for an RCU grace period, the largest single wait of an agent start. A
+// thread that moves itself (v1: "0" written to tasks) skips that lock,
+// and a fork inherits the forking thread's cgroups. Only v1 is done this
+// way; v2 would use clone3's CLONE_INTO_CGROUP, which no host here can
+// test, so it keeps Add.
 //
 // While inside, the thread counts toward the run's pids.max and is listed
 // in its cgroup.procs (by this process's id); nothing reads them before

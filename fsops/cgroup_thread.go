@@ -19,7 +19,7 @@ import (
 // never by a locked thread) stay in the run host's cgroup. Before it
 // reports the run's end, once every process of the run has ended, the
 // thread moves itself back out: the run's cgroup is then empty while the
-// init still exits (its kernel teardown of the sandbox took about 1 ms),
+// init still exits (the kernel's teardown of the sandbox is not instant),
 // and the run host removes the cgroup without waiting for that exit.
 //
 // A thread moving itself ("0" written to a v1 tasks file) skips the

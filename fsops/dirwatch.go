@@ -92,7 +92,7 @@ func (w *DirWatch) Add(dirs ...string) {
 // trust rule accepts. Directories at or below top are watched with
 // inotify. Those above it are not: an inotify watch on a directory costs
 // the kernel a pass over every cached entry of it (each child dentry is
-// marked), which for a crowded / or /tmp was a quarter of an agent's start,
+// marked), which for a crowded / or /tmp was a large part of an agent's start,
 // and what matters about them is only themselves (name, mode, owner),
 // never their other entries. Their status is kept instead and compared on
 // every Changed: a few lstat calls, as exact as the events (a change is

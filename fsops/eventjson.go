@@ -9,8 +9,8 @@ import (
 // appendJSON appends ev as encoding/json's Marshal writes it, byte for
 // byte (the fields in order, omitempty, HTML-safe escapes), without
 // reflection: a tool call writes one event per process, and Marshal's
-// first call on a struct type (its field cache) cost about as much as the
-// rest of the event. ok is false for what Marshal refuses (a DurMS that is
+// first call on a struct type builds its field cache, in every process.
+// ok is false for what Marshal refuses (a DurMS that is
 // NaN or infinite).
 func (ev *Event) appendJSON(b []byte) (_ []byte, ok bool) {
 	if math.IsNaN(ev.DurMS) || math.IsInf(ev.DurMS, 0) {

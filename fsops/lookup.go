@@ -204,8 +204,8 @@ func OwnerChain(top, target string) (facts []policy.FileFacts, missing bool, err
 //
 // It walks by descriptor: each directory is opened once (O_NOFOLLOW) and
 // its entries are examined relative to it, not by their whole path from /
-// (an agent start examines every projected tool's tree: by path that was
-// a fifth of its host-side work).
+// (an agent start examines every projected tool's tree: by path, each
+// entry's lookup repeated the walk from /).
 func ControlTreeFacts(dir string) (facts []policy.FileFacts, more bool, err error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(dir, &st); err != nil {

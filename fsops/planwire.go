@@ -12,11 +12,11 @@ import (
 
 // How a plan travels to the sandbox's init (Sandbox.SendPlan): in a
 // compact binary form, two parts each preceded by its length (uvarint):
-// everything but the ops (planwire_plan.go), then the ops. A plan is about
-// 20 KB, nearly all ops; encoding/json took 0.45 ms to decode the ops and
-// 0.1-0.4 ms the rest in the init's fresh process, and 0.26 ms to encode
-// them in the run host, all on the start's critical path; the binary form
-// takes a few microseconds. `ctx agent start --plan` still prints the
+// everything but the ops (planwire_plan.go), then the ops. A plan is
+// nearly all ops; encoding/json decoding it in the init's fresh process
+// (building its reflection caches first) and encoding it in the run host
+// were both on the start's critical path; the binary form is a plain loop
+// over the bytes. `ctx agent start --plan` still prints the
 // plan as JSON: this is only the wire.
 //
 // An op is: kind, source, target, size, why (strings); flags (uvarint:

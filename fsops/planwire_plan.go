@@ -9,9 +9,9 @@ import (
 )
 
 // The rest of a plan (all but its ops) in the same binary form as the
-// ops (planwire.go): encoding/json spent 0.1-0.4 ms decoding these few
-// hundred bytes in the init's fresh process (building its reflection
-// caches), on the start's critical path.
+// ops (planwire.go): encoding/json decoding these few hundred bytes in
+// the init's fresh process had to build its reflection caches first, on
+// the start's critical path.
 //
 // In order: iso (string); the namespaces (uvarint, nsFlagBits); new root
 // (string); the plan's booleans (uvarint, planFlagBits); uid, gid, outer

@@ -45,8 +45,8 @@ func ProbeIsolation(full bool) policy.HostIsolation {
 // caller that will probably need it shortly, and returns what answers
 // instead of ProbeIsolation: the full probe's result when full (waiting
 // for it), else the cheap checks, made then. Only root's probe is
-// started ahead: it is an unshare on a thread of its own (about 0.15 ms
-// of a start, which this overlaps with loading the agent), where a
+// started ahead: it is an unshare on a thread of its own (a cost on the
+// start's path, which this overlaps with loading the agent), where a
 // user's would start a process it may not need.
 func ProbeAhead() func(full bool) policy.HostIsolation {
 	if os.Geteuid() != 0 {

@@ -39,8 +39,8 @@ func RunSandboxInit(stderr io.Writer) int {
 	// the runtime's default action instead (the init exits 2). Notify
 	// does not wait for the runtime's signal-handling goroutine and
 	// thread: they are made while the plan is read and applied, not
-	// between the walls and the program's start, where they cost 0.5 ms of
-	// every start.
+	// between the walls and the program's start, where every start waited
+	// for them.
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, initSignals...)
 	// Capabilities and no_new_privs are per thread, and a child inherits
@@ -241,8 +241,8 @@ func applyMounts(plan *policy.Plan) error {
 	}
 	// Every op before the pivot works relative to the new root, entered
 	// through the descriptor just checked: no op walks the host's path
-	// to it again (about 500 lookups of a long path per start before, a
-	// sixth of building the sandbox).
+	// to it again (ops repeated that lookup of a long path before, a large
+	// share of building the sandbox).
 	err = unix.Fchdir(top)
 	unix.Close(top)
 	if err != nil {

@@ -359,7 +359,7 @@ func mountPoint(base, rel string, dir bool) (int, string, error) {
 		err = unix.Mkdirat(pfd, name, 0o755)
 	} else {
 		// mknod makes the empty file without opening it (an open with
-		// O_CREAT|O_EXCL, then a close, cost twice as much); like O_EXCL
+		// O_CREAT|O_EXCL, then a close, opens a file to drop it); like O_EXCL
 		// it fails on any existing name, a symlink included.
 		err = unix.Mknodat(pfd, name, unix.S_IFREG|0o644, 0)
 	}

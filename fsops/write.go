@@ -66,8 +66,9 @@ func ParseTempName(name string) (target string, pid int, ok bool) {
 // Umask is the process umask. It is read once, by umask(2) at package
 // initialisation: the call sets the mask while it reads it, so it is made
 // before main, when no goroutine of ctx's can be creating a file (the
-// runtime's own never do), and put back at once: 0.15 µs, where reading
-// /proc/self/status, which tells it without changing it, took 15 µs.
+// runtime's own never do), and put back at once: two system calls, where
+// reading /proc/self/status, which tells it without changing it, means
+// opening and parsing a file.
 func Umask() uint32 { return processUmask }
 
 var processUmask = func() uint32 {
@@ -245,8 +246,8 @@ func WriteAt(dirfd int, name string, data []byte, o *WriteOpts) error {
 // contents, now under tmp, removed. Readers see the old or the new
 // contents, as with a rename over name, but ext4 flushes the data of a
 // file renamed over another (auto_da_alloc) and not of one exchanged with
-// it: a replace cost 105 µs here, an exchange and an unlink 25 µs, and a
-// run writes its status and state nine times. The flush is what a crash
+// it: that flush made each replace wait for the disk, and a run writes
+// its status and state nine times. The flush is what a crash
 // would have kept; without it a crash may leave name empty, which its
 // readers take as the default (idle, no pid). A name that does not exist
 // yet, or a filesystem without the exchange, gets the plain rename.

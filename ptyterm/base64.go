@@ -7,8 +7,8 @@ import (
 
 // The record's pty.output lines carry base64 (standard alphabet, padded),
 // and encoding it is most of what recording a fast stream costs. This
-// encoder produces exactly encoding/base64.StdEncoding's output at about
-// twice its speed: it looks up two characters (12 bits) at a time and
+// encoder produces exactly encoding/base64.StdEncoding's output with half
+// its table lookups: it looks up two characters (12 bits) at a time and
 // moves 12 bytes in, 16 characters out, per round.
 
 const b64Alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"

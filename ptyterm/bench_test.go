@@ -30,7 +30,7 @@ import (
 // ctxterm, once the watcher is joined), to the return of Serve or the exit
 // of script. Process start-up is left out of both.
 //
-// A shared machine makes single runs vary by a factor of two, so the
+// A shared machine makes single runs vary widely, so the
 // figures are medians: MB/s of each arm, and "ratio", the median over
 // iterations of script's time / ctxterm's time (1.0 = as fast as script;
 // ./build.sh bench holds it to 1.0 or more). Run with -benchtime 10x or

@@ -17,7 +17,7 @@ var linkDisabled bool
 //
 // An object whose executable is the ctx binary (the builtin-style tools and
 // agents, and every MCP-projected tool, which runs as ctx under its own
-// name) need not carry a 5 MB copy of it: the executable becomes a hard link
+// name) need not carry a copy of the binary: the executable becomes a hard link
 // of, in this order,
 //
 //  1. the tree's own bin/ctx, when its bytes are the manifest's (the file

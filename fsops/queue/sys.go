@@ -129,7 +129,7 @@ const tmpfsEmptyDirSize = 2 * 20
 // (tmpfs); false means only "not known to be empty". Finish asks it
 // before the lookups of a job's names it expects to be absent: tmpfs
 // keeps no negative dentries, so each such lookup allocated and freed
-// one, 17% of a job cycle there, and the pending and failed directories
+// one, much of a job cycle there, and the pending and failed directories
 // are usually empty. An empty directory at that moment is the same
 // observation as every name in it absent then.
 func (q *Queue) emptyDir(d int) bool {
