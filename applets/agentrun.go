@@ -40,6 +40,9 @@ type agentRun struct {
 	treeKey   string   // the tree's key in runtime paths (fsops.Root.RuntimeKey)
 	runDir    string   // RUNTIME/TREE/run/RUN: the files shown at /mnt/proc
 	runHeld   *os.File // runDir, locked while this host lives (fsops.MakeHeldDir)
+	// homeTop, in iso landlock, lets the agent write its home's top
+	// (agentrun_landlock_home.go).
+	homeTop *policy.HomeTop
 	// secret is the run's secret (fsops/runsecret.go), which every
 	// connection from outside the run presents; secretPath its file.
 	secret, secretPath string

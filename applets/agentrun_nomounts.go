@@ -94,7 +94,7 @@ func (r *agentRun) prepareLandlock(e *Env, exe, home string, extra []policy.Moun
 		RootDir: r.root.Dir, SystemDirs: systemDirs(), Workspace: r.workspace, AgentHome: home, Extra: extra,
 		Tools: tools, Shared: shared, ProcDir: r.runDir, Network: network,
 		Budgets: r.planBudgets(), Cgroup: r.budgets.cgroup != nil, HostTiers: authority.ToolDirs(r.root, a),
-		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe, Protect: &r.protect.wp,
+		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe, Protect: &r.protect.wp, HomeTop: r.homeTop,
 	}
 	var err error
 	if r.plan, err = policy.BuildLandlockPlan(in); err != nil {

@@ -87,6 +87,7 @@ func (r *agentRun) wallLines(idmapWhy string) []string {
 	}
 	if r.iso == policy.IsoLandlock {
 		lines = append(lines, "sandbox iso landlock: no namespaces and no mounts; /ctx is CTX_ROOT, /mnt/proc is CTX_RUN_DIR, the broker is CTX_BROKER (host paths)")
+		lines = append(lines, r.landlockHomeLine())
 		if !networkGranted(r.agent) {
 			lines = append(lines, "sandbox network refused: seccomp allows AF_UNIX sockets only, Landlock denies TCP")
 		}

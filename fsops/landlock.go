@@ -29,6 +29,7 @@ type LandlockRule struct {
 	Dev      bool   // ioctl on device files beneath Path (ABI 5+), for /dev
 	Optional bool   // skip the rule when Path does not exist or is a symlink
 	Connect  bool   // connect to unix sockets beneath Path (ABI 9+)
+	KeepDirs bool   // with Write: no directory beneath Path may be removed or renamed
 	// Inherited, instead of Path, names a descriptor the process already
 	// holds (a terminal on stdin): the rule attaches to its file, which may
 	// lie outside the sandbox's tree (the host's PTY), so that reopening
@@ -329,6 +330,9 @@ func landlockRuleRights(r LandlockRule, isDir bool, handled uint64) uint64 {
 	rights := uint64(landlockReadRights)
 	if r.Write {
 		rights |= landlockWriteRights
+	}
+	if r.KeepDirs {
+		rights &^= unix.LANDLOCK_ACCESS_FS_REMOVE_DIR
 	}
 	if r.Exec {
 		rights |= unix.LANDLOCK_ACCESS_FS_EXECUTE

@@ -45,6 +45,7 @@ var accessFlagBits = []func(*policy.AccessRule) *bool{
 	func(a *policy.AccessRule) *bool { return &a.Dev },
 	func(a *policy.AccessRule) *bool { return &a.Optional },
 	func(a *policy.AccessRule) *bool { return &a.Connect },
+	func(a *policy.AccessRule) *bool { return &a.KeepDirs },
 }
 
 // flagsOf packs the booleans bits names of v.

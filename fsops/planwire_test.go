@@ -30,7 +30,7 @@ func TestPlanWireRoundTrip(t *testing.T) {
 	for _, c := range []struct {
 		v any
 		n int
-	}{{policy.Op{}, 15}, {policy.FillEntry{}, 5}, {policy.Plan{}, 24}, {policy.AccessRule{}, 6}, {policy.Namespaces{}, 6}, {policy.IDMap{}, 2}} {
+	}{{policy.Op{}, 15}, {policy.FillEntry{}, 5}, {policy.Plan{}, 24}, {policy.AccessRule{}, 7}, {policy.Namespaces{}, 6}, {policy.IDMap{}, 2}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.n {
 			t.Fatalf("%T has %d fields; the wire (planwire.go, planwire_plan.go) carries %d: add the new one there and here", c.v, got, c.n)
 		}
@@ -39,7 +39,7 @@ func TestPlanWireRoundTrip(t *testing.T) {
 	plan := &policy.Plan{Iso: "uid", Namespaces: policy.Namespaces{User: true, PID: true, Net: true}, NewRoot: "/r",
 		RootFS: true, Ops: wireOps(), UID: 60101, GID: 60102, Groups: []uint32{7, 1 << 31}, OuterUID: 1, OuterGID: 1<<32 - 1,
 		Hostname: "ctx-coder", Cwd: "/workspace", Env: []string{"A=b", ""}, Argv: []string{"sh", "-c", "x"}, Exe: "/ctx/bin/ctx",
-		Worker: "/ctx/bin/ctx", Access: []policy.AccessRule{{Path: "/workspace", Write: true, Dev: true, Connect: true}, {Path: "/", Exec: true, Optional: true}},
+		Worker: "/ctx/bin/ctx", Access: []policy.AccessRule{{Path: "/workspace", Write: true, Dev: true, Connect: true}, {Path: "/", Exec: true, Optional: true, KeepDirs: true}},
 		ExecAll: true, ExecPaths: []string{"/ctx/bin"}, DenyTCP: true, IDMap: &policy.IDMap{DiskUID: 5, DiskGID: 6},
 		Limits: map[string]uint64{"nofile": 1024, "cpu": 1<<64 - 1}, NoNetwork: true, UnixGate: true}
 	plan2 := &policy.Plan{Iso: "userns", Namespaces: policy.Namespaces{Mount: true, UTS: true, IPC: true}}

@@ -27,7 +27,7 @@ func applyWalls(plan *policy.Plan, exe string) error {
 		// A namespace sandbox connects to any socket its mounts show;
 		// iso landlock where its plan says.
 		connect := a.Connect || plan.Iso != string(policy.IsoLandlock)
-		rules = append(rules, LandlockRule{Path: a.Path, Write: a.Write, Exec: a.Exec && plan.ExecAll, Dev: a.Dev, Optional: a.Optional, Connect: connect})
+		rules = append(rules, LandlockRule{Path: a.Path, Write: a.Write, Exec: a.Exec && plan.ExecAll, Dev: a.Dev, Optional: a.Optional, Connect: connect, KeepDirs: a.KeepDirs})
 	}
 	if !plan.ExecAll {
 		for _, p := range plan.ExecPaths {

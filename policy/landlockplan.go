@@ -97,10 +97,18 @@ func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 		access = append(access, AccessRule{Path: in.ProcDir, Optional: true, Connect: true})
 	}
 	// The home: readable whole, its session history included; writable
-	// only where the agent keeps its own things.
-	read(in.AgentHome, false)
-	for _, sub := range []string{"data", "cache", "log", "root", "tmp"} {
-		write(path.Join(in.AgentHome, sub), true)
+	// only where the agent keeps its own things, and at its top where
+	// HomeTop says the held directories keep the agent out themselves.
+	if in.HomeTop != nil && canWrite {
+		access = append(access, AccessRule{Path: in.AgentHome, Write: true, KeepDirs: true, Exec: canExec, Optional: true})
+		for _, d := range in.HomeTop.Dirs {
+			write(d, true)
+		}
+	} else {
+		read(in.AgentHome, false)
+		for _, sub := range HomeWritableDirs {
+			write(path.Join(in.AgentHome, sub), true)
+		}
 	}
 	if in.Workspace != "" {
 		write(in.Workspace, true)

@@ -98,6 +98,9 @@ type PlanInput struct {
 	// HostTiers are the agent's tool tiers on the host (iso landlock,
 	// where CTX_PATH names them).
 	HostTiers []string
+	// HomeTop, in iso landlock, lets the agent write its home's top
+	// (LandlockHomeTop); nil keeps it read-only but for HomeWritableDirs.
+	HomeTop *HomeTop
 
 	Cwd  string // inside; default /workspace
 	Env  []string

@@ -90,6 +90,10 @@ type AccessRule struct {
 	// Landlock can say (ABI 9). Namespace modes connect anywhere their
 	// mounts show; iso landlock only where the rule says.
 	Connect bool `json:"connect,omitempty"`
+	// KeepDirs, with Write, withholds removing directories beneath Path:
+	// none can be removed or renamed there (an iso landlock home's top,
+	// whose held directories must stay in place; policy.HomeTop).
+	KeepDirs bool `json:"keep_dirs,omitempty"`
 }
 
 // IDMap is the ownership an idmapped workspace translates: files owned by
