@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -189,15 +190,15 @@ func (b *broker) agentCreate(input []byte) fsops.BrokerReply {
 	r := b.r
 	parent, err := authority.LoadAgent(r.root, r.agent.Name)
 	if err != nil {
-		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "EIO", Error: "agent.create: " + err.Error()}
+		return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EIO", Error: "agent.create: " + err.Error()}
 	}
 	if !parent.Policy.Allows(parent.Subject, policy.Object{Class: policy.ClassAgent, Name: in.Name}, policy.PermCreate) {
-		return fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
+		return fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES",
 			Error: fmt.Sprintf("agent.create: permission denied (agent-policy): %s's policy has no allow %s agent:%s create; nothing written", parent.Name, parent.Subject, in.Name)}
 	}
 	if in.Label != "" {
 		if subj, err := policy.LabelSubject(in.Label); err == nil && subj != parent.Subject {
-			return fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES", Error: fmt.Sprintf(
+			return fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES", Error: fmt.Sprintf(
 				"agent.create: agent %s would not be an attenuation of %s: child widens label: subject %s is not the parent's %s "+
 					"(a child keeps its parent's subject; omit label, or give one whose type is %s); nothing written",
 				in.Name, parent.Name, subj, parent.Subject, parent.Subject)}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy/schema"
 )
@@ -65,7 +66,7 @@ func TestAgentCreateSeedExample(t *testing.T) {
 	os.WriteFile(filepath.Join(root, "agent", "coder.d", "policy"), []byte("allow coder_t agent:reviewer create\nallow coder_t tool:fs.read execute\n"), 0o644)
 	before := snapshot(t, filepath.Join(root, "agent"))
 	reply := createBroker(t, root, "coder").agentCreate([]byte(seedCreateExample))
-	if reply.Exit != exitDenied || !strings.Contains(reply.Error, "child widens label: subject reviewer_t is not the parent's coder_t") {
+	if reply.Exit != cli.Denied || !strings.Contains(reply.Error, "child widens label: subject reviewer_t is not the parent's coder_t") {
 		t.Fatalf("coder's child under reviewer_t: exit %d %q, want 13 child widens label", reply.Exit, reply.Error)
 	}
 	if after := snapshot(t, filepath.Join(root, "agent")); after != before {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -25,12 +26,12 @@ func joinRun(e *Env, root fsops.Root, a *policy.Agent, session string, argv []st
 		}
 		if f, err := lockAgent(root, a.Name); err == nil {
 			f.Close()
-			return fail(e, exitUnavailable, "agent %s: its run ended while joining it; start it again", a.Name)
+			return fail(e, cli.Unavailable, "agent %s: its run ended while joining it; start it again", a.Name)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
 	if pid == 0 {
-		return fail(e, exitUnavailable, "agent %s is being started and has no run host yet; try again", a.Name)
+		return fail(e, cli.Unavailable, "agent %s is being started and has no run host yet; try again", a.Name)
 	}
 	run, code, ok := findLiveRun(e, root, a, pid)
 	if !ok {
@@ -41,7 +42,7 @@ func joinRun(e *Env, root fsops.Root, a *policy.Agent, session string, argv []st
 		return usageError(e, "--session %s: agent %s is running in session %s; a second start joins that run", session, a.Name, run.id.Session)
 	}
 	if run.secretErr != nil {
-		return fail(e, exitDenied, "agent %s: the run's secret cannot be read: %v", a.Name, run.secretErr)
+		return fail(e, cli.Denied, "agent %s: the run's secret cannot be read: %v", a.Name, run.secretErr)
 	}
 	if len(argv) == 0 {
 		argv = []string{"tsh"}
@@ -51,7 +52,7 @@ func joinRun(e *Env, root fsops.Root, a *policy.Agent, session string, argv []st
 	shielded.Stdin, shielded.Stdout, shielded.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
 	fds, relay, err := standardDescriptors(&shielded)
 	if err != nil {
-		return fail(e, exitInternal, "%v", err)
+		return fail(e, cli.Internal, "%v", err)
 	}
 	req := fsops.BrokerRequest{Join: &fsops.BrokerJoin{Argv: argv}, Secret: run.secret}
 	return callBroker(e, run.conn, req, fds, relay, "agent "+a.Name+"'s run host")

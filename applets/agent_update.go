@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -29,15 +30,15 @@ var agentUpdateTool = &builtinTool{
 // it: the call is refused (69).
 func hostOperation(c *toolCall, op string) error {
 	if c.env.Getenv(fsops.BrokeredEnv) == "" || callChannel < 0 {
-		return toolErr(syscall.EAGAIN, exitUnavailable, "%s runs only through the run host of an agent's run (ctx agent start)", op)
+		return toolErr(syscall.EAGAIN, cli.Unavailable, "%s runs only through the run host of an agent's run (ctx agent start)", op)
 	}
 	input, err := json.Marshal(c.input)
 	if err != nil {
-		return toolErr(syscall.EINVAL, exitUsage, "%v", err)
+		return toolErr(syscall.EINVAL, cli.Usage, "%v", err)
 	}
 	reply, err := askCallHost(fsops.BrokerRequest{HostOp: &fsops.BrokerHostOp{Op: op, Input: input}})
 	if err != nil {
-		return toolErr(syscall.EIO, exitUnavailable, "the run host did not answer: %v", err)
+		return toolErr(syscall.EIO, cli.Unavailable, "the run host did not answer: %v", err)
 	}
 	if reply.Exit != 0 {
 		errno := syscall.EIO
@@ -45,7 +46,7 @@ func hostOperation(c *toolCall, op string) error {
 			errno = e
 		}
 		te := &toolError{Errno: errno, Exit: reply.Exit, Msg: reply.Error}
-		if reply.Exit == exitDenied {
+		if reply.Exit == cli.Denied {
 			te.Layer = "agent-policy"
 		}
 		return te

@@ -134,7 +134,7 @@ func mntTool(e *Env, argv0 string) (name, exe string, ok bool) {
 	}
 	switch {
 	case dir == policy.SandboxMnt+"/tools" && policy.ValidName(base) == nil:
-		if _, isApplet := lookup(base); isApplet {
+		if _, isApplet := lookupApplet(base); isApplet {
 			return "", "", false
 		}
 		for _, t := range tiers {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/proc"
 	"ctx/policy"
@@ -85,7 +86,7 @@ func (r *agentRun) checkDiskAtStart(e *Env) (int, bool) {
 	v := policy.FormatBudgetValue(limit)
 	r.recordEvent(fsops.Event{Type: "budget.exceeded", Object: "agent/" + r.agent.Name, Status: "error",
 		Detail: "disk_bytes=" + v + ": " + what})
-	return fail(e, exitUnavailable, "agent %s: budget disk_bytes=%s exceeded: %s (home %s, session records not counted); free some, or raise it in agent/%s.d/budgets",
+	return fail(e, cli.Unavailable, "agent %s: budget disk_bytes=%s exceeded: %s (home %s, session records not counted); free some, or raise it in agent/%s.d/budgets",
 		r.agent.Name, v, what, d.home, r.agent.Name), false
 }
 

@@ -28,7 +28,7 @@ const stopGrace = 5 * time.Second
 func (r *agentRun) run(e *Env) int {
 	runcap, err := fsops.NewRunCapability()
 	if err != nil {
-		return fail(e, exitUnavailable, "run capability: %v", err)
+		return fail(e, cli.Unavailable, "run capability: %v", err)
 	}
 	defer runcap.Close()
 	served := make(chan struct{})
@@ -74,7 +74,7 @@ func (r *agentRun) run(e *Env) int {
 		}
 		if err := r.startFirst(cmd); err != nil {
 			runcap.CloseChild()
-			status = fail(e, exitUnavailable, "starting agent %s: %v", r.agent.Name, err)
+			status = fail(e, cli.Unavailable, "starting agent %s: %v", r.agent.Name, err)
 		} else {
 			started(cmd.Process.Pid)
 			var exited <-chan struct{}
@@ -192,7 +192,7 @@ func (r *agentRun) firstCommand(e *Env, runcap *fsops.RunCapability) (*exec.Cmd,
 		if sandbox == nil {
 			var err error
 			if sandbox, err = fsops.NewSandbox(r.plan); err != nil {
-				return nil, nil, fail(e, exitUnavailable, "%v", err), false
+				return nil, nil, fail(e, cli.Unavailable, "%v", err), false
 			}
 			r.letInitJoinCgroup(sandbox)
 		}
@@ -221,7 +221,7 @@ func (r *agentRun) firstCommand(e *Env, runcap *fsops.RunCapability) (*exec.Cmd,
 	// the program starts through ctx's confining trampoline.
 	self, err := fsops.Executable()
 	if err != nil {
-		return nil, nil, fail(e, exitUnavailable, "agent %s: cannot find ctx itself to confine the program: %v", r.agent.Name, err), false
+		return nil, nil, fail(e, cli.Unavailable, "agent %s: cannot find ctx itself to confine the program: %v", r.agent.Name, err), false
 	}
 	network := fsops.ConfineNoNetwork
 	if networkGranted(r.agent) {
@@ -342,5 +342,5 @@ func waitStatus(err error) int {
 	if errors.As(err, &ee) {
 		return exitStatus(ee.ProcessState)
 	}
-	return exitInternal
+	return cli.Internal
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -28,12 +29,12 @@ func (r *agentRun) prepareShared(e *Env, exe string) (int, bool) {
 		err = r.protectShared(protectLines)
 	}
 	if err != nil {
-		return fail(e, exitUnavailable, "agent %s: %v", r.agent.Name, err), false
+		return fail(e, cli.Unavailable, "agent %s: %v", r.agent.Name, err), false
 	}
 	if exe != "" {
 		self, err := fsops.Executable()
 		if err != nil {
-			return fail(e, exitInternal, "%v", err), false
+			return fail(e, cli.Internal, "%v", err), false
 		}
 		r.argv = []string{self, "tsh"}
 		return 0, true
@@ -79,7 +80,7 @@ func (r *agentRun) prepareLandlock(e *Env, exe, home string, extra []policy.Moun
 	a := r.agent
 	tmp := filepath.Join(home, "tmp")
 	if err := fsops.MkdirNoFollow(tmp, 0o700); err != nil {
-		return fail(e, exitUnavailable, "agent %s: %s: %v", a.Name, tmp, err), false
+		return fail(e, cli.Unavailable, "agent %s: %s: %v", a.Name, tmp, err), false
 	}
 	if r.callerUID == 0 && a.UID != 0 {
 		os.Lchown(tmp, int(a.UID), int(a.GID))
@@ -98,10 +99,10 @@ func (r *agentRun) prepareLandlock(e *Env, exe, home string, extra []policy.Moun
 	}
 	var err error
 	if r.plan, err = policy.BuildLandlockPlan(in); err != nil {
-		return fail(e, exitUnavailable, "%v", err), false
+		return fail(e, cli.Unavailable, "%v", err), false
 	}
 	if err := r.protectLandlockPlan(); err != nil {
-		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
+		return fail(e, cli.Unavailable, "agent %s: %v", a.Name, err), false
 	}
 	r.plan.Worker = r.workerPath(r.root.Path("bin", "ctx"))
 	// Where Landlock cannot keep the host's unix sockets closed, the

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -67,7 +68,7 @@ func (r *agentRun) prepare(e *Env, session, sharedSpace, cwd string, mountArgs [
 	var err error
 	r.sess, err = r.root.EnsureSessionAt(place, a.Name, r.session, policy.SandboxWorkspace, r.workspace)
 	if err != nil {
-		return fail(e, exitUnavailable, "session %s: %v", r.session, err), false
+		return fail(e, cli.Unavailable, "session %s: %v", r.session, err), false
 	}
 	// The program's environment first: the protected paths add to it.
 	exe := r.programEnv(e, command)
@@ -118,27 +119,27 @@ func (r *agentRun) preparePlan(e *Env, exe string, extra []policy.Mount, tools [
 func (r *agentRun) checkStart(e *Env) (int, bool) {
 	a := r.agent
 	if r.callerUID != 0 && uint32(r.callerUID) != a.Owner {
-		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may start it", a.Name, a.Owner), false
+		return fail(e, cli.Denied, "agent %s belongs to uid %d; only its owner or root may start it", a.Name, a.Owner), false
 	}
 	// Never an agent another uid defined, whatever its owner control
 	// says (DESIGN §16 rule 12): every control the start reads must be
 	// root's, the tree owner's or the caller's, and writable by no one
 	// else. Refused before anything is written or logged.
 	if err := r.root.CheckAgentDef(a.Name, uint32(r.callerUID)); err != nil {
-		return fail(e, exitDenied, "%v", err), false
+		return fail(e, cli.Denied, "%v", err), false
 	}
 	// A run needs /proc: its init finds the run's processes there to end
 	// them, and the broker checks who calls it. Refused before anything
 	// is written, as ctx doctor says.
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
-		return fail(e, exitUnavailable, "agent %s: /proc is not mounted, and a run needs it (its init ends the run's processes and its broker checks its callers there); mount -t proc proc /proc", a.Name), false
+		return fail(e, cli.Unavailable, "agent %s: /proc is not mounted, and a run needs it (its init ends the run's processes and its broker checks its callers there); mount -t proc proc /proc", a.Name), false
 	}
 	if a.RunsAsHostRoot(uint32(r.callerUID)) && !r.allowHostRoot {
 		why := "its uid is 0"
 		if a.Isolation(uint32(r.callerUID)) == policy.IsoShared {
 			why = "iso shared runs it as the caller, root"
 		}
-		return fail(e, exitDenied, "agent %s would run as host root (%s); give it an unprivileged uid (ctx set%s agent/%s.d/uid N) or start it with --allow-host-root", a.Name, why, r.root.Option(), a.Name), false
+		return fail(e, cli.Denied, "agent %s would run as host root (%s); give it an unprivileged uid (ctx set%s agent/%s.d/uid N) or start it with --allow-host-root", a.Name, why, r.root.Option(), a.Name), false
 	}
 	// The mode this run gets: the agent's iso control, auto without one
 	// (the strongest this host allows: userns or uid, then landlock; never
@@ -152,12 +153,12 @@ func (r *agentRun) checkStart(e *Env) (int, bool) {
 	}
 	iso, err := policy.ChooseIso(req, uint32(r.callerUID), probe(req == policy.IsoAuto))
 	if err != nil {
-		return fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
+		return fail(e, cli.Unavailable, "agent %s: %v", a.Name, err), false
 	}
 	r.iso, r.isoAsked = iso, req
 	canonical, err := canonicalDir(r.root.Dir)
 	if err != nil {
-		return fail(e, exitUnavailable, "root %s: %v", r.root.Dir, err), false
+		return fail(e, cli.Unavailable, "root %s: %v", r.root.Dir, err), false
 	}
 	r.root.Dir = canonical
 	return 0, true
@@ -191,7 +192,7 @@ func (r *agentRun) resolveWorkspace(e *Env, cwd string, mountArgs [][]string) ([
 	if cwd == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return nil, fail(e, exitUnavailable, "current directory: %v", err), false
+			return nil, fail(e, cli.Unavailable, "current directory: %v", err), false
 		}
 		cwd = wd
 	}
@@ -200,14 +201,14 @@ func (r *agentRun) resolveWorkspace(e *Env, cwd string, mountArgs [][]string) ([
 	}
 	cwd, err := canonicalDir(cwd)
 	if err != nil {
-		return nil, fail(e, exitUnavailable, "workspace: %v", err), false
+		return nil, fail(e, cli.Unavailable, "workspace: %v", err), false
 	}
 	r.workspace = cwd
 	// The workspace is the agent's to write: it must not hold the ctx
 	// tree (the agent would rewrite its own controls, policy and tools)
 	// nor lie inside it (it would write into the tree).
 	if within(r.root.Dir, cwd) || within(cwd, r.root.Dir) {
-		return nil, fail(e, exitUnavailable, "agent %s: the workspace %s and the ctx tree %s overlap: the agent could rewrite its own controls; start it from a directory outside the tree (or use --cwd)", a.Name, cwd, r.root.Dir), false
+		return nil, fail(e, cli.Unavailable, "agent %s: the workspace %s and the ctx tree %s overlap: the agent could rewrite its own controls; start it from a directory outside the tree (or use --cwd)", a.Name, cwd, r.root.Dir), false
 	}
 	var extra []policy.Mount
 	for i, m := range mountArgs {
@@ -228,22 +229,22 @@ func (r *agentRun) resolveRuntime(e *Env) (int, bool) {
 	// Keyed by the tree: another tree's runs of the same agent and
 	// session never meet this one's (ctx man ctx.session).
 	if r.treeKey, err = r.root.RuntimeKey(); err != nil {
-		return fail(e, exitUnavailable, "ctx tree: %v", err), false
+		return fail(e, cli.Unavailable, "ctx tree: %v", err), false
 	}
 	if r.runtime, err = fsops.TreeRuntimeDir(r.callerUID, r.treeKey); err != nil {
-		return fail(e, exitUnavailable, "runtime directory: %v", err), false
+		return fail(e, cli.Unavailable, "runtime directory: %v", err), false
 	}
 	if r.runtime, err = canonicalDir(r.runtime); err != nil {
-		return fail(e, exitUnavailable, "runtime directory: %v", err), false
+		return fail(e, cli.Unavailable, "runtime directory: %v", err), false
 	}
 	// The agent's home exists whatever its uid was set to since bootstrap;
 	// in uid mode the agent owns the parts of it that it writes.
 	if _, err := r.root.EnsureAgentHome(int(a.UID), int(a.GID), a.Name, r.callerUID == 0 && a.UID != 0); err != nil {
 		var fe *fsops.ForeignError
 		if errors.As(err, &fe) {
-			return fail(e, exitDenied, "%v", err), false
+			return fail(e, cli.Denied, "%v", err), false
 		}
-		return fail(e, exitUnavailable, "agent %s home: %v", a.Name, err), false
+		return fail(e, cli.Unavailable, "agent %s home: %v", a.Name, err), false
 	}
 	r.runID = fsops.NewRunID()
 	return 0, true
@@ -268,7 +269,7 @@ func (r *agentRun) gatherGrants(e *Env) (runGrants, []string, int, bool) {
 	if r.iso != policy.IsoShared {
 		skills, skillLines, err := gatherSkills(r.root, a, g.shared)
 		if err != nil {
-			return g, nil, fail(e, exitUnavailable, "agent %s: %v", a.Name, err), false
+			return g, nil, fail(e, cli.Unavailable, "agent %s: %v", a.Name, err), false
 		}
 		g.skills = skills
 		lines = append(lines, skillLines...)
@@ -307,10 +308,10 @@ func (r *agentRun) prepareBesideTools(e *Env) (runGrants, []string, []string, in
 	}
 	protectLines, err := r.gatherProtect()
 	if err != nil {
-		return g, nil, nil, fail(e, exitUnavailable, "agent %s: %v", r.agent.Name, err), false
+		return g, nil, nil, fail(e, cli.Unavailable, "agent %s: %v", r.agent.Name, err), false
 	}
 	if err := r.makeRunDir(); err != nil {
-		return g, nil, nil, fail(e, exitUnavailable, "run directory: %v", err), false
+		return g, nil, nil, fail(e, cli.Unavailable, "run directory: %v", err), false
 	}
 	return g, grantLines, protectLines, 0, true
 }
@@ -323,7 +324,7 @@ func (r *agentRun) prepareRunDir(e *Env, policyLines []string, idmapWhy string) 
 		policyLines = append(policyLines, w)
 	}
 	if err := r.writeRunDir(policyLines); err != nil {
-		return fail(e, exitUnavailable, "run directory: %v", err), false
+		return fail(e, cli.Unavailable, "run directory: %v", err), false
 	}
 	var static []string
 	for _, l := range policyLines {
@@ -357,7 +358,7 @@ func (r *agentRun) prepareNamespaces(e *Env, exe, home string, extra []policy.Mo
 		newRoot = authority.Reroot(r.root, a.Root)
 	}
 	if err := fsops.MkdirNoFollow(newRoot, 0o700); err != nil {
-		return fail(e, exitUnavailable, "agent root %s: %v", newRoot, err), false
+		return fail(e, cli.Unavailable, "agent root %s: %v", newRoot, err), false
 	}
 	in := policy.PlanInput{
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
@@ -370,7 +371,7 @@ func (r *agentRun) prepareNamespaces(e *Env, exe, home string, extra []policy.Mo
 	in.Protect = &r.protect.wp
 	var err error
 	if r.plan, err = policy.BuildPlan(in); err != nil {
-		return fail(e, exitUnavailable, "%v", err), false
+		return fail(e, cli.Unavailable, "%v", err), false
 	}
 	r.plan.Worker = r.workerPath(policy.SandboxRoot + "/bin/ctx")
 	return 0, true

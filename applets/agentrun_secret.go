@@ -3,6 +3,7 @@ package applets
 import (
 	"path/filepath"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -37,7 +38,7 @@ func (r *agentRun) checkSecretHidden(e *Env) (int, bool) {
 	}
 	for _, p := range places {
 		if what := policy.PlanExposes(r.plan, p); what != "" {
-			return fail(e, exitUnavailable, "agent %s: %s would show the agent %s, where the run's secret is kept (ctx man sandbox); mount a directory below it instead",
+			return fail(e, cli.Unavailable, "agent %s: %s would show the agent %s, where the run's secret is kept (ctx man sandbox); mount a directory below it instead",
 				r.agent.Name, what, p), false
 		}
 	}

@@ -21,16 +21,16 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, started func(int)) int {
 	id := "terminal-" + r.agent.Name + "-" + r.session
 	termDir := filepath.Join(r.sess.TerminalDir, id)
 	if err := fsops.MkdirNoFollow(termDir, r.sess.DirMode); err != nil {
-		return fail(e, exitUnavailable, "terminal %s: %v", termDir, err)
+		return fail(e, cli.Unavailable, "terminal %s: %v", termDir, err)
 	}
 	sockets, err := fsops.TerminalDir(r.callerUID)
 	if err != nil {
-		return fail(e, exitUnavailable, "terminal socket directory: %v", err)
+		return fail(e, cli.Unavailable, "terminal socket directory: %v", err)
 	}
 	r.socket = fsops.TerminalSocketPath(sockets, r.treeKey, r.agent.Name, r.session)
 	link := filepath.Join(r.sess.TerminalDir, "main.sock")
 	if err := replaceSymlink(r.socket, link); err != nil {
-		return fail(e, exitUnavailable, "terminal locator %s: %v", link, err)
+		return fail(e, cli.Unavailable, "terminal locator %s: %v", link, err)
 	}
 	defer os.Remove(link)
 	cfg := r.terminalConfig(e)
@@ -49,7 +49,7 @@ func (r *agentRun) runOnTerminal(e *Env, cmd *exec.Cmd, started func(int)) int {
 	if err != nil {
 		var se *ptyterm.SetupError
 		if errors.As(err, &se) {
-			return fail(e, exitUnavailable, "terminal: %v", err)
+			return fail(e, cli.Unavailable, "terminal: %v", err)
 		}
 		cli.Errorf(e.Stderr, "ctx agent", "terminal: %v", err)
 	}

@@ -15,70 +15,9 @@ import (
 	"ctx/manual"
 )
 
-// Env is the I/O and environment an applet runs with. Applets never touch
-// os.Args, os.Stdin/Stdout/Stderr or os.Getenv directly, so they can be run
-// in-process by tests and by each other.
-type Env struct {
-	Name   string // the applet name as dispatched
-	Argv0  string // argv[0] exactly as the process received it
-	Stdin  io.Reader
-	Stdout io.Writer
-	Stderr io.Writer
-	Getenv func(string) string
-	// Vars is the environment as a list when it is not the process's
-	// (a tool tsh runs in its own process); nil means os.Environ.
-	Vars []string
-	// decidedByHost is set for the one call a warm tool worker runs
-	// (tool_worker.go): the run host has decided it against the live
-	// tree already, so runTool does not decide it again. It travels
-	// with this Env (and its copies) only: an Env made afresh (a tool
-	// tsh runs in-process, whose environment has no CTX_BROKERED, so
-	// the host is asked for it) decides for itself.
-	decidedByHost bool
-}
-
-// Environ is the environment as a list, for a program an applet starts:
-// a copy of Vars, or of the process's environment when Vars is nil (Getenv
-// is then os.Getenv or reads the same). It is the one place an applet's
-// environment list comes from, as Getenv is for one variable.
-func (e *Env) Environ() []string {
-	if e.Vars != nil {
-		return append([]string(nil), e.Vars...)
-	}
-	return os.Environ()
-}
-
-// Applet is one row of the dispatch table (table.go): an applet, a ctx
-// command or a verb of either.
-type Applet struct {
-	Name string
-	// Run runs the row with its arguments; nil for a row of Verbs only.
-	Run func(e *Env, args []string) int
-	// Page is the manual page that documents the row (NAME.md,
-	// ctx-CMD.md), whose synopsis `--help` prints; verbs are documented on
-	// their command's page.
-	Page string
-	// Verbs are the row's verbs (ctx's commands, `ctx agent start`,
-	// `ctxmcp serve`); without a Run, the one the first argument names
-	// runs (runVerbs).
-	Verbs []Applet
-	// Missing and Unknown, when set, are the usage errors for a missing
-	// verb and (a format given the verb) an unknown one, as that command
-	// has always worded them; otherwise "missing verb (V1, V2)" and
-	// "unknown verb X (V1, V2)".
-	Missing, Unknown string
-	// NameVerb makes the verb part of the name errors are printed under
-	// ("ctx agent start: ..."); ctxmcp and ctx object print under their own.
-	NameVerb bool
-	// Tool marks a tool applet: it answers --agentrc-schema with its input
-	// JSON Schema and is installed by bootstrap into tool/.
-	Tool bool
-	// Hidden marks an internal re-exec target (sandbox child, run host):
-	// not listed, not installed, no manual page required.
-	Hidden bool
-}
-
 var table []Applet
+
+func init() { setAppletLookup(lookup) }
 
 // lookup returns the applet called name.
 func lookup(name string) (Applet, bool) {
@@ -140,7 +79,7 @@ func dispatch(e *Env, name string, args []string) int {
 	a, ok := findApplet(e, name)
 	if !ok {
 		cli.Errorf(e.Stderr, "ctx", "applet not found: %s (try: ctx --list)", name)
-		return exitNotFound
+		return cli.NotFound
 	}
 	e.Name = a.Name
 	return runRow(e, a, args)
@@ -154,10 +93,10 @@ func printHelp(e *Env, page string) int {
 	text, ok := manual.Synopsis(page)
 	if !ok {
 		cli.Errorf(e.Stderr, page, "no manual page")
-		return exitInternal
+		return cli.Internal
 	}
 	io.WriteString(e.Stdout, text)
-	return exitOK
+	return cli.OK
 }
 
 // Names returns the visible applet names in order, for --list and --install.
@@ -165,17 +104,6 @@ func Names() []string {
 	var names []string
 	for _, a := range table {
 		if !a.Hidden {
-			names = append(names, a.Name)
-		}
-	}
-	return names
-}
-
-// ToolNames returns the names of the tool applets.
-func ToolNames() []string {
-	var names []string
-	for _, a := range table {
-		if a.Tool && !a.Hidden {
 			names = append(names, a.Name)
 		}
 	}

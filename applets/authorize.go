@@ -4,6 +4,7 @@ import (
 	"syscall"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -17,7 +18,7 @@ import (
 func authorizeTool(e *Env, name string) *toolError {
 	c, err := authority.CurrentCaller(e.Getenv)
 	if err != nil {
-		return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Layer: "agent-context",
+		return &toolError{Errno: syscall.EACCES, Exit: cli.Denied, Layer: "agent-context",
 			Msg: "permission denied (agent-context): " + err.Error()}
 	}
 	if !c.InAgent() {
@@ -29,9 +30,9 @@ func authorizeTool(e *Env, name string) *toolError {
 	if d.Allowed {
 		return nil
 	}
-	exit := exitDenied
+	exit := cli.Denied
 	if d.Errno == syscall.EINVAL {
-		exit = exitUsage
+		exit = cli.Usage
 	}
 	return &toolError{Errno: d.Errno, Exit: exit, Layer: string(d.Layer),
 		Msg: "permission denied (" + string(d.Layer) + "): " + d.Reason}

@@ -35,7 +35,7 @@ func brokeredCall(e *Env, tool string, args []string) (int, bool) {
 
 	fds, relay, err := standardDescriptors(e)
 	if err != nil {
-		return fail(e, exitInternal, "%v", err), true
+		return fail(e, cli.Internal, "%v", err), true
 	}
 	cwd, _ := os.Getwd()
 	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: e.Environ(), Cwd: cwd}
@@ -60,7 +60,7 @@ func dialRunBroker(e *Env) (conn, code int, ok bool) {
 		if os.IsNotExist(err) || err == unix.ENOENT {
 			return -1, 0, false // a run without a broker
 		}
-		return -1, fail(e, exitUnavailable, "the run host cannot be reached at %s: %v", socket, err), true
+		return -1, fail(e, cli.Unavailable, "the run host cannot be reached at %s: %v", socket, err), true
 	}
 	return conn, 0, true
 }
@@ -89,7 +89,7 @@ func callBroker(e *Env, conn int, req fsops.BrokerRequest, fds []int, relay *des
 	err := fsops.SendBrokerMessage(conn, req, fds)
 	relay.closeChildEnds()
 	if err != nil {
-		return fail(e, exitUnavailable, "%s did not take the call: %v", host, err)
+		return fail(e, cli.Unavailable, "%s did not take the call: %v", host, err)
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -98,7 +98,7 @@ func callBroker(e *Env, conn int, req fsops.BrokerRequest, fds []int, relay *des
 	go func() {
 		var reply fsops.BrokerReply
 		if _, err := fsops.RecvBrokerMessage(conn, &reply, 0); err != nil {
-			reply = fsops.BrokerReply{Exit: exitUnavailable, Error: host + " went away: " + err.Error()}
+			reply = fsops.BrokerReply{Exit: cli.Unavailable, Error: host + " went away: " + err.Error()}
 		}
 		answer <- reply
 	}()
@@ -113,7 +113,7 @@ func callBroker(e *Env, conn int, req fsops.BrokerRequest, fds []int, relay *des
 			if !ok {
 				name, msg = e.Name, reply.Error
 			}
-			if reply.Exit == exitDenied {
+			if reply.Exit == cli.Denied {
 				cli.Deniedf(e.Stderr, name, "%s", msg)
 			} else {
 				cli.Errorf(e.Stderr, name, "%s", msg)

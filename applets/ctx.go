@@ -48,7 +48,7 @@ func runCtx(e *Env, args []string) int {
 			}
 			text, _ := manual.VerbHelp("ctx", "ctx", opt)
 			io.WriteString(e.Stdout, text)
-			return exitOK
+			return cli.OK
 		}
 	}
 	switch args[0] {
@@ -56,7 +56,7 @@ func runCtx(e *Env, args []string) int {
 		for _, n := range Names() {
 			fmt.Fprintln(e.Stdout, n)
 		}
-		return exitOK
+		return cli.OK
 	case "--install":
 		return installLinks(e, args[1:])
 	case "--version", "-V":
@@ -65,7 +65,7 @@ func runCtx(e *Env, args []string) int {
 			return usageError(e, "unexpected argument %q", args[1])
 		}
 		printVersion(e)
-		return exitOK
+		return cli.OK
 	}
 	if a, ok := lookup(args[0]); ok && !a.Hidden && a.Name != "ctx" {
 		return dispatch(e, a.Name, args[1:])
@@ -73,7 +73,7 @@ func runCtx(e *Env, args []string) int {
 	c, ok := lookupCommand(args[0])
 	if !ok {
 		cli.Errorf(e.Stderr, "ctx", "unknown command or applet: %s (try: ctx --list, ctx man ctx)", args[0])
-		return exitNotFound
+		return cli.NotFound
 	}
 	e.Name = "ctx " + c.Name
 	return runRow(e, c, args[1:])
@@ -127,21 +127,21 @@ func installLinks(e *Env, args []string) int {
 	}
 	self, err := fsops.Executable()
 	if err != nil {
-		return fail(e, exitUnavailable, "cannot find own executable: %v", err)
+		return fail(e, cli.Unavailable, "cannot find own executable: %v", err)
 	}
 	if self, err = filepath.EvalSymlinks(self); err != nil {
-		return fail(e, exitInternal, "cannot resolve own executable: %v", err)
+		return fail(e, cli.Internal, "cannot resolve own executable: %v", err)
 	}
 	selfInfo, err := os.Stat(self)
 	if err != nil {
-		return fail(e, exitInternal, "%v", err)
+		return fail(e, cli.Internal, "%v", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return failErr(e, exitFailure, err)
+		return failErr(e, cli.Failure, err)
 	}
 	if !fsops.Writable(dir) {
 		// One line, not one permission error per applet.
-		return fail(e, exitDenied, "%s is not writable by uid %d: nothing linked; install as root, or into a directory of yours: ctx --install ~/bin", dir, os.Geteuid())
+		return fail(e, cli.Denied, "%s is not writable by uid %d: nothing linked; install as root, or into a directory of yours: ctx --install ~/bin", dir, os.Geteuid())
 	}
 	if skipped != nil {
 		cli.Errorf(e.Stderr, e.Name, "not linked: %s (they would shadow the host's programs of those names; name them to link them)", strings.Join(skipped, " "))
@@ -151,7 +151,7 @@ func installLinks(e *Env, args []string) int {
 
 // linkApplets makes one link per name in dir to self (installLinks).
 func linkApplets(e *Env, dir string, names []string, self string, selfInfo os.FileInfo, hard bool) int {
-	code := exitOK
+	code := cli.OK
 	for _, name := range names {
 		link := filepath.Join(dir, name)
 		if st, err := os.Lstat(link); err == nil {
@@ -163,10 +163,10 @@ func linkApplets(e *Env, dir string, names []string, self string, selfInfo os.Fi
 					continue
 				}
 			}
-			code = fail(e, exitFailure, "%s exists and is not a link to %s; left unchanged", link, self)
+			code = fail(e, cli.Failure, "%s exists and is not a link to %s; left unchanged", link, self)
 			continue
 		} else if !errors.Is(err, os.ErrNotExist) {
-			code = failErr(e, exitFailure, err)
+			code = failErr(e, cli.Failure, err)
 			continue
 		}
 		link2 := os.Symlink
@@ -174,7 +174,7 @@ func linkApplets(e *Env, dir string, names []string, self string, selfInfo os.Fi
 			link2 = os.Link
 		}
 		if err := link2(self, link); err != nil {
-			code = failErr(e, exitFailure, err)
+			code = failErr(e, cli.Failure, err)
 		}
 	}
 	return code

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -35,9 +36,9 @@ func loadAgent(e *Env, root fsops.Root, name string) (*policy.Agent, int, bool) 
 	a, err := authority.LoadAgent(root, name)
 	switch {
 	case errors.Is(err, authority.ErrNoAgent):
-		return nil, fail(e, exitNotFound, "%v", err), false
+		return nil, fail(e, cli.NotFound, "%v", err), false
 	case err != nil:
-		return nil, failErr(e, exitUnavailable, err), false
+		return nil, failErr(e, cli.Unavailable, err), false
 	}
-	return a, exitOK, true
+	return a, cli.OK, true
 }

@@ -25,5 +25,5 @@ func runAgentChildren(e *Env, args []string) int {
 		}
 		fmt.Fprintf(e.Stdout, "%s\t%s\tpid=%s\tlife=%s\tparent=%s\n", cli.Escape(k.Name), cli.Escape(status), pidText, k.Life, cli.Escape(k.Parent.String()))
 	}
-	return exitOK
+	return cli.OK
 }

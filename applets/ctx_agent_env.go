@@ -3,6 +3,7 @@ package applets
 import (
 	"fmt"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -44,5 +45,5 @@ func runAgentEnv(e *Env, args []string) int {
 	for _, kv := range env {
 		fmt.Fprintln(e.Stdout, kv)
 	}
-	return exitOK
+	return cli.OK
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -22,20 +23,20 @@ import (
 // space. A refusal is exit 13 naming the layer.
 func startSessionPlace(e *Env, root fsops.Root, a *policy.Agent, space string) (fsops.SessionPlace, int, bool) {
 	if space == "" {
-		return root.PrivateSessions(int(a.UID), a.Name), exitOK, true
+		return root.PrivateSessions(int(a.UID), a.Name), cli.OK, true
 	}
 	place, code, ok := sharedSessionPlace(e, root, a, space)
 	if !ok {
 		return place, code, false
 	}
 	if d := authority.SharedDecision(root, a, space, policy.PermWrite); !d.Allowed {
-		return place, fail(e, exitDenied, "agent %s: shared:%s write: permission denied (%s): %s", a.Name, space, d.Layer, d.Reason), false
+		return place, fail(e, cli.Denied, "agent %s: shared:%s write: permission denied (%s): %s", a.Name, space, d.Layer, d.Reason), false
 	}
 	if !fsops.MayCreateIn(root.SharedDir(space)) {
-		return place, fail(e, exitDenied, "agent %s: shared:%s write: permission denied (linux-permission): the caller, uid %d, who writes the session, cannot write %s",
+		return place, fail(e, cli.Denied, "agent %s: shared:%s write: permission denied (linux-permission): the caller, uid %d, who writes the session, cannot write %s",
 			a.Name, space, os.Getuid(), root.SharedDir(space)), false
 	}
-	return place, exitOK, true
+	return place, cli.OK, true
 }
 
 // sharedSessionPlace checks --shared SPACE (a valid name of an existing
@@ -51,11 +52,11 @@ func sharedSessionPlace(e *Env, root fsops.Root, a *policy.Agent, space string) 
 	st, err := os.Lstat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fsops.SessionPlace{}, fail(e, exitUnavailable, "--shared %s: no such shared space (create it with: ctx shared new%s %s)", space, root.Option(), space), false
+		return fsops.SessionPlace{}, fail(e, cli.Unavailable, "--shared %s: no such shared space (create it with: ctx shared new%s %s)", space, root.Option(), space), false
 	case err != nil:
-		return fsops.SessionPlace{}, fail(e, exitUnavailable, "--shared %s: %v", space, err), false
+		return fsops.SessionPlace{}, fail(e, cli.Unavailable, "--shared %s: %v", space, err), false
 	case !st.IsDir():
-		return fsops.SessionPlace{}, fail(e, exitUnavailable, "--shared %s: %s is not a directory (a %s)", space, dir, st.Mode().Type()), false
+		return fsops.SessionPlace{}, fail(e, cli.Unavailable, "--shared %s: %s is not a directory (a %s)", space, dir, st.Mode().Type()), false
 	}
-	return root.SharedSessions(space, a.Name), exitOK, true
+	return root.SharedSessions(space, a.Name), cli.OK, true
 }

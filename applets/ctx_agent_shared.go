@@ -49,6 +49,6 @@ func (r *agentRun) resolveSharedProgram(e *Env) (int, bool) {
 			return 0, true
 		}
 	}
-	return fail(e, exitNotFound, "agent %s: %s: not found in the program's PATH (%s)",
+	return fail(e, cli.NotFound, "agent %s: %s: not found in the program's PATH (%s)",
 		r.agent.Name, cli.Escape(name), cli.Escape(path)), false
 }

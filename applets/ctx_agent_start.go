@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/ptyterm"
 )
@@ -63,7 +64,7 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 		if lock, err = lockAgent(root, a.Name); err != nil {
 			// Running already: the program joins that run.
 			if why := joinable(mounts, sharedSpace, cwd, forceTerminal); why != nil {
-				return fail(e, exitUnavailable, "%v (%v shapes a new sandbox: it cannot join the running one)", err, why)
+				return fail(e, cli.Unavailable, "%v (%v shapes a new sandbox: it cannot join the running one)", err, why)
 			}
 			return joinRun(e, root, a, session, f.Command)
 		}
@@ -88,7 +89,7 @@ func startAgentRun(e *Env, args []string, lock *os.File) int {
 		defer r.removeRunDir()
 		b, _ := json.MarshalIndent(r.plan, "", "  ")
 		fmt.Fprintf(e.Stdout, "%s\n", b)
-		return exitOK
+		return cli.OK
 	}
 	return r.run(e)
 }

@@ -62,7 +62,7 @@ func runAgentStatus(e *Env, args []string) int {
 		cli.Escape(status), cli.Escape(a.Model), a.Life, cli.Escape(a.Parent.String()), children, pidText, a.UID, a.GID, strings.Join(groups, ","),
 		a.Isolation(uint32(os.Getuid())), cli.Escape(a.Subject), cli.Escape(a.Ceiling.String()), cli.Escape(session),
 		cli.Escape(lastBudgetEvent(filepath.Join(root.AgentControl(a.Name), "log"))), lastProtectEvent(filepath.Join(root.AgentControl(a.Name), "log")))
-	return exitOK
+	return cli.OK
 }
 
 // budgetLogTail is how much of the end of agent/NAME.d/log status reads
@@ -162,7 +162,7 @@ func runAgentPs(e *Env, args []string) int {
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	entries, err := os.ReadDir(root.AgentDir())
 	if err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return fail(e, cli.Failure, "%v", err)
 	}
 	agents := map[string]*policy.Agent{}
 	var bad []string
@@ -229,7 +229,7 @@ func runAgentPs(e *Env, args []string) int {
 	for _, b := range bad {
 		fmt.Fprintln(e.Stdout, b)
 	}
-	return exitOK
+	return cli.OK
 }
 
 // foreignMark is ps's mark of an agent the caller may not start because

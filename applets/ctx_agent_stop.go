@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -26,7 +27,7 @@ func runAgentStop(e *Env, args []string) int {
 	}
 	uid := os.Getuid()
 	if uid != 0 && uint32(uid) != a.Owner {
-		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may stop it", a.Name, a.Owner)
+		return fail(e, cli.Denied, "agent %s belongs to uid %d; only its owner or root may stop it", a.Name, a.Owner)
 	}
 	return stopTree(e, root, a.Name, map[string]bool{})
 }
@@ -35,18 +36,18 @@ func runAgentStop(e *Env, args []string) int {
 // (post-order: children before their parent), then name itself.
 func stopTree(e *Env, root fsops.Root, name string, seen map[string]bool) int {
 	if seen[name] {
-		return exitOK // a parent cycle: each agent is stopped once
+		return cli.OK // a parent cycle: each agent is stopped once
 	}
 	seen[name] = true
-	code := exitOK
+	code := cli.OK
 	for _, child := range childrenOf(root, name) {
 		if child.Life == policy.LifeOwned || child.Life == policy.LifeTemp {
-			if c := stopTree(e, root, child.Name, seen); c != exitOK {
+			if c := stopTree(e, root, child.Name, seen); c != cli.OK {
 				code = c
 			}
 		}
 	}
-	if c := stopOne(e, root, name); c != exitOK {
+	if c := stopOne(e, root, name); c != cli.OK {
 		code = c
 	}
 	return code
@@ -103,11 +104,11 @@ func stopOne(e *Env, root fsops.Root, name string) int {
 	if pid == 0 {
 		markDead(root, name)
 		fmt.Fprintf(e.Stdout, "%s: not running\n", name)
-		return exitOK
+		return cli.OK
 	}
 	proc, err := fsops.OpenProcess(pid)
 	if err != nil {
-		return fail(e, exitFailure, "agent %s (pid %d): %v", name, pid, err)
+		return fail(e, cli.Failure, "agent %s (pid %d): %v", name, pid, err)
 	}
 	defer proc.Close()
 	proc.Signal(syscall.SIGTERM)
@@ -122,7 +123,7 @@ func stopOne(e *Env, root fsops.Root, name string) int {
 			fsops.Event{Type: "agent.stop", Agent: name, Object: "agent/" + name, Status: "killed"})
 	}
 	fmt.Fprintf(e.Stdout, "%s: stopped\n", name)
-	return exitOK
+	return cli.OK
 }
 
 // markDead records a run that is gone without its host having said so.

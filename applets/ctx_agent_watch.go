@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"ctx/applets/cli"
 	"ctx/policy"
 	"ctx/ptyterm"
 )
@@ -55,15 +56,15 @@ func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 	target, err := os.Readlink(locator)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fail(e, exitUnavailable, "agent %s has no terminal in session %s (is it running? ctx agent status%s %s)", a.Name, session, root.Option(), a.Name)
+		return fail(e, cli.Unavailable, "agent %s has no terminal in session %s (is it running? ctx agent status%s %s)", a.Name, session, root.Option(), a.Name)
 	case err != nil:
-		return fail(e, exitUnavailable, "agent %s session %s: %v", a.Name, session, err)
+		return fail(e, cli.Unavailable, "agent %s session %s: %v", a.Name, session, err)
 	}
 	// The run's secret, kept beside the socket where only its owner (and
 	// root) can read it: without it the terminal refuses the client.
 	secret, err := ptyterm.ReadSecret(target)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return fail(e, exitDenied, "agent %s session %s: the terminal's secret cannot be read: %v", a.Name, session, err)
+		return fail(e, cli.Denied, "agent %s session %s: the terminal's secret cannot be read: %v", a.Name, session, err)
 	}
 	joinBanner(e, mode, a.Name, session)
 	opts := ptyterm.ClientOptions{TrustedServerUIDs: []int{int(a.Owner), 0}, Secret: secret, Raw: raw}
@@ -74,16 +75,16 @@ func joinTerminal(e *Env, args []string, mode ptyterm.Mode) int {
 			if refused.Reason == "busy" {
 				// The one attach slot is most often the starting
 				// terminal's own: the run's console holds it.
-				return fail(e, exitUnavailable, "%v; a run started on a terminal is attached to that terminal (its console): start it with --no-console to attach from elsewhere, or watch", err)
+				return fail(e, cli.Unavailable, "%v; a run started on a terminal is attached to that terminal (its console): start it with --no-console to attach from elsewhere, or watch", err)
 			}
-			return fail(e, exitUnavailable, "%v", err)
+			return fail(e, cli.Unavailable, "%v", err)
 		}
-		return fail(e, exitUnavailable, "agent %s session %s: %v", a.Name, session, err)
+		return fail(e, cli.Unavailable, "agent %s session %s: %v", a.Name, session, err)
 	}
 	if end == ptyterm.EndDetached {
 		fmt.Fprintf(e.Stderr, "\r\n[detached from %s; it keeps running]\r\n", a.Name)
 	}
-	return exitOK
+	return cli.OK
 }
 
 // joinBanner tells a person on a terminal how to leave before the

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -29,7 +30,7 @@ func runBootstrap(e *Env, args []string) int {
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	self, err := selfBytes()
 	if err != nil {
-		return fail(e, exitInternal, "cannot read own executable: %v", err)
+		return fail(e, cli.Internal, "cannot read own executable: %v", err)
 	}
 	owner := treeOwner{UID: os.Geteuid(), GID: os.Getegid()}
 	entries := referenceTree(owner, self)
@@ -50,7 +51,7 @@ func runBootstrap(e *Env, args []string) int {
 		}
 	}
 	if err != nil {
-		return fail(e, exitFailure, "%s", bootstrapError(root, err))
+		return fail(e, cli.Failure, "%s", bootstrapError(root, err))
 	}
 	kept := 0
 	for _, a := range actions {
@@ -72,12 +73,12 @@ func runBootstrap(e *Env, args []string) int {
 		fmt.Fprintf(e.Stdout, "ctx bootstrap: %s: %d change(s)%s\n", root.Dir, len(actions)-kept, actionCounts(actions, verbose))
 	}
 	if kept > 0 {
-		return fail(e, exitFailure, "%d path(s) hold files bootstrap did not create; left unchanged (see ctx doctor%s)", kept, root.Option())
+		return fail(e, cli.Failure, "%d path(s) hold files bootstrap did not create; left unchanged (see ctx doctor%s)", kept, root.Option())
 	}
 	if len(invalid) > 0 {
-		return fail(e, exitFailure, "%d program control(s) invalid: the tools are ineligible for programmatic calling; left unchanged (see ctx doctor%s)", len(invalid), root.Option())
+		return fail(e, cli.Failure, "%d program control(s) invalid: the tools are ineligible for programmatic calling; left unchanged (see ctx doctor%s)", len(invalid), root.Option())
 	}
-	return exitOK
+	return cli.OK
 }
 
 // actionCounts is the summary's account of the changes by kind, " (329

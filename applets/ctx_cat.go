@@ -3,6 +3,7 @@ package applets
 import (
 	"io"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -17,22 +18,22 @@ func runCat(e *Env, args []string) int {
 		return code
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	code = exitOK
+	code = cli.OK
 	for _, arg := range pos {
 		p, err := root.ResolveABIPath(arg)
 		if err != nil {
-			code = fail(e, exitFailure, "%v", err)
+			code = fail(e, cli.Failure, "%v", err)
 			continue
 		}
 		fh, err := fsops.OpenRegular(p)
 		if err != nil {
-			code = failErr(e, exitFailure, err)
+			code = failErr(e, cli.Failure, err)
 			continue
 		}
 		_, err = io.Copy(e.Stdout, fh)
 		fh.Close()
 		if err != nil {
-			code = failErr(e, exitFailure, err)
+			code = failErr(e, cli.Failure, err)
 		}
 	}
 	return code

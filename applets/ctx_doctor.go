@@ -46,11 +46,11 @@ func runDoctor(e *Env, args []string) int {
 		if !quiet {
 			fmt.Fprintf(e.Stdout, "  fix: ctx bootstrap --root %s\n", shellQuote(root.Dir))
 		}
-		return exitFailure
+		return cli.Failure
 	}
 	self, err := selfBytes()
 	if err != nil {
-		return fail(e, exitUnavailable, "cannot read own executable: %v", err)
+		return fail(e, cli.Unavailable, "cannot read own executable: %v", err)
 	}
 	entries := referenceTree(treeOwner{UID: os.Geteuid(), GID: os.Getegid()}, self)
 	findings := root.Inspect(entries)

@@ -28,19 +28,19 @@ func runLs(e *Env, args []string) int {
 	}
 	p, err := root.ResolveABIPath(arg)
 	if err != nil {
-		return fail(e, exitUsage, "%v", err)
+		return fail(e, cli.Usage, "%v", err)
 	}
 	st, err := os.Lstat(p)
 	if err != nil {
-		return failErr(e, exitFailure, err)
+		return failErr(e, cli.Failure, err)
 	}
 	if !st.IsDir() {
 		fmt.Fprintln(e.Stdout, cli.Escape(st.Name())+typeMark(st.Mode()))
-		return exitOK
+		return cli.OK
 	}
 	entries, err := os.ReadDir(p)
 	if err != nil {
-		return failErr(e, exitFailure, err)
+		return failErr(e, cli.Failure, err)
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, en := range entries {
@@ -50,7 +50,7 @@ func runLs(e *Env, args []string) int {
 		}
 		fmt.Fprintln(e.Stdout, cli.Escape(en.Name())+typeMark(info.Mode()))
 	}
-	return exitOK
+	return cli.OK
 }
 
 func typeMark(m fs.FileMode) string {

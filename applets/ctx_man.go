@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/manual"
 )
@@ -27,11 +28,11 @@ func runMan(e *Env, args []string) int {
 			name := strings.TrimSuffix(file, ".md")
 			fmt.Fprintf(e.Stdout, "%s\t%s\n", name, manual.Summary(name))
 		}
-		return exitOK
+		return cli.OK
 	}
 	file, ok := manual.Resolve(pos[0])
 	if !ok {
-		return fail(e, exitNotFound, "no manual page for %q (try: ctx man)", pos[0])
+		return fail(e, cli.NotFound, "no manual page for %q (try: ctx man)", pos[0])
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	installed := filepath.Join(root.DocsDir(), "man", file)
@@ -43,8 +44,8 @@ func runMan(e *Env, args []string) int {
 	default:
 		// A bundle file that exists but cannot be read safely (a symlink,
 		// too large) is reported, not silently replaced by another text.
-		return fail(e, exitFailure, "%v", err)
+		return fail(e, cli.Failure, "%v", err)
 	}
 	e.Stdout.Write(b)
-	return exitOK
+	return cli.OK
 }

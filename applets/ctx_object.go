@@ -45,7 +45,7 @@ func runObject(e *Env, verb string, args []string) int {
 			return objectFail(e, err)
 		}
 		fmt.Fprintf(e.Stdout, "valid %s/%s\n", m.Class, m.Name)
-		return exitOK
+		return cli.OK
 	}
 	if tier == "" {
 		tier = "user"
@@ -80,16 +80,16 @@ func runObject(e *Env, verb string, args []string) int {
 		return objectFail(e, err)
 	}
 	fmt.Fprintf(e.Stdout, "%s %s\n", word, cli.Escape(ins.Describe()))
-	return exitOK
+	return cli.OK
 }
 
 // objectFail reports a lifecycle error: 2 for invalid input, 69 for
 // conflicts and unavailable objects, by the one errno mapping first (13
 // when the kernel refused with EACCES or EPERM, cli.ErrExit).
 func objectFail(e *Env, err error) int {
-	code := exitUnavailable
+	code := cli.Unavailable
 	if object.KindOf(err) == object.Invalid {
-		code = exitUsage
+		code = cli.Usage
 	}
 	return failErr(e, code, err)
 }

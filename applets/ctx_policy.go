@@ -33,19 +33,19 @@ func runPolicyCheck(e *Env, args []string) int {
 		data, err = fsops.ReadControl(file)
 	}
 	if err != nil {
-		return fail(e, exitFailure, "%s", describeIOError(err))
+		return fail(e, cli.Failure, "%s", describeIOError(err))
 	}
 	p, err := policy.ParsePolicy(data)
 	if err != nil {
 		var ce *policy.ControlError
 		if errors.As(err, &ce) {
 			// The file name replaces the control name "policy".
-			return fail(e, exitUsage, "%s", file+strings.TrimPrefix(ce.Error(), ce.Control))
+			return fail(e, cli.Usage, "%s", file+strings.TrimPrefix(ce.Error(), ce.Control))
 		}
-		return fail(e, exitUsage, "%s: %s", file, err)
+		return fail(e, cli.Usage, "%s: %s", file, err)
 	}
 	fmt.Fprintf(e.Stdout, "valid %d rules\n", p.Len())
-	return exitOK
+	return cli.OK
 }
 
 // describeIOError renders a read error with its errno name.
@@ -118,8 +118,8 @@ func runPolicyExplain(e *Env, args []string) int {
 	}
 	if d.Allowed {
 		fmt.Fprintln(e.Stdout, "decision: allowed")
-		return exitOK
+		return cli.OK
 	}
 	fmt.Fprintf(e.Stdout, "decision: denied by %s (%s)\n", d.Layer, unix.ErrnoName(d.Errno))
-	return exitDenied
+	return cli.Denied
 }

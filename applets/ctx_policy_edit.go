@@ -40,7 +40,7 @@ func editPolicy(e *Env, args []string, add bool) int {
 		return usageError(e, "missing --in FILE: the policy to edit, agent/AGENT.d/policy (the agent's layer) or tool/TOOL.d/policy (the tool's)")
 	}
 	if c, err := authority.Context(e.Getenv); err != nil || c.Agent != "" {
-		return fail(e, exitDenied, "permission denied (agent-context): policies are the person's to change, from the host")
+		return fail(e, cli.Denied, "permission denied (agent-context): policies are the person's to change, from the host")
 	}
 	r, err := policy.ParseRule(pos[0], pos[1], pos[2])
 	if err != nil {
@@ -49,7 +49,7 @@ func editPolicy(e *Env, args []string, add bool) int {
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	p, err := root.ResolveABIPath(in)
 	if err != nil {
-		return fail(e, exitUsage, "%v", err)
+		return fail(e, cli.Usage, "%v", err)
 	}
 	if filepath.Base(p) != "policy" || !strings.HasSuffix(filepath.Dir(p), ".d") {
 		return usageError(e, "--in %s: not a policy control (want agent/AGENT.d/policy or tool/TOOL.d/policy)", in)
@@ -67,12 +67,12 @@ func editPolicy(e *Env, args []string, add bool) int {
 	var ce *policy.ControlError
 	switch {
 	case errors.As(err, &ce):
-		return fail(e, exitUsage, "%s%s; fix it first (ctx policy check %s); nothing written", in, strings.TrimPrefix(ce.Error(), ce.Control), in)
+		return fail(e, cli.Usage, "%s%s; fix it first (ctx policy check %s); nothing written", in, strings.TrimPrefix(ce.Error(), ce.Control), in)
 	case err != nil:
-		return failErr(e, exitFailure, err)
+		return failErr(e, cli.Failure, err)
 	}
 	fmt.Fprintln(e.Stdout, policyEditReport(in, r, add, changed))
-	return exitOK
+	return cli.OK
 }
 
 func policyEditReport(in string, r policy.Rule, add, changed bool) string {

@@ -23,16 +23,16 @@ import (
 // the queue. code is non-zero when the verb must stop.
 func queueOpen(e *Env, rootFlag, space, perm string) (q *queue.Queue, code int) {
 	if err := queue.ValidSpaceName(space); err != nil {
-		return nil, fail(e, exitUsage, "space: %s", err)
+		return nil, fail(e, cli.Usage, "space: %s", err)
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	if code := authorizeShared(e, root, space, perm); code != exitOK {
+	if code := authorizeShared(e, root, space, perm); code != cli.OK {
 		return nil, code
 	}
 	q, err := queue.Open(root.Dir, space)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return nil, fail(e, exitFailure, "%s (if the space lives on a network filesystem, check that it is mounted; else create it with: ctx shared new%s %s)", err, root.Option(), space)
+			return nil, fail(e, cli.Failure, "%s (if the space lives on a network filesystem, check that it is mounted; else create it with: ctx shared new%s %s)", err, root.Option(), space)
 		}
 		return nil, fail(e, queueExit(err), "%v", err)
 	}
@@ -43,7 +43,7 @@ func queueOpen(e *Env, rootFlag, space, perm string) (q *queue.Queue, code int) 
 	q.OnLogError = func(err error) {
 		warnf(e, "event not logged: %v", err)
 	}
-	return q, exitOK
+	return q, cli.OK
 }
 
 // queueExit maps a queue error to an exit status: the queue's own
@@ -52,21 +52,21 @@ func queueOpen(e *Env, rootFlag, space, perm string) (q *queue.Queue, code int) 
 func queueExit(err error) int {
 	switch {
 	case errors.Is(err, queue.ErrEmpty):
-		return exitTempFail
+		return cli.TempFail
 	case errors.Is(err, queue.ErrInvalid):
-		return exitUsage
+		return cli.Usage
 	case errors.Is(err, queue.ErrNotMounted), errors.Is(err, queue.ErrNoPrimitive),
 		errors.Is(err, syscall.ENOTCONN), errors.Is(err, syscall.ESTALE):
-		return exitUnavailable
+		return cli.Unavailable
 	case errors.Is(err, queue.ErrConflict):
-		return exitFailure
+		return cli.Failure
 	}
-	return cli.ErrExit(err, exitFailure)
+	return cli.ErrExit(err, cli.Failure)
 }
 
 func queueFail(e *Env, err error) int {
 	if errors.Is(err, syscall.ENOTCONN) || errors.Is(err, syscall.ESTALE) {
-		return fail(e, exitUnavailable, "%v (the network filesystem holding the shared space is not mounted or its server is gone; remount it)", err)
+		return fail(e, cli.Unavailable, "%v (the network filesystem holding the shared space is not mounted or its server is gone; remount it)", err)
 	}
 	return fail(e, queueExit(err), "%v", err)
 }
@@ -79,7 +79,7 @@ func queueInput(e *Env, pos []string, i int, limit int64, what string) ([]byte, 
 	if len(pos) > i && pos[i] != "-" {
 		f, err := os.Open(pos[i])
 		if err != nil {
-			return nil, failErr(e, exitFailure, err)
+			return nil, failErr(e, cli.Failure, err)
 		}
 		defer f.Close()
 		r, name = f, pos[i]
@@ -87,11 +87,11 @@ func queueInput(e *Env, pos []string, i int, limit int64, what string) ([]byte, 
 	b, err := fsops.ReadLimited(r, name, limit)
 	switch {
 	case errors.Is(err, syscall.EFBIG):
-		return nil, fail(e, exitUsage, "%s from %s is larger than %d bytes", what, name, limit)
+		return nil, fail(e, cli.Usage, "%s from %s is larger than %d bytes", what, name, limit)
 	case err != nil:
-		return nil, fail(e, cli.ErrExit(err, exitFailure), "reading %s: %s", name, err)
+		return nil, fail(e, cli.ErrExit(err, cli.Failure), "reading %s: %s", name, err)
 	}
-	return b, exitOK
+	return b, cli.OK
 }
 
 // queueJobArg accepts a job name or the claimed path `ctx queue claim` printed
@@ -99,32 +99,32 @@ func queueInput(e *Env, pos []string, i int, limit int64, what string) ([]byte, 
 func queueJobArg(e *Env, q *queue.Queue, arg string) (string, int) {
 	if !strings.Contains(arg, "/") {
 		if err := queue.ValidJobName(arg); err != nil {
-			return "", fail(e, exitUsage, "job: %s", err)
+			return "", fail(e, cli.Usage, "job: %s", err)
 		}
-		return arg, exitOK
+		return arg, cli.OK
 	}
 	job := filepath.Base(arg)
 	abs, _ := filepath.Abs(arg)
 	if queue.ValidJobName(job) != nil || abs != q.ClaimedPath(job) {
-		return "", fail(e, exitUsage, "job: %q is neither a job name nor its path in %s", arg, filepath.Join(q.Dir, "claimed"))
+		return "", fail(e, cli.Usage, "job: %q is neither a job name nor its path in %s", arg, filepath.Join(q.Dir, "claimed"))
 	}
-	return job, exitOK
+	return job, cli.OK
 }
 
 // queueHeartbeat parses --heartbeat: a positive duration, or 0 for none
 // (the lease then never expires); empty is queue.DefaultHeartbeat.
 func queueHeartbeat(e *Env, flag string) (time.Duration, int) {
 	if flag == "" {
-		return 0, exitOK
+		return 0, cli.OK
 	}
 	d, err := time.ParseDuration(flag)
 	if err != nil || d < 0 || (d > 0 && d < time.Millisecond) || d > 24*time.Hour {
-		return 0, fail(e, exitUsage, "--heartbeat: %q is not a duration from 1ms to 24h, or 0 (e.g. 10s)", flag)
+		return 0, fail(e, cli.Usage, "--heartbeat: %q is not a duration from 1ms to 24h, or 0 (e.g. 10s)", flag)
 	}
 	if d == 0 {
-		return -1, exitOK
+		return -1, cli.OK
 	}
-	return d, exitOK
+	return d, cli.OK
 }
 
 // queueTokenOK accepts "" or a claim token: 1 to 64 lowercase hex digits.

@@ -17,7 +17,7 @@ func queueCheck(e *Env, args []string) int {
 		return code
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "read")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer q.Close()
@@ -39,7 +39,7 @@ func queueCheck(e *Env, args []string) int {
 		fmt.Fprintf(e.Stdout, "ignored %s: %s\n", cli.Escape(ig.Path), ig.Reason)
 	}
 	if len(r.Incomplete()) > 0 {
-		return exitFailure
+		return cli.Failure
 	}
-	return exitOK
+	return cli.OK
 }

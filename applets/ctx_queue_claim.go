@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 
+	"ctx/applets/cli"
 	"ctx/fsops/queue"
 )
 
@@ -26,7 +27,7 @@ func queueClaim(e *Env, args []string) int {
 		return usageError(e, "missing --worker W")
 	}
 	if err := queue.ValidWorkerName(worker); err != nil {
-		return fail(e, exitUsage, "--worker: %s", err)
+		return fail(e, cli.Usage, "--worker: %s", err)
 	}
 	// The claim command exits at once; the lease belongs to the process
 	// that runs the job, by default the one that called us.
@@ -34,19 +35,19 @@ func queueClaim(e *Env, args []string) int {
 	if pidFlag != "" {
 		n, err := strconv.Atoi(pidFlag)
 		if err != nil || n < 1 {
-			return fail(e, exitUsage, "--pid: %q is not a process id", pidFlag)
+			return fail(e, cli.Usage, "--pid: %q is not a process id", pidFlag)
 		}
 		pid = n
 	}
 	if pid < 1 {
-		return fail(e, exitUsage, "the parent process is outside this PID namespace; name the lease holder with --pid")
+		return fail(e, cli.Usage, "the parent process is outside this PID namespace; name the lease holder with --pid")
 	}
 	hb, code := queueHeartbeat(e, hbFlag)
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer q.Close()
@@ -58,8 +59,8 @@ func queueClaim(e *Env, args []string) int {
 		// The token is what finish --token checks: the claim itself,
 		// whatever the worker's name.
 		fmt.Fprintf(e.Stdout, "%s\t%s\n", q.ClaimedPath(job), lease.Token)
-		return exitOK
+		return cli.OK
 	}
 	fmt.Fprintln(e.Stdout, q.ClaimedPath(job))
-	return exitOK
+	return cli.OK
 }

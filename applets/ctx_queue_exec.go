@@ -35,7 +35,7 @@ func queueExec(e *Env, args []string) int {
 	case worker == "":
 		return usageError(e, "missing --worker W")
 	case queue.ValidWorkerName(worker) != nil:
-		return fail(e, exitUsage, "--worker: invalid name %q", worker)
+		return fail(e, cli.Usage, "--worker: invalid name %q", worker)
 	case len(f.Command) == 0:
 		return usageError(e, "missing -- CMD")
 	}
@@ -43,22 +43,22 @@ func queueExec(e *Env, args []string) int {
 	if timeoutFlag != "" {
 		d, err := time.ParseDuration(timeoutFlag)
 		if err != nil || d <= 0 {
-			return fail(e, exitUsage, "--timeout: %q is not a positive duration (e.g. 30s, 5m)", timeoutFlag)
+			return fail(e, cli.Usage, "--timeout: %q is not a positive duration (e.g. 30s, 5m)", timeoutFlag)
 		}
 		timeout = d
 	}
 	hb, code := queueHeartbeat(e, hbFlag)
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer q.Close()
 	// Resolve the command before claiming, so a typo never takes a job.
 	path, code := queueLookCommand(e, f.Command[0])
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	job, lease, err := q.Claim(queue.Owner{Worker: worker, Heartbeat: hb}) // the lease is ours: we live until finish
@@ -96,9 +96,9 @@ func queueExec(e *Env, args []string) int {
 			why = "exit status " + strconv.Itoa(exit)
 		}
 		cli.Errorf(e.Stderr, e.Name, "%s failed: %s", job, why)
-		return exitFailure
+		return cli.Failure
 	}
-	return exitOK
+	return cli.OK
 }
 
 // queueLookCommand finds CMD as a shell would: a name with a slash as given,
@@ -108,11 +108,11 @@ func queueLookCommand(e *Env, name string) (string, int) {
 		st, err := os.Stat(name)
 		switch {
 		case err != nil:
-			return "", fail(e, exitNotFound, "%s: %s", name, err)
+			return "", fail(e, cli.NotFound, "%s: %s", name, err)
 		case !st.Mode().IsRegular() || st.Mode().Perm()&0o111 == 0:
-			return "", fail(e, exitNotExec, "%s: not an executable file", name)
+			return "", fail(e, cli.NotExec, "%s: not an executable file", name)
 		}
-		return name, exitOK
+		return name, cli.OK
 	}
 	for _, dir := range filepath.SplitList(e.Getenv("PATH")) {
 		if dir == "" {
@@ -120,10 +120,10 @@ func queueLookCommand(e *Env, name string) (string, int) {
 		}
 		p := filepath.Join(dir, name)
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			return p, exitOK
+			return p, cli.OK
 		}
 	}
-	return "", fail(e, exitNotFound, "%s: command not found in PATH", name)
+	return "", fail(e, cli.NotFound, "%s: command not found in PATH", name)
 }
 
 // queueRunJob runs the job command with the request on stdin, its stdout

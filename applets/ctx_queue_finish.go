@@ -3,6 +3,7 @@ package applets
 import (
 	"fmt"
 
+	"ctx/applets/cli"
 	"ctx/fsops/queue"
 )
 
@@ -23,25 +24,25 @@ func queueFinish(e *Env, args []string) int {
 		return usageError(e, "missing --status done|failed")
 	}
 	if err != nil {
-		return fail(e, exitUsage, "--status: %q: must be done or failed", status)
+		return fail(e, cli.Usage, "--status: %q: must be done or failed", status)
 	}
 	if worker != "" && queue.ValidWorkerName(worker) != nil {
-		return fail(e, exitUsage, "--worker: invalid name %q", worker)
+		return fail(e, cli.Usage, "--worker: invalid name %q", worker)
 	}
 	if !queueTokenOK(token) {
-		return fail(e, exitUsage, "--token: %q is not a claim token (hex digits, as claim --print-token prints)", token)
+		return fail(e, cli.Usage, "--token: %q is not a claim token (hex digits, as claim --print-token prints)", token)
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer q.Close()
 	job, code := queueJobArg(e, q, pos[1])
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	result, code := queueInput(e, pos, 2, queue.MaxResult, "result")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	path, err := q.Finish(job, st, result, queue.FinishOptions{Worker: worker, Token: token})
@@ -49,5 +50,5 @@ func queueFinish(e *Env, args []string) int {
 		return queueFail(e, err)
 	}
 	fmt.Fprintln(e.Stdout, path)
-	return exitOK
+	return cli.OK
 }

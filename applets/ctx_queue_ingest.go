@@ -16,7 +16,7 @@ func queueIngest(e *Env, args []string) int {
 		return code
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer q.Close()
@@ -31,7 +31,7 @@ func queueIngest(e *Env, args []string) int {
 	case err != nil:
 		return queueFail(e, err)
 	case len(skipped) > 0:
-		return exitFailure
+		return cli.Failure
 	}
-	return exitOK
+	return cli.OK
 }

@@ -3,6 +3,7 @@ package applets
 import (
 	"fmt"
 
+	"ctx/applets/cli"
 	"ctx/fsops/queue"
 )
 
@@ -18,16 +19,16 @@ func queuePublish(e *Env, args []string) int {
 	}
 	if name != "" {
 		if err := queue.ValidJobName(name); err != nil {
-			return fail(e, exitUsage, "--name: %s", err)
+			return fail(e, cli.Usage, "--name: %s", err)
 		}
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer q.Close()
 	data, code := queueInput(e, pos, 1, queue.MaxRequest, "request")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	job, err := q.Publish(name, data)
@@ -35,5 +36,5 @@ func queuePublish(e *Env, args []string) int {
 		return queueFail(e, err)
 	}
 	fmt.Fprintln(e.Stdout, q.PendingPath(job))
-	return exitOK
+	return cli.OK
 }

@@ -18,12 +18,12 @@ func queueRecover(e *Env, args []string) int {
 		return code
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "write")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer q.Close()
 	job, code := queueJobArg(e, q, pos[1])
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	rec, err := q.Recover(job, force)
@@ -33,5 +33,5 @@ func queueRecover(e *Env, args []string) int {
 	if err != nil {
 		return queueFail(e, err)
 	}
-	return exitOK
+	return cli.OK
 }

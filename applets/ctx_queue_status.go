@@ -19,7 +19,7 @@ func queueStatus(e *Env, args []string) int {
 		return code
 	}
 	q, code := queueOpen(e, rootFlag, pos[0], "read")
-	if code != exitOK {
+	if code != cli.OK {
 		return code
 	}
 	defer q.Close()
@@ -39,7 +39,7 @@ func queueStatus(e *Env, args []string) int {
 		counts[queue.StatePending], counts[queue.StateClaimed], counts[queue.StateDone],
 		counts[queue.StateFailed], counts["incomplete"], len(r.Inbox))
 	if countsOnly {
-		return exitOK
+		return cli.OK
 	}
 	for _, ev := range r.Jobs {
 		st := r.States[ev.Job]
@@ -60,5 +60,5 @@ func queueStatus(e *Env, args []string) int {
 	for _, name := range r.Inbox {
 		fmt.Fprintf(e.Stdout, "inbox %s\n", cli.Escape(name))
 	}
-	return exitOK
+	return cli.OK
 }

@@ -3,9 +3,7 @@ package applets
 import (
 	"bufio"
 	"errors"
-	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -49,18 +47,18 @@ func runRun(e *Env, args []string) int {
 	if err == nil {
 		id, err := policy.ParseIdentity(ident)
 		if err != nil {
-			return fail(e, exitDenied, "%s: %v", policy.IdentityPath, err)
+			return fail(e, cli.Denied, "%s: %v", policy.IdentityPath, err)
 		}
 		if id.Agent != a.Name {
-			return fail(e, exitDenied, "inside agent %s's run, ctx run reaches that run only, not agent %s's", id.Agent, a.Name)
+			return fail(e, cli.Denied, "inside agent %s's run, ctx run reaches that run only, not agent %s's", id.Agent, a.Name)
 		}
 		return op.inside(e, filepath.Dir(policy.IdentityPath))
 	}
 	if c, err := policy.DetectContext(nil, e.Getenv); err != nil {
-		return fail(e, exitDenied, "%v", err)
+		return fail(e, cli.Denied, "%v", err)
 	} else if c.Source == policy.ContextEnvironment {
 		if c.Agent != a.Name {
-			return fail(e, exitDenied, "inside agent %s's run, ctx run reaches that run only, not agent %s's", c.Agent, a.Name)
+			return fail(e, cli.Denied, "inside agent %s's run, ctx run reaches that run only, not agent %s's", c.Agent, a.Name)
 		}
 		// iso landlock names its run's files (a host path); iso shared
 		// has none.
@@ -69,7 +67,7 @@ func runRun(e *Env, args []string) int {
 
 	uid := os.Getuid()
 	if uid != 0 && uint32(uid) != a.Owner {
-		return fail(e, exitDenied, "agent %s belongs to uid %d; only its owner or root may reach its runs", a.Name, a.Owner)
+		return fail(e, cli.Denied, "agent %s belongs to uid %d; only its owner or root may reach its runs", a.Name, a.Owner)
 	}
 	if pid := runHostPid(root, a.Name); pid != 0 {
 		run, code, ok := findLiveRun(e, root, a, pid)
@@ -154,7 +152,7 @@ func (op runOp) inside(e *Env, procDir string) int {
 		return runTsh(e, append([]string{op.tool}, op.args...))
 	}
 	if procDir == "" {
-		return fail(e, exitUnavailable, "this run has no /mnt/proc: iso shared shows an agent no /mnt at all, and no run files (ctx man agentrc)")
+		return fail(e, cli.Unavailable, "this run has no /mnt/proc: iso shared shows an agent no /mnt at all, and no run files (ctx man agentrc)")
 	}
 	if op.verb == "policy" {
 		return catRunFile(e, filepath.Join(procDir, "policy"))
@@ -186,7 +184,7 @@ func (op runOp) host(e *Env, a *policy.Agent, run *liveRun) int {
 // a terminal on standard input is not read (a tool reads end of file).
 func (op runOp) fresh(e *Env, root fsops.Root, a *policy.Agent, session string, allowHostRoot bool) int {
 	if op.verb == "audit" && op.follow {
-		return fail(e, exitUnavailable, "agent %s is not running: audit tail -f follows a live run's audit (start one with ctx agent start)", a.Name)
+		return fail(e, cli.Unavailable, "agent %s is not running: audit tail -f follows a live run's audit (start one with ctx agent start)", a.Name)
 	}
 	args := []string{"--root", root.Dir}
 	if session != "" {
@@ -211,13 +209,13 @@ func (op runOp) fresh(e *Env, root fsops.Root, a *policy.Agent, session string, 
 func catRunFile(e *Env, path string) int {
 	f, err := fsops.OpenRegular(path)
 	if err != nil {
-		return fail(e, exitUnavailable, "%v", err)
+		return fail(e, cli.Unavailable, "%v", err)
 	}
 	defer f.Close()
 	if err := cli.CopyLines(e.Stdout, f); err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return fail(e, cli.Failure, "%v", err)
 	}
-	return exitOK
+	return cli.OK
 }
 
 // tail prints the last op.lines lines of the audit file and, with -f, what
@@ -227,15 +225,15 @@ func catRunFile(e *Env, path string) int {
 func (op runOp) tail(e *Env, path string, ended func() bool) int {
 	f, err := fsops.OpenRegular(path)
 	if err != nil {
-		return fail(e, exitUnavailable, "%v", err)
+		return fail(e, cli.Unavailable, "%v", err)
 	}
 	defer f.Close()
 	start, err := lastLinesOffset(f, op.lines)
 	if err != nil {
-		return fail(e, exitUnavailable, "%s: %v", path, err)
+		return fail(e, cli.Unavailable, "%s: %v", path, err)
 	}
 	if _, err := f.Seek(start, io.SeekStart); err != nil {
-		return fail(e, exitUnavailable, "%s: %v", path, err)
+		return fail(e, cli.Unavailable, "%s: %v", path, err)
 	}
 	r := bufio.NewReader(f)
 	var partial []byte
@@ -256,10 +254,10 @@ func (op runOp) tail(e *Env, path string, ended func() bool) int {
 		}
 	}
 	if err := flush(); err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return fail(e, cli.Failure, "%v", err)
 	}
 	if !op.follow {
-		return exitOK
+		return cli.OK
 	}
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -274,10 +272,10 @@ func (op runOp) tail(e *Env, path string, ended func() bool) int {
 		}
 		over := ended != nil && ended()
 		if err := flush(); err != nil {
-			return fail(e, exitFailure, "%v", err)
+			return fail(e, cli.Failure, "%v", err)
 		}
 		if over {
-			return exitOK
+			return cli.OK
 		}
 	}
 }
@@ -322,148 +320,4 @@ func lastLinesOffset(f *os.File, n int) (int64, error) {
 		}
 	}
 	return 0, nil
-}
-
-// liveRun is an agent's live run as ctx run found it: its run directory,
-// identity and a connection to its broker.
-type liveRun struct {
-	dir  string
-	id   policy.Identity
-	conn int
-	host *fsops.Process // nil when it could not be held
-	// secret is the run's secret, which proves to its broker that this
-	// caller is the person who started the run (fsops/runsecret.go).
-	secret    string
-	secretErr error
-}
-
-func (r *liveRun) close() {
-	if r.conn >= 0 {
-		fsops.CloseFD(r.conn)
-	}
-	if r.host != nil {
-		r.host.Close()
-	}
-}
-
-// ended reports whether the run host has exited.
-func (r *liveRun) ended() bool {
-	return r.host != nil && r.host.Wait(0)
-}
-
-// findLiveRun finds the run directory of the run hosted by pid (the pid
-// the run host wrote in agent/NAME.d/pid): among the run directories of
-// the run host's user for this tree (RUNTIME/TREE/run/RUN: another tree's
-// runs are never looked at, ctx man ctx.session) and, for iso
-// landlock, of the agent's home (home/UID/agent/NAME/run/ID), those whose
-// identity names the agent, the one whose broker socket is held by that
-// very process (SO_PEERCRED of a connection to it). What the agent can
-// write does not decide which run is reached: a directory it made would
-// need a socket the run host listens on.
-func findLiveRun(e *Env, root fsops.Root, a *policy.Agent, pid int) (*liveRun, int, bool) {
-	hostUID, err := fsops.ProcessUID(pid)
-	if err != nil {
-		return nil, fail(e, exitUnavailable, "agent %s: its run host (pid %d) is gone: %v", a.Name, pid, err), false
-	}
-	me := os.Getuid()
-	if me != 0 && me != hostUID {
-		return nil, fail(e, exitDenied, "agent %s is running, started by uid %d: its run host is reachable only by that user and root", a.Name, hostUID), false
-	}
-	// Only this tree's runs: another tree's run of an agent of the same
-	// name lives under another key.
-	key, err := root.RuntimeKey()
-	if err != nil {
-		return nil, fail(e, exitUnavailable, "ctx tree: %v", err), false
-	}
-	var places []string
-	if runtime, err := runtimeDirOf(hostUID); err == nil {
-		places = append(places, filepath.Join(runtime, key, "run"))
-	}
-	places = append(places, filepath.Join(root.AgentHome(int(a.UID), a.Name), "run"))
-	var dirs []string
-	for _, p := range places {
-		entries, _ := os.ReadDir(p)
-		for _, en := range entries {
-			if en.IsDir() && en.Type()&fs.ModeSymlink == 0 {
-				dirs = append(dirs, filepath.Join(p, en.Name()))
-			}
-		}
-	}
-	for _, dir := range dirs {
-		b, err := fsops.ReadControl(filepath.Join(dir, "identity"))
-		if err != nil {
-			continue
-		}
-		id, err := policy.ParseIdentity(b)
-		if err != nil || id.Agent != a.Name {
-			continue
-		}
-		conn, err := fsops.DialBroker(filepath.Join(dir, fsops.BrokerSocketName))
-		if err != nil {
-			continue
-		}
-		if peer, err := fsops.BrokerPeerPid(conn); err != nil || peer != pid {
-			fsops.CloseFD(conn)
-			continue
-		}
-		host, _ := fsops.OpenProcess(pid)
-		run := &liveRun{dir: dir, id: id, conn: conn, host: host}
-		run.secret, run.secretErr = readRunSecret(hostUID, key, dir)
-		return run, 0, true
-	}
-	return nil, fail(e, exitUnavailable, "agent %s is running (pid %d) but no run directory of it with a broker is in %s (a run with iso shared has none)", a.Name, pid, strings.Join(places, " or ")), false
-}
-
-// runtimeDirOf is the runtime directory of uid's runs. A user's own is
-// fsops.RuntimeDir's; root looking at another user's only looks, in the
-// same places in the same order, and makes nothing (a directory root made
-// there would be skipped by that user's runs as squatted).
-func runtimeDirOf(uid int) (string, error) {
-	if uid == os.Getuid() {
-		return fsops.RuntimeDir(uid)
-	}
-	dir, candidates := fsops.ExistingRuntimeDir(uid)
-	if dir != "" {
-		return dir, nil
-	}
-	return "", fmt.Errorf("uid %d has no runtime directory in %s", uid, strings.Join(candidates, ", "))
-}
-
-// call asks the run's broker to run tool with args, as a process inside the
-// sandbox does (brokeredCall): the host decides on the live tree, the
-// sandbox's init runs the tool as the agent, the host records the call. The
-// tool's environment is the one the agent's programs start with, its
-// directory the agent's working directory; the caller's own environment
-// does not cross. Its standard streams are the caller's when those are
-// pipes or sockets, and pipes this process copies otherwise, so no terminal
-// or file of the host reaches the agent's processes (ctx man sandbox, rule 2).
-func (r *liveRun) call(e *Env, a *policy.Agent, tool string, args []string) int {
-	if r.secretErr != nil {
-		return fail(e, exitDenied, "agent %s: the run's secret cannot be read: %v", a.Name, r.secretErr)
-	}
-	shielded := *e
-	shielded.Stdin, shielded.Stdout, shielded.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
-	fds, relay, err := standardDescriptors(&shielded)
-	if err != nil {
-		return fail(e, exitInternal, "%v", err)
-	}
-	cwd := a.Cwd
-	if cwd == "" {
-		cwd = policy.SandboxWorkspace
-	}
-	env := policy.SandboxEnv(a, policy.RunSettings{Session: r.id.Session, Run: r.id.Run,
-		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
-	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd, Secret: r.secret}
-	return callBroker(e, r.conn, req, fds, relay, "agent "+a.Name+"'s run host")
-}
-
-// readRunSecret reads the secret of the run whose run directory is dir,
-// from the runtime directory of its host's uid at the tree's key (root
-// reads a user's).
-func readRunSecret(hostUID int, key, dir string) (string, error) {
-	runtime, err := runtimeDirOf(hostUID)
-	if err != nil {
-		return "", err
-	}
-	return fsops.ReadRunSecret(fsops.RunSecretPath(filepath.Join(runtime, key), filepath.Base(dir)))
 }

@@ -2,6 +2,7 @@ package applets
 
 import (
 	"bytes"
+	"ctx/applets/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -71,7 +72,7 @@ func TestParseRunOp(t *testing.T) {
 	for _, cmd := range [][]string{nil, {"tool"}, {"tool", "../x"}, {"policy"}, {"policy", "list"}, {"audit"},
 		{"audit", "tail", "-n"}, {"audit", "tail", "-n", "-1"}, {"audit", "tail", "-n", "07"}, {"audit", "tail", "-x"}, {"launch"}} {
 		var stderr bytes.Buffer
-		if _, code, ok := parseRunOp(&Env{Name: "ctx run", Stderr: &stderr}, cmd); ok || code != exitUsage || strings.Count(stderr.String(), "\n") != 1 {
+		if _, code, ok := parseRunOp(&Env{Name: "ctx run", Stderr: &stderr}, cmd); ok || code != cli.Usage || strings.Count(stderr.String(), "\n") != 1 {
 			t.Errorf("%q: accepted or not one usage line (%d): %q", cmd, code, stderr.String())
 		}
 	}

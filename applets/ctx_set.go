@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -27,7 +28,7 @@ func runSet(e *Env, args []string) int {
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	p, err := root.ResolveABIPath(pos[0])
 	if err != nil {
-		return fail(e, exitUsage, "%v", err)
+		return fail(e, cli.Usage, "%v", err)
 	}
 	value := pos[1]
 	if value != "" && !strings.HasSuffix(value, "\n") {
@@ -35,7 +36,7 @@ func runSet(e *Env, args []string) int {
 	}
 	name := filepath.Base(p)
 	if appendOnly[name] {
-		return fail(e, exitUsage, "%s: append-only; ctx set never rewrites it", pos[0])
+		return fail(e, cli.Usage, "%s: append-only; ctx set never rewrites it", pos[0])
 	}
 	mode := fs.FileMode(0o644)
 	st, err := os.Lstat(p)
@@ -43,22 +44,22 @@ func runSet(e *Env, args []string) int {
 	case errors.Is(err, fs.ErrNotExist):
 		// A new control may only appear in an existing control directory.
 		if d, err := os.Lstat(filepath.Dir(p)); err != nil || !d.IsDir() || !strings.HasSuffix(filepath.Dir(p), ".d") {
-			return fail(e, exitUsage, "%s: no such control file, and its directory is not an existing NAME.d control directory", pos[0])
+			return fail(e, cli.Usage, "%s: no such control file, and its directory is not an existing NAME.d control directory", pos[0])
 		}
 	case err != nil:
-		return failErr(e, exitFailure, err)
+		return failErr(e, cli.Failure, err)
 	case !st.Mode().IsRegular():
-		return fail(e, exitUsage, "%s: not a regular file", pos[0])
+		return fail(e, cli.Usage, "%s: not a regular file", pos[0])
 	case st.Mode().Perm()&0o111 != 0:
-		return fail(e, exitUsage, "%s: an executable object, not a control file", pos[0])
+		return fail(e, cli.Usage, "%s: an executable object, not a control file", pos[0])
 	default:
 		mode = st.Mode().Perm()
 	}
 	if err := validateControl(root, p, []byte(value)); err != nil {
-		return fail(e, exitUsage, "%s: %v", pos[0], err)
+		return fail(e, cli.Usage, "%s: %v", pos[0], err)
 	}
 	if err := fsops.WriteAtomic(p, []byte(value), mode); err != nil {
-		return failErr(e, exitFailure, err)
+		return failErr(e, cli.Failure, err)
 	}
-	return exitOK
+	return cli.OK
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/queue"
 	"ctx/policy"
@@ -21,10 +22,10 @@ func runSharedNew(e *Env, args []string) int {
 	}
 	space := pos[0]
 	if err := queue.ValidSpaceName(space); err != nil {
-		return fail(e, exitUsage, "space: %s", err)
+		return fail(e, cli.Usage, "space: %s", err)
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	if code := authorizeShared(e, root, space, "write"); code != exitOK {
+	if code := authorizeShared(e, root, space, "write"); code != cli.OK {
 		return code
 	}
 	dir, _, err := queue.CreateSpace(root.Dir, space)
@@ -42,12 +43,12 @@ func runSharedNew(e *Env, args []string) int {
 		q.Close()
 	}
 	fmt.Fprintln(e.Stdout, dir)
-	return exitOK
+	return cli.OK
 }
 
 // authorizeShared is the single authority check of shared spaces: may
-// this process use space with perm ("read" or "write")? It returns exitOK,
-// or prints one line naming the refusing layer and returns exitDenied.
+// this process use space with perm ("read" or "write")? It returns cli.OK,
+// or prints one line naming the refusing layer and returns cli.Denied.
 //
 // Outside an agent context (a person at a shell) only Linux permissions
 // apply, and the kernel enforces them when the space is opened. Inside one
@@ -61,23 +62,23 @@ func runSharedNew(e *Env, args []string) int {
 // runs unchecked.
 func authorizeShared(e *Env, root fsops.Root, space, perm string) int {
 	deny := func(layer, reason string) int {
-		return fail(e, exitDenied, "shared:%s %s: permission denied (%s): %s", space, perm, layer, reason)
+		return fail(e, cli.Denied, "shared:%s %s: permission denied (%s): %s", space, perm, layer, reason)
 	}
 	c, err := authority.CurrentCaller(e.Getenv)
 	if err != nil {
 		return deny("agent-context", err.Error())
 	}
 	if !c.InAgent() {
-		return exitOK
+		return cli.OK
 	}
 	p, err := policy.ParsePermission(policy.ClassShared, perm)
 	if err != nil {
-		return fail(e, exitInternal, "%v", err)
+		return fail(e, cli.Internal, "%v", err)
 	}
 	facts := policy.Facts{File: authority.FileFacts(root.SharedDir(space))}
 	d := policy.Check(c.Agent, c.View(), policy.Object{Class: policy.ClassShared, Name: space}, p, facts)
 	if d.Allowed {
-		return exitOK
+		return cli.OK
 	}
 	if facts.File == nil && c.Context.Source == policy.ContextSandbox {
 		// A sandbox holds only the spaces every layer allowed at start:

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/applets/tsh"
 	"ctx/fsops"
 )
@@ -45,18 +46,18 @@ func runCtxTool(e *Env, args []string) int {
 	name := args[0]
 	run, ok := safeCoreTools[name]
 	if !ok {
-		return fail(e, exitUnavailable, "refusing %s: only safe core tools implemented inside ctx (tsh.config) run directly; run other tools through tsh inside an agent context (ctx agent start)", name)
+		return fail(e, cli.Unavailable, "refusing %s: only safe core tools implemented inside ctx (tsh.config) run directly; run other tools through tsh inside an agent context (ctx agent start)", name)
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	dirs, err := tsh.ToolPath(tshEnv(e), root)
 	if err != nil {
-		return fail(e, exitUsage, "%v", err)
+		return fail(e, cli.Usage, "%v", err)
 	}
 	if _, err := fsops.LookupTool(dirs, name); err != nil {
 		if errors.Is(err, syscall.ENOENT) {
-			return fail(e, exitNotFound, "tool not found in CTX_PATH: %s", name)
+			return fail(e, cli.NotFound, "tool not found in CTX_PATH: %s", name)
 		}
-		return fail(e, exitFailure, "%v", err)
+		return fail(e, cli.Failure, "%v", err)
 	}
 	te := *e
 	te.Name = name

@@ -3,6 +3,7 @@ package applets
 import (
 	"fmt"
 
+	"ctx/applets/cli"
 	"ctx/policy"
 )
 
@@ -17,14 +18,14 @@ func runValidateName(e *Env, args []string) int {
 	if !ok {
 		return code
 	}
-	code = exitOK
+	code = cli.OK
 	for _, name := range pos {
 		check := policy.ValidName
 		if model {
 			check = policy.ValidModelRef
 		}
 		if err := check(name); err != nil {
-			code = fail(e, exitUsage, "%v", err)
+			code = fail(e, cli.Usage, "%v", err)
 			continue
 		}
 		fmt.Fprintf(e.Stdout, "valid %s\n", name)

@@ -23,27 +23,27 @@ func runWhich(e *Env, args []string) int {
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	class, name := pos[0], pos[1]
 	if err := policy.ValidName(name); err != nil {
-		return fail(e, exitUsage, "%v", err)
+		return fail(e, cli.Usage, "%v", err)
 	}
 	switch class {
 	case "tool":
 		dirs, err := tsh.ToolPath(tshEnv(e), root)
 		if err != nil {
-			return fail(e, exitUsage, "%v", err)
+			return fail(e, cli.Usage, "%v", err)
 		}
 		hit, err := fsops.LookupTool(dirs, name)
 		if err != nil {
-			return fail(e, exitNotFound, "%s: not found in CTX_PATH", name)
+			return fail(e, cli.NotFound, "%s: not found in CTX_PATH", name)
 		}
 		fmt.Fprintln(e.Stdout, cli.Escape(hit.Path))
 	case "agent":
 		d := root.AgentControl(name)
 		if st, err := os.Lstat(d); err != nil || !st.IsDir() {
-			return fail(e, exitNotFound, "agent %s: no %s", name, d)
+			return fail(e, cli.NotFound, "agent %s: no %s", name, d)
 		}
 		fmt.Fprintln(e.Stdout, cli.Escape(root.Path("agent", name)))
 	default:
 		return usageError(e, "unknown class %q (tool or agent)", class)
 	}
-	return exitOK
+	return cli.OK
 }

@@ -55,20 +55,20 @@ func (m *mcpFlags) listTools(e *Env) ([]mcpstdio.Tool, mcpstdio.ServerConfig, in
 	var none mcpstdio.ServerConfig
 	cfg, _, err := mcpstdio.ReadConfig(m.config)
 	if err != nil {
-		return nil, none, fail(e, exitUnavailable, "%s", cli.Escape(err.Error())), false
+		return nil, none, fail(e, cli.Unavailable, "%s", cli.Escape(err.Error())), false
 	}
 	srv, ok := cfg.Servers[m.server]
 	if !ok {
-		return nil, none, fail(e, exitUnavailable, "config %s has no server %q", cli.Escape(m.config), m.server), false
+		return nil, none, fail(e, cli.Unavailable, "config %s has no server %q", cli.Escape(m.config), m.server), false
 	}
 	c, err := mcpstdio.Start(m.server, srv, mcpstdio.Options{RequestTimeout: m.timeout})
 	if err != nil {
-		return nil, none, fail(e, exitUnavailable, "%s", cli.Escape(err.Error())), false
+		return nil, none, fail(e, cli.Unavailable, "%s", cli.Escape(err.Error())), false
 	}
 	tools, err := c.ListTools()
 	c.Close()
 	if err != nil {
-		return nil, none, fail(e, exitUnavailable, "%s", cli.Escape(err.Error())), false
+		return nil, none, fail(e, cli.Unavailable, "%s", cli.Escape(err.Error())), false
 	}
 	return tools, srv, 0, true
 }
@@ -91,7 +91,7 @@ func ctxmcpList(e *Env, args []string) int {
 	for _, t := range tools {
 		fmt.Fprintf(e.Stdout, "%s.%s\t%s\n", m.server, cli.Escape(t.Name), cli.Escape(t.Description))
 	}
-	return exitOK
+	return cli.OK
 }
 
 func ctxmcpProject(e *Env, args []string) int {
@@ -120,7 +120,7 @@ func ctxmcpProject(e *Env, args []string) int {
 	}
 	// Refuse an existing output before starting anything.
 	if _, err := os.Lstat(out); err == nil {
-		return fail(e, exitUnavailable, "%s already exists (output directories are never replaced)", cli.Escape(out))
+		return fail(e, cli.Unavailable, "%s already exists (output directories are never replaced)", cli.Escape(out))
 	}
 	pol, code, ok := projectPolicy(e, policyFile)
 	if !ok {
@@ -128,7 +128,7 @@ func ctxmcpProject(e *Env, args []string) int {
 	}
 	exe, exeSum, err := selfExecutable()
 	if err != nil {
-		return fail(e, exitInternal, "%v", err)
+		return fail(e, cli.Internal, "%v", err)
 	}
 	tools, srv, code, ok := m.listTools(e)
 	if !ok {
@@ -136,14 +136,14 @@ func ctxmcpProject(e *Env, args []string) int {
 	}
 	entrySum, err := runtimeEntryDigest(e, runtimeConfig, m.server, srv)
 	if err != nil {
-		return fail(e, exitUnavailable, "%s", cli.Escape(err.Error()))
+		return fail(e, cli.Unavailable, "%s", cli.Escape(err.Error()))
 	}
 	cands, skipped, err := mcpstdio.Project(mcpstdio.Projection{
 		Server: m.server, Executable: exe, ExecSHA256: exeSum,
 		RuntimeConfig: runtimeConfig, EntrySHA256: entrySum, Policy: pol,
 	}, tools)
 	if err != nil {
-		return fail(e, exitUnavailable, "server %s: %s; nothing written", m.server, cli.Escape(err.Error()))
+		return fail(e, cli.Unavailable, "server %s: %s; nothing written", m.server, cli.Escape(err.Error()))
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(e.Stderr, "%s: skipped %s: %s\n", e.Name, cli.Escape(s.Name), s.Reason)
@@ -154,19 +154,19 @@ func ctxmcpProject(e *Env, args []string) int {
 		}
 	}
 	if len(cands) == 0 {
-		return fail(e, exitUnavailable, "server %s offers no tool to project; nothing written", m.server)
+		return fail(e, cli.Unavailable, "server %s offers no tool to project; nothing written", m.server)
 	}
 	files := make([]object.File, len(cands))
 	for i, c := range cands {
 		files[i] = object.File{Name: c.File, Data: c.Manifest}
 	}
 	if err := object.WriteNewDir(out, "ctxmcp-project", files); err != nil {
-		return fail(e, exitUnavailable, "%s", cli.Escape(err.Error()))
+		return fail(e, cli.Unavailable, "%s", cli.Escape(err.Error()))
 	}
 	for _, c := range cands {
 		fmt.Fprintln(e.Stdout, cli.Escape(filepath.Join(out, c.File)))
 	}
-	return exitOK
+	return cli.OK
 }
 
 // projectPolicy reads and checks --policy-file, the policy control every
@@ -174,16 +174,16 @@ func ctxmcpProject(e *Env, args []string) int {
 // error and returns the exit code.
 func projectPolicy(e *Env, policyFile string) (string, int, bool) {
 	if policyFile == "" {
-		return "", exitOK, true
+		return "", cli.OK, true
 	}
 	b, err := fsops.ReadControl(policyFile)
 	if err != nil {
-		return "", fail(e, exitUnavailable, "--policy-file: %s", cli.Escape(err.Error())), false
+		return "", fail(e, cli.Unavailable, "--policy-file: %s", cli.Escape(err.Error())), false
 	}
 	if err := object.ValidateControl("tool", "policy", b); err != nil {
-		return "", fail(e, exitUsage, "--policy-file %s: %s", cli.Escape(policyFile), cli.Escape(err.Error())), false
+		return "", fail(e, cli.Usage, "--policy-file %s: %s", cli.Escape(policyFile), cli.Escape(err.Error())), false
 	}
-	return string(b), exitOK, true
+	return string(b), cli.OK, true
 }
 
 // selfExecutable is this binary's resolved path and SHA-256: the artifact

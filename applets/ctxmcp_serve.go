@@ -40,7 +40,7 @@ func ctxmcpServe(e *Env, args []string) int {
 	// empty or a person's tool list.
 	ctxt, err := authority.Context(e.Getenv)
 	if err != nil {
-		return fail(e, exitDenied, "permission denied (agent-context): %s", cli.Escape(err.Error()))
+		return fail(e, cli.Denied, "permission denied (agent-context): %s", cli.Escape(err.Error()))
 	}
 	onHost := ctxt.Agent == ""
 	if agent == "" {
@@ -83,9 +83,9 @@ func ctxmcpServe(e *Env, args []string) int {
 	}()
 	opts := mcpstdio.ServeOptions{Name: "ctx", Version: object.CortexFSVersion, PollInterval: pollInterval, Stop: stop}
 	if err := mcpstdio.Serve(e.Stdin, e.Stdout, tools, opts); err != nil {
-		return fail(e, exitUnavailable, "%s", cli.Escape(err.Error()))
+		return fail(e, cli.Unavailable, "%s", cli.Escape(err.Error()))
 	}
-	return exitOK
+	return cli.OK
 }
 
 // servedTools are the tools ctxmcp serve offers: those on the agent's tool
@@ -271,7 +271,7 @@ var pollInterval = mcpstdio.DefaultPollInterval
 // is not a valid object name is recorded as tool/invalid-name, its text in
 // detail.
 func recordServeRefusal(e *Env, name, errno, layer, reason string) {
-	exit := cli.ErrnoExit(errnoByName(errno), exitNotFound)
+	exit := cli.ErrnoExit(errnoByName(errno), cli.NotFound)
 	ev := fsops.Event{Object: "tool/" + name, Status: "denied", Errno: errno, Layer: layer, Exit: &exit,
 		Detail: reason}
 	if !strings.HasPrefix(reason, "ctxmcp serve: ") {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/ptyterm"
 )
 
@@ -116,7 +117,7 @@ func ctxtermReplay(e *Env, file string, raw bool) int {
 		out = ptyterm.NewControlFilterWriter(out)
 	}
 	if err := ptyterm.Replay(file, out); err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return fail(e, cli.Failure, "%v", err)
 	}
-	return exitOK
+	return cli.OK
 }

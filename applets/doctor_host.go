@@ -276,7 +276,7 @@ func printDoctor(w io.Writer, root fsops.Root, findings []fsops.Finding, fixes m
 		list(false)
 	}
 	if problems > 0 {
-		return exitFailure
+		return cli.Failure
 	}
-	return exitOK
+	return cli.OK
 }

@@ -91,29 +91,29 @@ func TestNoExitLiterals(t *testing.T) {
 func TestOneErrnoMapping(t *testing.T) {
 	denied := &os.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}
 	missing := &os.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}
-	if got := fsErr(denied).Exit; got != exitDenied {
+	if got := fsErr(denied).Exit; got != cli.Denied {
 		t.Errorf("tool: EACCES exits %d, want 13", got)
 	}
-	if got := fsErr(missing).Exit; got != exitFailure {
+	if got := fsErr(missing).Exit; got != cli.Failure {
 		t.Errorf("tool: ENOENT exits %d, want 1", got)
 	}
-	if got := queueExit(fmt.Errorf("queue: %w", denied)); got != exitDenied {
+	if got := queueExit(fmt.Errorf("queue: %w", denied)); got != cli.Denied {
 		t.Errorf("queue: EACCES exits %d, want 13", got)
 	}
-	if got := queueExit(queue.ErrEmpty); got != exitTempFail {
+	if got := queueExit(queue.ErrEmpty); got != cli.TempFail {
 		t.Errorf("queue: empty exits %d, want 75", got)
 	}
-	if got := queueExit(missing); got != exitFailure {
+	if got := queueExit(missing); got != cli.Failure {
 		t.Errorf("queue: ENOENT exits %d, want 1", got)
 	}
 	e, _, _ := testEnv("", nil)
-	if got := objectFail(e, &object.Error{Kind: object.Unavailable, Msg: "open class directory", Err: denied}); got != exitDenied {
+	if got := objectFail(e, &object.Error{Kind: object.Unavailable, Msg: "open class directory", Err: denied}); got != cli.Denied {
 		t.Errorf("object: EACCES exits %d, want 13", got)
 	}
-	if got := objectFail(e, &object.Error{Kind: object.Unavailable, Msg: "open class directory", Err: missing}); got != exitUnavailable {
+	if got := objectFail(e, &object.Error{Kind: object.Unavailable, Msg: "open class directory", Err: missing}); got != cli.Unavailable {
 		t.Errorf("object: ENOENT exits %d, want 69", got)
 	}
-	if got := objectFail(e, &object.Error{Kind: object.Invalid, Msg: "bad manifest"}); got != exitUsage {
+	if got := objectFail(e, &object.Error{Kind: object.Invalid, Msg: "bad manifest"}); got != cli.Usage {
 		t.Errorf("object: invalid exits %d, want 2", got)
 	}
 }
@@ -188,7 +188,7 @@ func TestErrorOutputEscaped(t *testing.T) {
 		e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
 		code := dispatch(e, c.name, c.args)
 		label := strconv.Quote(strings.Join(append([]string{c.name}, c.args...), " "))
-		if code == exitOK || errb.Len() == 0 {
+		if code == cli.OK || errb.Len() == 0 {
 			t.Errorf("%s: exit %d, stderr %q: want a failure with a message", label, code, errb.String())
 			continue
 		}

@@ -75,7 +75,7 @@ func fsList(c *toolCall) error {
 	dir, err := fsops.OpenDirNoFollow(path)
 	if err != nil {
 		if err == unix.ELOOP {
-			return toolErr(unix.ELOOP, exitFailure, "%s: is a symlink (not followed)", path)
+			return toolErr(unix.ELOOP, cli.Failure, "%s: is a symlink (not followed)", path)
 		}
 		return fsErr(&os.PathError{Op: "open", Path: path, Err: err})
 	}

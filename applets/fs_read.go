@@ -4,6 +4,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -29,7 +30,7 @@ func fsRead(c *toolCall) error {
 		return fsErr(err)
 	}
 	if !utf8.Valid(b) {
-		return toolErr(syscall.EILSEQ, exitFailure, "%s: not UTF-8 text", path)
+		return toolErr(syscall.EILSEQ, cli.Failure, "%s: not UTF-8 text", path)
 	}
 	_, err = c.out.Write(b)
 	return err

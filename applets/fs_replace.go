@@ -5,6 +5,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -39,9 +40,9 @@ func fsReplace(c *toolCall) error {
 	text := string(b)
 	switch n := strings.Count(text, old); {
 	case n == 0:
-		return toolErr(syscall.ENOENT, exitFailure, "%s: old text not found", path)
+		return toolErr(syscall.ENOENT, cli.Failure, "%s: old text not found", path)
 	case n > 1:
-		return toolErr(syscall.EINVAL, exitFailure, "%s: old text occurs %d times; it must occur exactly once", path, n)
+		return toolErr(syscall.EINVAL, cli.Failure, "%s: old text occurs %d times; it must occur exactly once", path, n)
 	}
 	if err := writeKeepingMode(path, []byte(strings.Replace(text, old, repl, 1))); err != nil {
 		return fsErr(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -45,7 +46,7 @@ func fsWrite(c *toolCall) error {
 		return inputErr("content must be a string")
 	}
 	if len(content) > maxWriteContent {
-		return toolErr(syscall.EFBIG, exitUsage, "content larger than %d bytes", maxWriteContent)
+		return toolErr(syscall.EFBIG, cli.Usage, "content larger than %d bytes", maxWriteContent)
 	}
 	if err := writeKeepingMode(path, []byte(content)); err != nil {
 		return fsErr(err)

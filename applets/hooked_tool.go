@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"ctx/applets/cli"
 	"ctx/fsops/proc"
 	"os"
 	"os/exec"
@@ -46,7 +47,7 @@ func runProgram(c *toolCall, path string) error {
 	tree, err := proc.StartTree(cmd)
 	if err != nil {
 		te := *fsErr(err)
-		te.Exit = exitNotExec
+		te.Exit = cli.NotExec
 		return &te
 	}
 	// A cancel (SIGTERM from the init, Ctrl-C) ends the tool's whole tree.

@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"ctx/applets/cli"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -40,7 +41,7 @@ func runInteractive(c *toolCall) error {
 		}
 	}
 	if prog == "" {
-		return toolErr(syscall.ENOENT, exitUnavailable, "%s is not installed on this host", name)
+		return toolErr(syscall.ENOENT, cli.Unavailable, "%s is not installed on this host", name)
 	}
 	cmd := exec.Command(prog, c.args...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.env.Stdin, c.env.Stdout, c.env.Stderr
@@ -50,7 +51,7 @@ func runInteractive(c *toolCall) error {
 	signal.Ignore(syscall.SIGINT, syscall.SIGQUIT)
 	defer signal.Reset(syscall.SIGINT, syscall.SIGQUIT)
 	if err := cmd.Start(); err != nil {
-		return toolErr(syscall.EIO, exitUnavailable, "cannot start %s: %v", prog, err)
+		return toolErr(syscall.EIO, cli.Unavailable, "cannot start %s: %v", prog, err)
 	}
 	state, _ := cmd.Process.Wait()
 	c.exit = exitStatus(state)

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
@@ -323,17 +324,17 @@ func runMCPKeeper(e *Env, args []string) int {
 	}
 	if err != nil || st.Socket == "" || st.Spec.Name == "" {
 		say(fmt.Sprintf("bad start: %v", err))
-		return exitUsage
+		return cli.Usage
 	}
 	ln, err := mcpstdio.ListenKeeper(st.Socket)
 	if err != nil {
 		say(err.Error())
-		return exitUnavailable
+		return cli.Unavailable
 	}
 	mine, err := os.Lstat(st.Socket)
 	if err != nil {
 		say(err.Error())
-		return exitUnavailable
+		return cli.Unavailable
 	}
 	ours := func() bool {
 		now, err := os.Lstat(st.Socket)
@@ -365,5 +366,5 @@ func runMCPKeeper(e *Env, args []string) int {
 	if ours() {
 		os.Remove(st.Socket)
 	}
-	return exitOK
+	return cli.OK
 }

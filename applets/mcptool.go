@@ -79,15 +79,15 @@ func runProjectedTool(e *Env, ctl string, locData []byte, args []string) int {
 		desc, _ := fsops.ReadControl(filepath.Join(ctl, "description"))
 		fmt.Fprintf(e.Stdout, "%s - %s\n\nMCP tool projected by ctxmcp. Input: one JSON object, as the only\nargument or on standard input. See `ctx man ctx.mcp`.\n",
 			name, cli.Escape(strings.TrimSpace(string(desc))))
-		return exitOK
+		return cli.OK
 	}
 	if len(args) == 1 && args[0] == "--agentrc-schema" {
 		s, err := fsops.ReadControl(filepath.Join(ctl, "schema"))
 		if err != nil {
-			return fail(e, exitUnavailable, "schema control: %v", err)
+			return fail(e, cli.Unavailable, "schema control: %v", err)
 		}
 		e.Stdout.Write(toolSpec(name, ctl, s)) // arguments and output, as its toolspec
-		return exitOK
+		return cli.OK
 	}
 	p := projectedCall{name: name, ctl: ctl, loc: locData}
 	return runTool(e, &builtinTool{Name: name, Ctl: ctl, CLI: projectedArgs, NoTerminalInput: true, ErrnoInLines: true, Run: p.run}, args)
@@ -115,11 +115,11 @@ type projectedCall struct {
 func (p projectedCall) run(c *toolCall) error {
 	loc, err := object.ParseLocator(p.loc)
 	if err != nil {
-		return toolErr(syscall.EIO, exitUnavailable, "%s/mcp: %v", p.ctl, err)
+		return toolErr(syscall.EIO, cli.Unavailable, "%s/mcp: %v", p.ctl, err)
 	}
 	srv, err := lockedServer(loc, p.name, p.ctl)
 	if err != nil {
-		return toolErr(syscall.EIO, exitUnavailable, "%v", err)
+		return toolErr(syscall.EIO, cli.Unavailable, "%v", err)
 	}
 	input := c.rawInput
 	if input == nil {
@@ -157,20 +157,20 @@ func (p projectedCall) run(c *toolCall) error {
 	} else {
 		cl, serr := mcpstdio.Start(loc.Server, srv, mcpstdio.Options{})
 		if serr != nil {
-			return toolErr(syscall.EIO, exitUnavailable, "%v", serr)
+			return toolErr(syscall.EIO, cli.Unavailable, "%v", serr)
 		}
 		res, err = cl.CallToolContext(ctx, loc.Tool, input, onProgress)
 		cl.Close()
 	}
 	if errors.Is(err, mcpstdio.ErrCancelled) {
-		code := exitFailure
+		code := cli.Failure
 		if sig, ok := caught.(syscall.Signal); ok {
 			code = cli.Signaled(sig)
 		}
 		return toolErr(syscall.ECANCELED, code, "cancelled: the server was told to stop the call")
 	}
 	if err != nil {
-		return toolErr(syscall.EIO, exitUnavailable, "%v", err)
+		return toolErr(syscall.EIO, cli.Unavailable, "%v", err)
 	}
 	return projectedResult(c, res)
 }
@@ -278,7 +278,7 @@ func projectedResult(c *toolCall, res *mcpstdio.CallResult) error {
 		}
 	}
 	if res.IsError {
-		return toolErr(syscall.EIO, exitFailure, "%s", errMsg)
+		return toolErr(syscall.EIO, cli.Failure, "%s", errMsg)
 	}
 	return nil
 }

@@ -22,17 +22,6 @@ const treeVersion = 1
 // stale tool link without touching files an administrator put there.
 const bootstrapRecord = "bin/cortexfs.bootstrap.json"
 
-// The reference agents' policy subjects.
-const (
-	architectSubject = "architect_t"
-	coderSubject     = "coder_t"
-)
-
-var (
-	readersGrants = []string{architectSubject, coderSubject}
-	writersGrants = []string{coderSubject}
-)
-
 // referenceAgent is one agent bootstrap creates.
 type referenceAgent struct {
 	Name    string

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -41,7 +42,7 @@ func (b *broker) hostOperation(c *brokerCall, op *fsops.BrokerHostOp) fsops.Brok
 	}
 	b.mu.Unlock()
 	if !valid {
-		return fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES", Error: op.Op + ": permission denied: not the operation of this call, or not its first"}
+		return fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES", Error: op.Op + ": permission denied: not the operation of this call, or not its first"}
 	}
 	switch op.Op {
 	case "agent.update":
@@ -53,7 +54,7 @@ func (b *broker) hostOperation(c *brokerCall, op *fsops.BrokerHostOp) fsops.Brok
 	case "agent.stop":
 		return b.agentStop(op.Input)
 	}
-	return fsops.BrokerReply{Exit: exitUsage, Errno: "EINVAL", Error: op.Op + ": not an operation of the run host"}
+	return fsops.BrokerReply{Exit: cli.Usage, Errno: "EINVAL", Error: op.Op + ": not an operation of the run host"}
 }
 
 // strictDecode decodes one JSON object into v, refusing unknown fields and
@@ -71,7 +72,7 @@ func strictDecode(data []byte, v any) error {
 }
 
 func invalid(tool, format string, args ...any) fsops.BrokerReply {
-	return fsops.BrokerReply{Exit: exitUsage, Errno: "EINVAL", Error: tool + ": " + fmt.Sprintf(format, args...)}
+	return fsops.BrokerReply{Exit: cli.Usage, Errno: "EINVAL", Error: tool + ": " + fmt.Sprintf(format, args...)}
 }
 
 // agentUpdate replaces system.md or prompt.template.md of the calling
@@ -103,13 +104,13 @@ func (b *broker) agentUpdate(input []byte) fsops.BrokerReply {
 		b.requestIDs[in.RequestID] = true
 		b.mu.Unlock()
 		if replay {
-			return fsops.BrokerReply{Exit: exitFailure, Errno: "EALREADY", Error: "agent.update: request " + in.RequestID + " was already applied; nothing written"}
+			return fsops.BrokerReply{Exit: cli.Failure, Errno: "EALREADY", Error: "agent.update: request " + in.RequestID + " was already applied; nothing written"}
 		}
 	}
 	r := b.r
 	path := filepath.Join(r.root.AgentControl(r.agent.Name), in.Control)
 	if err := fsops.WriteAtomic(path, []byte(in.Content), 0o644); err != nil {
-		return fsops.BrokerReply{Exit: exitFailure, Errno: "EIO", Error: "agent.update: " + err.Error()}
+		return fsops.BrokerReply{Exit: cli.Failure, Errno: "EIO", Error: "agent.update: " + err.Error()}
 	}
 	sum := sha256.Sum256([]byte(in.Content))
 	r.recordEvent(fsops.Event{Type: "agent.update", Object: "agent/" + r.agent.Name, Status: "ok",
@@ -127,18 +128,18 @@ func (b *broker) childOf(tool, name string, perm policy.Permission) (*policy.Age
 	r := b.r
 	caller, err := authority.LoadAgent(r.root, r.agent.Name)
 	if err != nil {
-		return nil, &fsops.BrokerReply{Exit: exitUnavailable, Errno: "EIO", Error: tool + ": " + err.Error()}
+		return nil, &fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EIO", Error: tool + ": " + err.Error()}
 	}
 	if !caller.Policy.Allows(caller.Subject, policy.Object{Class: policy.ClassAgent, Name: name}, perm) {
-		return nil, &fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
+		return nil, &fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES",
 			Error: fmt.Sprintf("%s: permission denied (agent-policy): %s's policy has no allow %s agent:%s %s", tool, caller.Name, caller.Subject, name, perm)}
 	}
 	child, err := authority.LoadAgent(r.root, name)
 	if err != nil {
-		return nil, &fsops.BrokerReply{Exit: exitNotFound, Errno: "ENOENT", Error: tool + ": " + err.Error()}
+		return nil, &fsops.BrokerReply{Exit: cli.NotFound, Errno: "ENOENT", Error: tool + ": " + err.Error()}
 	}
 	if child.Parent.Agent != caller.Name {
-		return nil, &fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
+		return nil, &fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES",
 			Error: fmt.Sprintf("%s: permission denied (agent-policy): agent %s is not a child of %s", tool, name, caller.Name)}
 	}
 	return child, nil
@@ -172,16 +173,16 @@ func (b *broker) agentStart(input []byte) fsops.BrokerReply {
 	_, running := b.children[child.Name]
 	b.mu.Unlock()
 	if running {
-		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "EBUSY", Error: "agent.start: agent " + child.Name + " is already running"}
+		return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EBUSY", Error: "agent.start: agent " + child.Name + " is already running"}
 	}
 	if max := r.budgets.limits.Get("children"); uint64(live) >= max {
 		r.budgetExceeded("children", "agent.start of "+child.Name+" refused")
-		return fsops.BrokerReply{Exit: exitDenied, Errno: "EAGAIN",
+		return fsops.BrokerReply{Exit: cli.Denied, Errno: "EAGAIN",
 			Error: fmt.Sprintf("agent.start: budget children=%d reached; agent %s not started", max, child.Name)}
 	}
 	self, err := fsops.Executable()
 	if err != nil {
-		return fsops.BrokerReply{Exit: exitInternal, Errno: "EIO", Error: "agent.start: " + err.Error()}
+		return fsops.BrokerReply{Exit: cli.Internal, Errno: "EIO", Error: "agent.start: " + err.Error()}
 	}
 	args := []string{"ctx", "agent", "start", "--root", r.root.Dir, child.Name, "--no-console", "--cwd", r.workspace}
 	if in.Session != "" {
@@ -193,7 +194,7 @@ func (b *broker) agentStart(input []byte) fsops.BrokerReply {
 	cmd := &exec.Cmd{Path: self, Args: args, Env: []string{"PATH=/usr/bin:/bin"}}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "EIO", Error: "agent.start: " + err.Error()}
+		return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EIO", Error: "agent.start: " + err.Error()}
 	}
 	b.mu.Lock()
 	if b.children == nil {
@@ -215,7 +216,7 @@ func (b *broker) agentStart(input []byte) fsops.BrokerReply {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return fsops.BrokerReply{Exit: exitUnavailable, Errno: "EIO",
+			return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EIO",
 				Error: fmt.Sprintf("agent.start: agent %s ended before it was ready (%s); see its log", child.Name, waitText(err))}
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -252,12 +253,12 @@ func (b *broker) agentStop(input []byte) fsops.BrokerReply {
 	cmd, ours := b.children[child.Name]
 	b.mu.Unlock()
 	if !ours {
-		return fsops.BrokerReply{Exit: exitUnavailable, Errno: "ESRCH", Error: "agent.stop: agent " + child.Name + " was not started by this run"}
+		return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "ESRCH", Error: "agent.stop: agent " + child.Name + " was not started by this run"}
 	}
 	var out bytes.Buffer
 	e := &Env{Name: "agent.stop", Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
 	code := stopTree(e, b.r.root, child.Name, map[string]bool{})
-	if code == exitOK {
+	if code == cli.OK {
 		// Stopped: no longer a child this run has running, now, not when
 		// the goroutine waiting for it gets to run (the run's end would
 		// otherwise still end it, and remove a temp child's definition).
@@ -269,7 +270,7 @@ func (b *broker) agentStop(input []byte) fsops.BrokerReply {
 	}
 	b.r.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + child.Name, Status: "ok",
 		Detail: "stopped by agent " + b.r.agent.Name})
-	if code != exitOK {
+	if code != cli.OK {
 		return fsops.BrokerReply{Exit: code, Errno: "EIO", Error: "agent.stop: " + strings.TrimSpace(out.String())}
 	}
 	return fsops.BrokerReply{Output: strings.TrimSpace(out.String())}

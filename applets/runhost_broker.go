@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -222,7 +223,7 @@ func (b *broker) readInit() {
 		if err == fsops.ErrBrokerClosed || err == unix.EBADF {
 			b.mu.Lock()
 			for id, ch := range b.waiting {
-				ch <- fsops.BrokerOrder{Op: "exit", ID: id, Status: exitUnavailable, Error: "the sandbox is gone"}
+				ch <- fsops.BrokerOrder{Op: "exit", ID: id, Status: cli.Unavailable, Error: "the sandbox is gone"}
 				delete(b.waiting, id)
 			}
 			b.mu.Unlock()
@@ -273,7 +274,7 @@ func (b *broker) decide(tool string) decision {
 				d.path = t.HostPath // no mounts: the host's own path
 			}
 			ctx := isCtxFile(r, t.HostPath)
-			applet, isApplet := lookup(tool)
+			applet, isApplet := lookupApplet(tool)
 			d.builtin = ctx && isApplet && applet.Tool
 			d.thirdParty = !ctx
 			ownHooks := ctx && (!isApplet || applet.Tool) // a builtin or MCP-projected tool runs its own (runTool)

@@ -38,14 +38,14 @@ func (b *broker) handle(conn int, p brokerPeer) {
 	// *os.File again does nothing).
 	defer closeFiles(files)
 	if err != nil {
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUsage, Error: err.Error()}, nil)
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Usage, Error: err.Error()}, nil)
 		return
 	}
 	if req.Report != nil || req.HostOp != nil {
 		// A call's own process speaks for it on the call's channel
 		// (runhost_callchannel.go); on the socket every process of the
 		// run reaches, nobody does.
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied, Errno: "EACCES",
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES",
 			Error: "broker: permission denied: a report or host operation is taken only on the call's own channel"}, nil)
 		return
 	}
@@ -53,7 +53,7 @@ func (b *broker) handle(conn int, p brokerPeer) {
 		return
 	}
 	if !b.gate.take(p) {
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitUnavailable, Error: "too many tool calls in flight"}, nil)
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Unavailable, Error: "too many tool calls in flight"}, nil)
 		return
 	}
 	defer b.gate.release(p)
@@ -92,7 +92,7 @@ func (c *callReply) send(exit int, msg string) {
 		switch {
 		case exit == 0:
 			ev.Status = "ok"
-		case exit == exitDenied:
+		case exit == cli.Denied:
 			ev.Status = "denied"
 		case ev.Errno == "ETIMEDOUT":
 			ev.Status = "timeout" // the tool's own limit (tool_timeout_s)
@@ -105,7 +105,7 @@ func (c *callReply) send(exit int, msg string) {
 	if err := b.r.record(*ev, c.ran); err != nil && c.ran {
 		// It ran, but its record is not whole anywhere it must be: the
 		// caller is not told it went as if recorded.
-		exit, msg = exitUnavailable, fmt.Sprintf("%s: it ran, but its record could not be written (%v): later calls are refused until it can", strings.TrimPrefix(ev.Object, "tool/"), err)
+		exit, msg = cli.Unavailable, fmt.Sprintf("%s: it ran, but its record could not be written (%v): later calls are refused until it can", strings.TrimPrefix(ev.Object, "tool/"), err)
 	}
 	if c.ran {
 		b.inFlight.Add(-1)
@@ -128,7 +128,7 @@ func (b *broker) call(c *callReply, req *fsops.BrokerRequest, files []*os.File, 
 		// tool, ctx-hooked-tool): it gets the call's channel.
 		call, end, err := b.openCallChannel(req.Tool)
 		if err != nil {
-			c.send(exitInternal, fmt.Sprintf("%s: no channel for the call: %v", req.Tool, err))
+			c.send(cli.Internal, fmt.Sprintf("%s: no channel for the call: %v", req.Tool, err))
 			return
 		}
 		c.call, files = call, append(files, end)
@@ -137,7 +137,7 @@ func (b *broker) call(c *callReply, req *fsops.BrokerRequest, files []*os.File, 
 	order := b.execOrder(req, dec, id, fromRun)
 	if err := b.sendOrder(order, files); err != nil {
 		closeFiles(files)
-		c.send(exitUnavailable, fmt.Sprintf("%s: the sandbox cannot take the call: %v", req.Tool, err))
+		c.send(cli.Unavailable, fmt.Sprintf("%s: the sandbox cannot take the call: %v", req.Tool, err))
 		return
 	}
 	o, cancelled := b.await(c.conn, id, done)
@@ -159,15 +159,15 @@ func (b *broker) call(c *callReply, req *fsops.BrokerRequest, files []*os.File, 
 func (b *broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File) (decision, bool) {
 	if policy.ValidName(req.Tool) != nil || (len(files) != 3 && req.Decide == nil) {
 		c.ev.Object = "tool/-"
-		c.send(exitUsage, "a broker request names a valid tool and passes three descriptors")
+		c.send(cli.Usage, "a broker request names a valid tool and passes three descriptors")
 		return decision{}, false
 	}
 	dec := b.decide(req.Tool)
 	if dec.path == "" {
 		c.ev.Errno, c.ev.Layer = "EACCES", dec.layer
-		exit := exitDenied
+		exit := cli.Denied
 		if dec.layer == "" {
-			c.ev.Errno, exit = "ENOENT", exitNotFound
+			c.ev.Errno, exit = "ENOENT", cli.NotFound
 		}
 		c.send(exit, fmt.Sprintf("%s: %s", req.Tool, dec.why))
 		return dec, false
@@ -178,7 +178,7 @@ func (b *broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File)
 	// budget's own event says so, once) or the disk is full.
 	if err := b.reserveRecord(req.Tool, b.inFlight.Load()); err != nil {
 		c.ev.Errno = "ENOSPC"
-		c.send(exitUnavailable, fmt.Sprintf("%s: refused: %v", req.Tool, err))
+		c.send(cli.Unavailable, fmt.Sprintf("%s: refused: %v", req.Tool, err))
 		return dec, false
 	}
 	// A program that is not ctx does not check its input against its
@@ -186,7 +186,7 @@ func (b *broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File)
 	// (ctx's own tools and MCP-projected ones validate their input).
 	if err := dec.validate(req.Args); err != nil {
 		c.ev.Errno = "EINVAL"
-		c.send(exitUsage, fmt.Sprintf("%s: EINVAL: %v", req.Tool, err))
+		c.send(cli.Usage, fmt.Sprintf("%s: EINVAL: %v", req.Tool, err))
 		return dec, false
 	}
 	if d := req.Decide; d != nil {
@@ -194,11 +194,11 @@ func (b *broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File)
 		// refused it itself: recorded from this decision, not run here.
 		if t, ok := builtinTools[req.Tool]; ok && t.Passthrough && d.Terminal {
 			c.ev.Status, c.ev.Detail = "started", "a terminal tool: it runs in the caller's process, its exit is not observed"
-			c.send(exitOK, "")
+			c.send(cli.OK, "")
 			return dec, false
 		}
 		c.ev.Status, c.ev.Errno, c.ev.Layer, c.ev.Detail = "denied", "EACCES", "caller", "refused by the caller before it ran"
-		c.send(exitDenied, fmt.Sprintf("%s: refused by the caller", req.Tool))
+		c.send(cli.Denied, fmt.Sprintf("%s: refused by the caller", req.Tool))
 		return dec, false
 	}
 	return dec, true

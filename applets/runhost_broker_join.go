@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -40,10 +41,10 @@ func (b *broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, p brokerP
 		// A process of the run starts programs itself; one joined would
 		// keep the run alive past its program.
 		ev.Status = "denied"
-		reply(exitDenied, "a program joins a run from outside it (ctx agent start on the host)")
+		reply(cli.Denied, "a program joins a run from outside it (ctx agent start on the host)")
 		return
 	case len(files) != 3 || len(j.Argv) == 0 || len(j.Argv) > maxJoinArgs:
-		reply(exitUsage, "a join names a program and passes three descriptors")
+		reply(cli.Usage, "a join names a program and passes three descriptors")
 		return
 	}
 	ev.Detail = "program " + j.Argv[0] // bounded by the event's line builder
@@ -56,7 +57,7 @@ func (b *broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, p brokerP
 	id, done := b.expect()
 	order := fsops.BrokerOrder{Op: "run", ID: id, Argv: j.Argv, Env: env, Cwd: b.r.plan.Cwd}
 	if err := b.sendOrder(order, files); err != nil {
-		reply(exitUnavailable, fmt.Sprintf("the sandbox cannot take the program: %v", err))
+		reply(cli.Unavailable, fmt.Sprintf("the sandbox cannot take the program: %v", err))
 		return
 	}
 	o, cancelled := b.await(conn, id, done)

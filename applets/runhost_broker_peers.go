@@ -6,6 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -160,7 +161,7 @@ func (b *broker) admitted(conn int, p brokerPeer, req *fsops.BrokerRequest) bool
 	}
 	// Not recorded: a process that cannot prove anything must not spend
 	// the run's log budget.
-	fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exitDenied,
+	fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Denied,
 		Error: "the broker serves only the processes of its own run, and the person who started it with the run's secret"}, nil)
 	return false
 }

@@ -132,7 +132,7 @@ func startShell(e *Env, cmdText string, maxOutput int) (*shellRun, error) {
 	if err != nil {
 		stdoutR.Close()
 		stderrR.Close()
-		return nil, toolErr(syscall.ENOENT, exitUnavailable, "cannot start /bin/sh: %v", err)
+		return nil, toolErr(syscall.ENOENT, cli.Unavailable, "cannot start /bin/sh: %v", err)
 	}
 	r := &shellRun{cmd: cmd, tree: tree, stdoutR: stdoutR, stderrR: stderrR,
 		out: &proc.Capped{Limit: maxOutput}, err: &proc.Capped{Limit: maxOutput},
@@ -236,7 +236,7 @@ func shellEnv(e *Env) []string {
 // the exit code, or 128+N for a death by signal N.
 func exitStatus(state *os.ProcessState) int {
 	if state == nil {
-		return exitInternal
+		return cli.Internal
 	}
 	return proc.ExitCode(state)
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/manual"
 )
@@ -15,9 +16,6 @@ import (
 // agent's. Dispatch (Main, runCtx), --help and VERB --help (runRow), --list
 // and --install (Names), `ctx man` and the manual tests all read it; a
 // command's verbs are run by one function, runVerbs.
-
-// builtinTools are the tools implemented inside ctx, by name.
-var builtinTools = map[string]*builtinTool{}
 
 // toolApplet makes the applet row of a builtin tool.
 func toolApplet(t *builtinTool) Applet {
@@ -158,7 +156,7 @@ func runRow(e *Env, row Applet, args []string) int {
 	if !row.Hidden && !row.Tool && len(args) == 2 && isHelpFlag(args[1]) {
 		if text, ok := manual.VerbHelp(row.Page, e.Name, args[0]); ok {
 			io.WriteString(e.Stdout, text)
-			return exitOK
+			return cli.OK
 		}
 	}
 	if row.Tool && len(args) == 1 && args[0] == "--agentrc-schema" {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"ctx/applets/cli"
 	"ctx/manual"
 )
 
@@ -75,7 +76,7 @@ func TestVerbErrors(t *testing.T) {
 		if i := slices.Index([]byte(first), '\n'); i >= 0 {
 			first = first[:i]
 		}
-		if code != exitUsage || first != c.want {
+		if code != cli.Usage || first != c.want {
 			t.Errorf("%v: exit %d, %q; want 2, %q", c.argv, code, first, c.want)
 		}
 	}

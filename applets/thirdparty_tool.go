@@ -1,6 +1,9 @@
 package applets
 
-import "ctx/fsops"
+import (
+	"ctx/applets/cli"
+	"ctx/fsops"
+)
 
 // runThirdPartyTool is /mnt/tools/NAME for a tool that is not ctx (a
 // program or script in a tool tier): /mnt/tools links every name to ctx,
@@ -14,5 +17,5 @@ func runThirdPartyTool(e *Env, name, exe string, args []string) int {
 		return code
 	}
 	err := fsops.ExecProgram(exe, append([]string{name}, args...), e.Environ())
-	return fail(e, exitNotExec, "%s: %v", name, err)
+	return fail(e, cli.NotExec, "%s: %v", name, err)
 }

@@ -98,7 +98,7 @@ func toolErr(errno syscall.Errno, exit int, format string, args ...any) *toolErr
 
 // inputErr is bad input: EINVAL, exit 2.
 func inputErr(format string, args ...any) *toolError {
-	return toolErr(syscall.EINVAL, exitUsage, format, args...)
+	return toolErr(syscall.EINVAL, cli.Usage, format, args...)
 }
 
 // fsErr maps a filesystem error to a toolError, keeping its errno.
@@ -109,7 +109,7 @@ func fsErr(err error) *toolError {
 	}
 	errno := syscall.EIO
 	errors.As(err, &errno)
-	return &toolError{Errno: errno, Exit: cli.ErrnoExit(errno, exitFailure), Msg: err.Error()}
+	return &toolError{Errno: errno, Exit: cli.ErrnoExit(errno, cli.Failure), Msg: err.Error()}
 }
 
 // errnoName returns the errno's symbolic name ("EACCES").
@@ -198,7 +198,7 @@ func (c *toolCall) run(dir string, authorize bool) error {
 		}
 	}
 	if errs := runHooks(e, dir, t.Name, "pre", "", nil); len(errs) > 0 {
-		return &toolError{Errno: syscall.EACCES, Exit: exitDenied, Layer: "hook", Msg: "permission denied (hook): " + errs[0].Error()}
+		return &toolError{Errno: syscall.EACCES, Exit: cli.Denied, Layer: "hook", Msg: "permission denied (hook): " + errs[0].Error()}
 	}
 	if !t.Passthrough {
 		input, raw, err := readToolInput(e, t, c.args)
@@ -234,7 +234,7 @@ func (c *toolCall) report(err error, ev *fsops.Event, said string) int {
 	case c.tool.ErrnoInLines:
 		msg = ev.Errno + ": " + msg
 	}
-	if te.Exit == exitDenied {
+	if te.Exit == cli.Denied {
 		// Marked, so that it cannot be mistaken for a command of
 		// shell.exec or bash exiting 13 on its own.
 		cli.Deniedf(c.env.Stderr, c.tool.Name, "%s", msg)
@@ -292,9 +292,9 @@ func readStdin(r io.Reader, limit int) ([]byte, error) {
 	b, err := fsops.ReadLimited(r, "stdin", int64(limit))
 	switch {
 	case errors.Is(err, syscall.EFBIG):
-		return nil, toolErr(syscall.EFBIG, exitUsage, "input larger than %d bytes", limit)
+		return nil, toolErr(syscall.EFBIG, cli.Usage, "input larger than %d bytes", limit)
 	case err != nil:
-		return nil, toolErr(syscall.EIO, exitFailure, "%v", err)
+		return nil, toolErr(syscall.EIO, cli.Failure, "%v", err)
 	}
 	return b, nil
 }
@@ -303,7 +303,7 @@ func readStdin(r io.Reader, limit int) ([]byte, error) {
 // returns it with its compacted text.
 func decodeInputObject(b []byte) (map[string]any, json.RawMessage, error) {
 	if len(b) > maxToolInput {
-		return nil, nil, toolErr(syscall.EFBIG, exitUsage, "input larger than %d bytes", maxToolInput)
+		return nil, nil, toolErr(syscall.EFBIG, cli.Usage, "input larger than %d bytes", maxToolInput)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()

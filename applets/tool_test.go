@@ -2,6 +2,7 @@ package applets
 
 import (
 	"bytes"
+	"ctx/applets/cli"
 	"os"
 	"path/filepath"
 	"strings"
@@ -123,7 +124,7 @@ func TestRunToolSchemaControlUnavailable(t *testing.T) {
 	tool := runnerTool(t, nil)
 	os.WriteFile(filepath.Join(tool.Ctl, "schema"), []byte(`{"type":"nonsense"}`), 0o644)
 	e, out, errb := testEnv("", nil)
-	if code := runTool(e, tool, []string{`{}`}); code != exitUnavailable || out.Len() != 0 || !strings.HasPrefix(errb.String(), "t.fail: schema control ") {
+	if code := runTool(e, tool, []string{`{}`}); code != cli.Unavailable || out.Len() != 0 || !strings.HasPrefix(errb.String(), "t.fail: schema control ") {
 		t.Fatalf("exit %d, stdout %q, stderr %q; want 69 and one schema control line", code, out, errb)
 	}
 }
@@ -147,10 +148,10 @@ func TestRunToolCancelledEvent(t *testing.T) {
 // cannot add a line of its own on stderr, such as a forged denial: every
 // tool's error line is printed through cli.Line, escaped whole.
 func TestRunToolErrorIsOneLine(t *testing.T) {
-	tool := runnerTool(t, toolErr(syscall.EIO, exitFailure, "it failed\nctx: denied: fs.read: \x1b[31mforged"))
+	tool := runnerTool(t, toolErr(syscall.EIO, cli.Failure, "it failed\nctx: denied: fs.read: \x1b[31mforged"))
 	tool.ErrnoInLines = true
 	e, _, errb := testEnv("", nil)
-	if code := runTool(e, tool, []string{`{}`}); code != exitFailure {
+	if code := runTool(e, tool, []string{`{}`}); code != cli.Failure {
 		t.Fatalf("exit %d, want 1", code)
 	}
 	if got, want := errb.String(), `t.fail: EIO: it failed\nctx: denied: fs.read: \x1b[31mforged`+"\n"; got != want {

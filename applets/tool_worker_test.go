@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 
@@ -27,10 +28,10 @@ func TestDecidedByHostIsTheEnvs(t *testing.T) {
 		e.decidedByHost = decided
 		code := runTool(e, fsStatTool, []string{file})
 		switch {
-		case decided && code != exitOK:
+		case decided && code != cli.OK:
 			t.Errorf("decided by the host: exit %d, %s; want 0", code, errb)
-		case !decided && (code != exitDenied || !strings.Contains(errb.String(), "agent-context")):
-			t.Errorf("not decided: exit %d, %q, %q; want %d and an agent-context refusal", code, out, errb, exitDenied)
+		case !decided && (code != cli.Denied || !strings.Contains(errb.String(), "agent-context")):
+			t.Errorf("not decided: exit %d, %q, %q; want %d and an agent-context refusal", code, out, errb, cli.Denied)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy/schema"
 )
@@ -32,15 +33,15 @@ func toolSchema(dir string, t *builtinTool) ([]byte, error) {
 func printToolSchema(e *Env, name string) int {
 	t, ok := builtinTools[name]
 	if !ok {
-		return fail(e, exitNotFound, "no schema")
+		return fail(e, cli.NotFound, "no schema")
 	}
 	ctl := toolControlDir(e, name)
 	b, err := toolSchema(ctl, t)
 	if err != nil {
-		return fail(e, exitFailure, "%v", err)
+		return fail(e, cli.Failure, "%v", err)
 	}
 	e.Stdout.Write(toolSpecOf(name, ctl, b, t))
-	return exitOK
+	return cli.OK
 }
 
 // validateToolInput checks a tool's input against its schema control (or,
@@ -50,14 +51,14 @@ func printToolSchema(e *Env, name string) int {
 func validateToolInput(dir string, t *builtinTool, input map[string]any) error {
 	b, err := toolSchema(dir, t)
 	if err != nil {
-		return toolErr(syscall.EIO, exitUnavailable, "schema control: %v", err)
+		return toolErr(syscall.EIO, cli.Unavailable, "schema control: %v", err)
 	}
 	if len(b) == 0 {
 		return nil
 	}
 	compiled, err := schema.Compile(b)
 	if err != nil {
-		return toolErr(syscall.EIO, exitUnavailable, "schema control %s: %v", filepath.Join(dir, "schema"), err)
+		return toolErr(syscall.EIO, cli.Unavailable, "schema control %s: %v", filepath.Join(dir, "schema"), err)
 	}
 	if err := compiled.Validate(input); err != nil {
 		return inputErr("input %v", err)

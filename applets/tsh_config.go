@@ -52,23 +52,23 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 	}
 	text, err := tshConfigInput(e, args)
 	if err != nil {
-		return fail(e, exitUsage, "EINVAL: %v", err)
+		return fail(e, cli.Usage, "EINVAL: %v", err)
 	}
 	if len(bytes.TrimSpace(text)) == 0 {
 		text = []byte("{}")
 	}
 	var in map[string]json.RawMessage
 	if !json.Valid(text) {
-		return fail(e, exitUsage, "EINVAL: invalid JSON input")
+		return fail(e, cli.Usage, "EINVAL: invalid JSON input")
 	}
 	if err := json.Unmarshal(text, &in); err != nil || in == nil {
-		return fail(e, exitUsage, "EINVAL: input must be a JSON object")
+		return fail(e, cli.Usage, "EINVAL: input must be a JSON object")
 	}
 	path := tsh.ConfigPath(root)
 	if raw, ok := in["path"]; ok {
 		var p string
 		if json.Unmarshal(raw, &p) != nil || p != path {
-			return fail(e, exitDenied, "EACCES: tsh.config path is restricted to %s", path)
+			return fail(e, cli.Denied, "EACCES: tsh.config path is restricted to %s", path)
 		}
 	}
 	keys := make([]string, 0, len(in))
@@ -83,14 +83,14 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 		}
 		s, ok := policy.LookupTshSetting(k)
 		if !ok {
-			return fail(e, exitUsage, "EINVAL: unknown key %q (known: max_loaded_tools, cache_capacity, window_percent, path)", k)
+			return fail(e, cli.Usage, "EINVAL: unknown key %q (known: max_loaded_tools, cache_capacity, window_percent, path)", k)
 		}
 		v := string(in[k])
 		if len(v) > 0 && v[0] == '"' {
-			return fail(e, exitUsage, "EINVAL: %s must be a JSON number, not a string", k)
+			return fail(e, cli.Usage, "EINVAL: %s must be a JSON number, not a string", k)
 		}
 		if _, err := s.Parse(v); err != nil {
-			return fail(e, exitUsage, "EINVAL: %s", err)
+			return fail(e, cli.Usage, "EINVAL: %s", err)
 		}
 		updates[k] = v
 	}
@@ -100,10 +100,10 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
-		return fail(e, exitFailure, "%v", err)
+		return fail(e, cli.Failure, "%v", err)
 	default:
 		if cfg, err = policy.ParseTshConfig(old); err != nil {
-			return fail(e, exitUsage, "EINVAL: %s: %s (fix or remove the file)", path, err)
+			return fail(e, cli.Usage, "EINVAL: %s: %s (fix or remove the file)", path, err)
 		}
 	}
 	if len(updates) > 0 {
@@ -112,14 +112,14 @@ func tshConfig(e *Env, root fsops.Root, args []string) int {
 			_ = s.Set(&cfg, v) // checked above
 		}
 		if err := ensureConfigDir(filepath.Dir(path)); err != nil {
-			return fail(e, exitFailure, "%v", err)
+			return fail(e, cli.Failure, "%v", err)
 		}
 		if err := fsops.WriteAtomic(path, cfg.Format(), 0o644); err != nil {
-			return fail(e, exitFailure, "%v", err)
+			return fail(e, cli.Failure, "%v", err)
 		}
 	}
 	fmt.Fprintf(e.Stdout, "%s\n%s", cli.Escape(path), cfg.Format())
-	return exitOK
+	return cli.OK
 }
 
 // toolInput returns a tool's JSON input: the single argument, or stdin

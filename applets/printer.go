@@ -4,21 +4,6 @@ import (
 	"ctx/applets/cli"
 )
 
-// Exit codes shared by every applet: the names applets use for the one
-// table in package cli (documented in ctx man ctx and ctx.tool, "EXIT
-// STATUS"; part of the tool ABI).
-const (
-	exitOK          = cli.OK
-	exitFailure     = cli.Failure
-	exitUsage       = cli.Usage       // bad arguments or bad input format
-	exitDenied      = cli.Denied      // refused by policy or file permissions (EACCES, EPERM)
-	exitUnavailable = cli.Unavailable // the object exists but cannot run here (EX_UNAVAILABLE)
-	exitInternal    = cli.Internal    // internal error (EX_SOFTWARE)
-	exitTempFail    = cli.TempFail    // nothing to do now (EX_TEMPFAIL)
-	exitNotExec     = cli.NotExec     // found but not executable
-	exitNotFound    = cli.NotFound    // unknown applet or tool (POSIX shells use 127 too)
-)
-
 // Every error and refusal an applet prints goes through cli's printer
 // (fail, usageError, warnf and failErr here, cli.DeniedLine for a tool's
 // refusal), which escapes terminal control bytes: the message may quote
@@ -27,7 +12,7 @@ const (
 // usageError prints a one-line usage error with the help hint and returns 2.
 func usageError(e *Env, format string, args ...any) int {
 	cli.Usagef(e.Stderr, e.Name, format, args...)
-	return exitUsage
+	return cli.Usage
 }
 
 // fail prints "applet: message" and returns code.
