@@ -5,46 +5,48 @@
 package applets
 
 import (
+	"ctx/applets/cli"
+	"ctx/applets/mcp"
+	"ctx/applets/toolrun"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
-	"ctx/applets/cli"
 	"ctx/manual"
 )
 
-var table []Applet
+var table []cli.Applet
 
-func init() { setAppletLookup(lookup) }
+func init() { cli.SetAppletLookup(lookup) }
 
 // lookup returns the applet called name.
-func lookup(name string) (Applet, bool) {
+func lookup(name string) (cli.Applet, bool) {
 	i := sort.Search(len(table), func(i int) bool { return table[i].Name >= name })
 	if i < len(table) && table[i].Name == name {
 		return table[i], true
 	}
-	return Applet{}, false
+	return cli.Applet{}, false
 }
 
 // Main dispatches argv to an applet and returns the exit code.
 func Main(argv []string) int {
 	// A tool process the init started for a call takes its call channel
 	// before it starts anything (broker_client.go).
-	claimCallChannel()
+	toolrun.ClaimCallChannel()
 	return runMain(processEnv(), argv)
 }
 
 // processEnv is the Env of this process: its standard descriptors and
 // environment.
-func processEnv() *Env {
-	return &Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
+func processEnv() *cli.Env {
+	return &cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 }
 
 // runMain is Main with the Env to run in (a warm tool worker's says the
 // host decided the call).
-func runMain(e *Env, argv []string) int {
+func runMain(e *cli.Env, argv []string) int {
 	if len(argv) == 0 {
 		argv = []string{"ctx"}
 	}
@@ -53,11 +55,11 @@ func runMain(e *Env, argv []string) int {
 	name := strings.TrimPrefix(filepath.Base(argv[0]), "-")
 	// /mnt/mcp/SERVER/TOOL is named after the MCP tool, not the ctx tool
 	// it projects: it runs as that tool, found through CTX_PATH.
-	if n, exe, ok := mntTool(e, argv[0]); ok {
+	if n, exe, ok := toolrun.MntTool(e, argv[0]); ok {
 		e.Argv0 = exe
 		a, ok := findApplet(e, n)
 		if !ok {
-			return runThirdPartyTool(e, n, exe, argv[1:])
+			return toolrun.RunThirdPartyTool(e, n, exe, argv[1:])
 		}
 		e.Name = a.Name
 		return runRow(e, a, argv[1:])
@@ -68,14 +70,14 @@ func runMain(e *Env, argv []string) int {
 // findApplet returns the row of applet name: the table's, else the row of
 // an installed MCP-projected tool of that name (projectedToolApplet makes
 // it from the tool's install, as toolApplet does for a builtin tool).
-func findApplet(e *Env, name string) (Applet, bool) {
+func findApplet(e *cli.Env, name string) (cli.Applet, bool) {
 	if a, ok := lookup(name); ok {
 		return a, true
 	}
-	return projectedToolApplet(e, name)
+	return mcp.ProjectedToolApplet(e, name)
 }
 
-func dispatch(e *Env, name string, args []string) int {
+func dispatch(e *cli.Env, name string, args []string) int {
 	a, ok := findApplet(e, name)
 	if !ok {
 		cli.Errorf(e.Stderr, "ctx", "applet not found: %s (try: ctx --list)", name)
@@ -89,7 +91,7 @@ func isHelpFlag(s string) bool { return s == "--help" || s == "-h" }
 
 // printHelp prints the summary and synopsis of an applet (or a ctx
 // subcommand page) from the embedded manual.
-func printHelp(e *Env, page string) int {
+func printHelp(e *cli.Env, page string) int {
 	text, ok := manual.Synopsis(page)
 	if !ok {
 		cli.Errorf(e.Stderr, page, "no manual page")

@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"ctx/applets/toolrun"
 	"sort"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestManualMatchesTable(t *testing.T) {
 	}
 	for _, a := range table {
 		if a.Tool {
-			if _, ok := builtinTools[a.Name]; !ok {
+			if _, ok := toolrun.BuiltinTools[a.Name]; !ok {
 				t.Errorf("tool applet %s has no builtin tool metadata (description, schema, cap)", a.Name)
 			}
 		}
@@ -84,7 +85,7 @@ func TestManualAliasesResolve(t *testing.T) {
 }
 
 func TestToolNamesSorted(t *testing.T) {
-	names := ToolNames()
+	names := toolrun.ToolNames()
 	if !sort.StringsAreSorted(names) || len(names) == 0 {
 		t.Fatalf("ToolNames() = %v", names)
 	}

@@ -1,6 +1,8 @@
 package applets
 
 import (
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"errors"
 	"fmt"
 	"io"
@@ -9,18 +11,17 @@ import (
 	"sort"
 	"strings"
 
-	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/manual"
 )
 
 // lookupCommand returns the row of `ctx name`.
-func lookupCommand(name string) (Applet, bool) {
+func lookupCommand(name string) (cli.Applet, bool) {
 	i := sort.Search(len(ctxCommands), func(i int) bool { return ctxCommands[i].Name >= name })
 	if i < len(ctxCommands) && ctxCommands[i].Name == name {
 		return ctxCommands[i], true
 	}
-	return Applet{}, false
+	return cli.Applet{}, false
 }
 
 // CommandNames returns the ctx subcommand names in order.
@@ -34,9 +35,9 @@ func CommandNames() []string {
 
 // runCtx is the ctx applet: `ctx APPLET ARGS`, `ctx CMD ARGS`, --list,
 // --install and --version.
-func runCtx(e *Env, args []string) int {
+func runCtx(e *cli.Env, args []string) int {
 	if len(args) == 0 {
-		return usageError(e, "missing command or applet")
+		return cli.UsageError(e, "missing command or applet")
 	}
 	switch args[0] {
 	case "--list", "--install", "--version", "-V":
@@ -62,7 +63,7 @@ func runCtx(e *Env, args []string) int {
 	case "--version", "-V":
 		if len(args) > 1 {
 			e.Name = "ctx --version"
-			return usageError(e, "unexpected argument %q", args[1])
+			return cli.UsageError(e, "unexpected argument %q", args[1])
 		}
 		printVersion(e)
 		return cli.OK
@@ -85,14 +86,14 @@ func runCtx(e *Env, args []string) int {
 // environment, in place of the program: every `#!/usr/bin/env bash` script
 // would. --install links them only when asked for by name.
 func shadowsHost(name string) bool {
-	return name == bashTool.Name || name == tmuxTool.Name || name == zellijTool.Name
+	return name == toolrun.BashTool.Name || name == toolrun.TmuxTool.Name || name == toolrun.ZellijTool.Name
 }
 
 // installLinks implements `ctx --install DIR [--hardlink] [APPLET...]`: one
 // link per applet named, or per visible applet except those that shadow a
 // host program, pointing at this executable. Links that already point at
 // it are left alone; anything else already there is reported and kept.
-func installLinks(e *Env, args []string) int {
+func installLinks(e *cli.Env, args []string) int {
 	e.Name = "ctx --install"
 	hard := false
 	var dir string
@@ -102,18 +103,18 @@ func installLinks(e *Env, args []string) int {
 		case a == "--hardlink":
 			hard = true
 		case a == "" || a[0] == '-':
-			return usageError(e, "unexpected argument %q", a)
+			return cli.UsageError(e, "unexpected argument %q", a)
 		case dir == "":
 			dir = a
 		default:
 			if ap, ok := lookup(a); !ok || ap.Hidden {
-				return usageError(e, "%s is not an applet (ctx --list prints them)", a)
+				return cli.UsageError(e, "%s is not an applet (ctx --list prints them)", a)
 			}
 			names = append(names, a)
 		}
 	}
 	if dir == "" {
-		return usageError(e, "missing DIR")
+		return cli.UsageError(e, "missing DIR")
 	}
 	var skipped []string
 	if names == nil {
@@ -127,21 +128,21 @@ func installLinks(e *Env, args []string) int {
 	}
 	self, err := fsops.Executable()
 	if err != nil {
-		return fail(e, cli.Unavailable, "cannot find own executable: %v", err)
+		return cli.Fail(e, cli.Unavailable, "cannot find own executable: %v", err)
 	}
 	if self, err = filepath.EvalSymlinks(self); err != nil {
-		return fail(e, cli.Internal, "cannot resolve own executable: %v", err)
+		return cli.Fail(e, cli.Internal, "cannot resolve own executable: %v", err)
 	}
 	selfInfo, err := os.Stat(self)
 	if err != nil {
-		return fail(e, cli.Internal, "%v", err)
+		return cli.Fail(e, cli.Internal, "%v", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return failErr(e, cli.Failure, err)
+		return cli.FailErr(e, cli.Failure, err)
 	}
 	if !fsops.Writable(dir) {
 		// One line, not one permission error per applet.
-		return fail(e, cli.Denied, "%s is not writable by uid %d: nothing linked; install as root, or into a directory of yours: ctx --install ~/bin", dir, os.Geteuid())
+		return cli.Fail(e, cli.Denied, "%s is not writable by uid %d: nothing linked; install as root, or into a directory of yours: ctx --install ~/bin", dir, os.Geteuid())
 	}
 	if skipped != nil {
 		cli.Errorf(e.Stderr, e.Name, "not linked: %s (they would shadow the host's programs of those names; name them to link them)", strings.Join(skipped, " "))
@@ -150,7 +151,7 @@ func installLinks(e *Env, args []string) int {
 }
 
 // linkApplets makes one link per name in dir to self (installLinks).
-func linkApplets(e *Env, dir string, names []string, self string, selfInfo os.FileInfo, hard bool) int {
+func linkApplets(e *cli.Env, dir string, names []string, self string, selfInfo os.FileInfo, hard bool) int {
 	code := cli.OK
 	for _, name := range names {
 		link := filepath.Join(dir, name)
@@ -163,10 +164,10 @@ func linkApplets(e *Env, dir string, names []string, self string, selfInfo os.Fi
 					continue
 				}
 			}
-			code = fail(e, cli.Failure, "%s exists and is not a link to %s; left unchanged", link, self)
+			code = cli.Fail(e, cli.Failure, "%s exists and is not a link to %s; left unchanged", link, self)
 			continue
 		} else if !errors.Is(err, os.ErrNotExist) {
-			code = failErr(e, cli.Failure, err)
+			code = cli.FailErr(e, cli.Failure, err)
 			continue
 		}
 		link2 := os.Symlink
@@ -174,7 +175,7 @@ func linkApplets(e *Env, dir string, names []string, self string, selfInfo os.Fi
 			link2 = os.Link
 		}
 		if err := link2(self, link); err != nil {
-			code = failErr(e, cli.Failure, err)
+			code = cli.FailErr(e, cli.Failure, err)
 		}
 	}
 	return code

@@ -2,6 +2,7 @@ package applets
 
 import (
 	"bytes"
+	"ctx/applets/toolrun"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -39,7 +40,7 @@ func queueJobEnvironmentChild(t *testing.T, root string) {
 	vars := []string{"PATH=" + os.Getenv("PATH"), "CTX_TEST_MARK=from-env"}
 	run := func(stdin string, args ...string) (int, string) {
 		var out, errb bytes.Buffer
-		e := envFromList("ctx", "ctx", vars, strings.NewReader(stdin), &out, &errb)
+		e := toolrun.EnvFromList("ctx", "ctx", vars, strings.NewReader(stdin), &out, &errb)
 		return dispatch(e, "ctx", args), errb.String()
 	}
 	if code, stderr := run("", "shared", "new", "--root", root, "proj"); code != 0 {

@@ -2,6 +2,9 @@ package applets
 
 import (
 	"bytes"
+	"ctx/applets/cli"
+	"ctx/applets/ctx"
+	"ctx/applets/toolrun"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -16,7 +19,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"ctx/applets/cli"
 	"ctx/fsops/object"
 	"ctx/fsops/queue"
 	"ctx/manual"
@@ -91,29 +93,29 @@ func TestNoExitLiterals(t *testing.T) {
 func TestOneErrnoMapping(t *testing.T) {
 	denied := &os.PathError{Op: "open", Path: "/x", Err: syscall.EACCES}
 	missing := &os.PathError{Op: "open", Path: "/x", Err: syscall.ENOENT}
-	if got := fsErr(denied).Exit; got != cli.Denied {
+	if got := toolrun.FsErr(denied).Exit; got != cli.Denied {
 		t.Errorf("tool: EACCES exits %d, want 13", got)
 	}
-	if got := fsErr(missing).Exit; got != cli.Failure {
+	if got := toolrun.FsErr(missing).Exit; got != cli.Failure {
 		t.Errorf("tool: ENOENT exits %d, want 1", got)
 	}
-	if got := queueExit(fmt.Errorf("queue: %w", denied)); got != cli.Denied {
+	if got := ctx.QueueExit(fmt.Errorf("queue: %w", denied)); got != cli.Denied {
 		t.Errorf("queue: EACCES exits %d, want 13", got)
 	}
-	if got := queueExit(queue.ErrEmpty); got != cli.TempFail {
+	if got := ctx.QueueExit(queue.ErrEmpty); got != cli.TempFail {
 		t.Errorf("queue: empty exits %d, want 75", got)
 	}
-	if got := queueExit(missing); got != cli.Failure {
+	if got := ctx.QueueExit(missing); got != cli.Failure {
 		t.Errorf("queue: ENOENT exits %d, want 1", got)
 	}
-	e, _, _ := testEnv("", nil)
-	if got := objectFail(e, &object.Error{Kind: object.Unavailable, Msg: "open class directory", Err: denied}); got != cli.Denied {
+	e, _, _ := cli.BufferEnv("", nil)
+	if got := ctx.ObjectFail(e, &object.Error{Kind: object.Unavailable, Msg: "open class directory", Err: denied}); got != cli.Denied {
 		t.Errorf("object: EACCES exits %d, want 13", got)
 	}
-	if got := objectFail(e, &object.Error{Kind: object.Unavailable, Msg: "open class directory", Err: missing}); got != cli.Unavailable {
+	if got := ctx.ObjectFail(e, &object.Error{Kind: object.Unavailable, Msg: "open class directory", Err: missing}); got != cli.Unavailable {
 		t.Errorf("object: ENOENT exits %d, want 69", got)
 	}
-	if got := objectFail(e, &object.Error{Kind: object.Invalid, Msg: "bad manifest"}); got != cli.Usage {
+	if got := ctx.ObjectFail(e, &object.Error{Kind: object.Invalid, Msg: "bad manifest"}); got != cli.Usage {
 		t.Errorf("object: invalid exits %d, want 2", got)
 	}
 }
@@ -141,7 +143,7 @@ func terminalUnsafe(s string) string {
 func TestErrorOutputEscaped(t *testing.T) {
 	const evil = "\x1b]0;pwned\a\x1b[2J\r\u009b\xff"
 	root := t.TempDir()
-	if code := dispatch(&Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{},
+	if code := dispatch(&cli.Env{Stdin: strings.NewReader(""), Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{},
 		Getenv: func(string) string { return "" }}, "ctx", []string{"shared", "new", "--root", root, "proj"}); code != 0 {
 		t.Fatalf("ctx shared new: exit %d", code)
 	}
@@ -185,7 +187,7 @@ func TestErrorOutputEscaped(t *testing.T) {
 	}
 	for _, c := range cases {
 		var out, errb bytes.Buffer
-		e := &Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
+		e := &cli.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(string) string { return "" }}
 		code := dispatch(e, c.name, c.args)
 		label := strconv.Quote(strings.Join(append([]string{c.name}, c.args...), " "))
 		if code == cli.OK || errb.Len() == 0 {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctx/applets/cli"
 	"ctx/manual"
 )
 
@@ -71,7 +72,7 @@ func TestEveryVerbHasHelp(t *testing.T) {
 		t.Fatalf("only %d verbs found in the synopses; the scan is broken", len(calls))
 	}
 	for _, c := range calls {
-		e, out, errb := testEnv("", nil)
+		e, out, errb := cli.BufferEnv("", nil)
 		code := dispatch(e, c.argv[0], c.argv[1:])
 		title, _, _ := strings.Cut(out.String(), "\n")
 		if code != 0 || !strings.HasPrefix(title, c.want) || len(title) < len(c.want)+10 {

@@ -1,11 +1,15 @@
 package applets
 
 import (
+	"ctx/applets/cli"
+	"ctx/applets/ctx"
+	"ctx/applets/mcp"
+	"ctx/applets/runhost"
+	"ctx/applets/toolrun"
 	"io"
 	"slices"
 	"strings"
 
-	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/manual"
 )
@@ -17,22 +21,21 @@ import (
 // and --install (Names), `ctx man` and the manual tests all read it; a
 // command's verbs are run by one function, runVerbs.
 
-// toolApplet makes the applet row of a builtin tool.
-func toolApplet(t *builtinTool) Applet {
-	builtinTools[t.Name] = t
-	return Applet{Name: t.Name, Tool: true, Run: func(e *Env, args []string) int { return runTool(e, t, args) }}
+// toolApplet makes the applet row of a builtin tool (the tool's own
+// package registered it in toolrun.BuiltinTools).
+func toolApplet(t *toolrun.BuiltinTool) cli.Applet {
+	return cli.Applet{Name: t.Name, Tool: true, Run: func(e *cli.Env, args []string) int { return toolrun.RunTool(e, t, args) }}
 }
 
 // ownRunner makes the row of a tool implemented by its own applet (tsh,
 // tsh.config) that still needs the metadata bootstrap writes.
-func ownRunner(t *builtinTool, run func(*Env, []string) int) Applet {
-	builtinTools[t.Name] = t
-	return Applet{Name: t.Name, Tool: true, Run: run}
+func ownRunner(t *toolrun.BuiltinTool, run func(*cli.Env, []string) int) cli.Applet {
+	return cli.Applet{Name: t.Name, Tool: true, Run: run}
 }
 
 // ctxCommands are the verbs of the ctx row: `ctx CMD`, one file each
 // (ctx_CMD.go), documented by manual/ctx-CMD.md.
-var ctxCommands []Applet
+var ctxCommands []cli.Applet
 
 // The table is filled in init, not in a composite literal, because the ctx
 // applet lists the table and a literal would be an initialization cycle
@@ -44,38 +47,38 @@ func init() {
 	}
 	slices.SortFunc(ctxCommands, byName) // not sort.Slice: no reflection at every start
 
-	table = []Applet{
+	table = []cli.Applet{
 		{Name: "ctx", Run: runCtx, Verbs: ctxCommands},
-		{Name: fsops.SandboxInitApplet, Run: runSandboxInit, Hidden: true},
-		{Name: fsops.UsernsHoldApplet, Run: runUsernsHold, Hidden: true},
-		{Name: fsops.ConfineApplet, Run: runConfine, Hidden: true},
+		{Name: fsops.SandboxInitApplet, Run: runhost.RunSandboxInit, Hidden: true},
+		{Name: fsops.UsernsHoldApplet, Run: runhost.RunUsernsHold, Hidden: true},
+		{Name: fsops.ConfineApplet, Run: runhost.RunConfine, Hidden: true},
 		{Name: fsops.ToolWorkerApplet, Run: runToolWorker, Hidden: true},
-		{Name: fsops.UnixConnectorApplet, Run: func(*Env, []string) int { return fsops.RunUnixConnector() }, Hidden: true},
-		{Name: mcpKeeperApplet, Run: runMCPKeeper, Hidden: true},
-		{Name: hookedToolApplet, Run: runHookedTool, Hidden: true},
-		toolApplet(fsReadTool),
-		toolApplet(fsListTool),
-		toolApplet(fsStatTool),
-		toolApplet(fsWriteTool),
-		toolApplet(fsReplaceTool),
-		toolApplet(shellExecTool),
-		toolApplet(agentUpdateTool),
-		toolApplet(agentCreateTool),
-		toolApplet(agentStartTool),
-		toolApplet(agentStopTool),
-		toolApplet(bashTool),
-		toolApplet(tmuxTool),
-		toolApplet(zellijTool),
-		ownRunner(tshTool, runTsh),
-		ownRunner(tshConfigTool, runTshConfig),
-		{Name: "ctxmcp", Verbs: []Applet{
-			{Name: "list", Run: ctxmcpList},
-			{Name: "project", Run: ctxmcpProject},
-			{Name: "serve", Run: ctxmcpServe},
+		{Name: fsops.UnixConnectorApplet, Run: func(*cli.Env, []string) int { return fsops.RunUnixConnector() }, Hidden: true},
+		{Name: mcp.McpKeeperApplet, Run: mcp.RunMCPKeeper, Hidden: true},
+		{Name: toolrun.HookedToolApplet, Run: toolrun.RunHookedTool, Hidden: true},
+		toolApplet(toolrun.FsReadTool),
+		toolApplet(toolrun.FsListTool),
+		toolApplet(toolrun.FsStatTool),
+		toolApplet(toolrun.FsWriteTool),
+		toolApplet(toolrun.FsReplaceTool),
+		toolApplet(toolrun.ShellExecTool),
+		toolApplet(runhost.AgentUpdateTool),
+		toolApplet(runhost.AgentCreateTool),
+		toolApplet(runhost.AgentStartTool),
+		toolApplet(runhost.AgentStopTool),
+		toolApplet(toolrun.BashTool),
+		toolApplet(toolrun.TmuxTool),
+		toolApplet(toolrun.ZellijTool),
+		ownRunner(toolrun.TshTool, toolrun.RunTsh),
+		ownRunner(toolrun.TshConfigTool, toolrun.RunTshConfig),
+		{Name: "ctxmcp", Verbs: []cli.Applet{
+			{Name: "list", Run: mcp.CtxmcpList},
+			{Name: "project", Run: mcp.CtxmcpProject},
+			{Name: "serve", Run: mcp.CtxmcpServe},
 		},
 			Missing: "missing verb: list, project or serve",
 			Unknown: "unknown verb %q (want list, project or serve)"},
-		{Name: "ctxterm", Run: runCtxterm},
+		{Name: "ctxterm", Run: ctx.RunCtxterm},
 	}
 	for i := range table {
 		table[i].Page = table[i].Name
@@ -83,62 +86,62 @@ func init() {
 	slices.SortFunc(table, byName)
 }
 
-func byName(a, b Applet) int { return strings.Compare(a.Name, b.Name) }
+func byName(a, b cli.Applet) int { return strings.Compare(a.Name, b.Name) }
 
 // ctxCommandRows are the rows of `ctx CMD`, before their pages are set
 // and they are sorted.
-func ctxCommandRows() []Applet {
-	return []Applet{
-		{Name: "agent", NameVerb: true, Verbs: []Applet{
-			{Name: "attach", Run: runAgentAttach},
-			{Name: "children", Run: runAgentChildren},
-			{Name: "env", Run: runAgentEnv},
-			{Name: "new", Run: runAgentNew},
-			{Name: "ps", Run: runAgentPs},
-			{Name: "start", Run: runAgentStart},
-			{Name: "status", Run: runAgentStatus},
-			{Name: "stop", Run: runAgentStop},
-			{Name: "watch", Run: runAgentWatch},
+func ctxCommandRows() []cli.Applet {
+	return []cli.Applet{
+		{Name: "agent", NameVerb: true, Verbs: []cli.Applet{
+			{Name: "attach", Run: ctx.RunAgentAttach},
+			{Name: "children", Run: ctx.RunAgentChildren},
+			{Name: "env", Run: ctx.RunAgentEnv},
+			{Name: "new", Run: ctx.RunAgentNew},
+			{Name: "ps", Run: ctx.RunAgentPs},
+			{Name: "start", Run: runhost.RunAgentStart},
+			{Name: "status", Run: ctx.RunAgentStatus},
+			{Name: "stop", Run: runhost.RunAgentStop},
+			{Name: "watch", Run: ctx.RunAgentWatch},
 		}},
-		{Name: "bootstrap", Run: runBootstrap},
-		{Name: "cat", Run: runCat},
-		{Name: "doctor", Run: runDoctor},
-		{Name: "ls", Run: runLs},
-		{Name: "set", Run: runSet},
-		{Name: "which", Run: runWhich},
-		{Name: "man", Run: runMan},
-		{Name: "policy", NameVerb: true, Verbs: []Applet{
-			{Name: "allow", Run: runPolicyAllow},
-			{Name: "check", Run: runPolicyCheck},
-			{Name: "explain", Run: runPolicyExplain},
-			{Name: "revoke", Run: runPolicyRevoke},
+		{Name: "bootstrap", Run: ctx.RunBootstrap},
+		{Name: "cat", Run: ctx.RunCat},
+		{Name: "doctor", Run: ctx.RunDoctor},
+		{Name: "ls", Run: ctx.RunLs},
+		{Name: "set", Run: ctx.RunSet},
+		{Name: "which", Run: ctx.RunWhich},
+		{Name: "man", Run: ctx.RunMan},
+		{Name: "policy", NameVerb: true, Verbs: []cli.Applet{
+			{Name: "allow", Run: ctx.RunPolicyAllow},
+			{Name: "check", Run: ctx.RunPolicyCheck},
+			{Name: "explain", Run: ctx.RunPolicyExplain},
+			{Name: "revoke", Run: ctx.RunPolicyRevoke},
 		}},
-		{Name: "tool", Run: runCtxTool},
-		{Name: "object", Verbs: []Applet{
-			{Name: "check", Run: objectVerb("check")},
-			{Name: "install", Run: objectVerb("install")},
-			{Name: "inspect", Run: objectVerb("inspect")},
-			{Name: "uninstall", Run: objectVerb("uninstall")},
+		{Name: "tool", Run: ctx.RunCtxTool},
+		{Name: "object", Verbs: []cli.Applet{
+			{Name: "check", Run: ctx.ObjectVerb("check")},
+			{Name: "install", Run: ctx.ObjectVerb("install")},
+			{Name: "inspect", Run: ctx.ObjectVerb("inspect")},
+			{Name: "uninstall", Run: ctx.ObjectVerb("uninstall")},
 		},
 			Missing: "missing verb: check, install, inspect or uninstall",
 			Unknown: "unknown verb %q (want check, install, inspect or uninstall)"},
-		{Name: "queue", NameVerb: true, Verbs: []Applet{
-			{Name: "check", Run: queueCheck},
-			{Name: "claim", Run: queueClaim},
-			{Name: "exec", Run: queueExec},
-			{Name: "finish", Run: queueFinish},
-			{Name: "ingest", Run: queueIngest},
-			{Name: "publish", Run: queuePublish},
-			{Name: "recover", Run: queueRecover},
-			{Name: "status", Run: queueStatus},
+		{Name: "queue", NameVerb: true, Verbs: []cli.Applet{
+			{Name: "check", Run: ctx.QueueCheck},
+			{Name: "claim", Run: ctx.QueueClaim},
+			{Name: "exec", Run: ctx.QueueExec},
+			{Name: "finish", Run: ctx.QueueFinish},
+			{Name: "ingest", Run: ctx.QueueIngest},
+			{Name: "publish", Run: ctx.QueuePublish},
+			{Name: "recover", Run: ctx.QueueRecover},
+			{Name: "status", Run: ctx.QueueStatus},
 		},
 			Missing: "missing verb (publish, claim, finish, recover, status, check, ingest, exec)",
 			Unknown: "unknown verb %q"},
-		{Name: "run", Run: runRun},
-		{Name: "shared", NameVerb: true, Verbs: []Applet{
-			{Name: "new", Run: runSharedNew},
+		{Name: "run", Run: ctx.RunRun},
+		{Name: "shared", NameVerb: true, Verbs: []cli.Applet{
+			{Name: "new", Run: ctx.RunSharedNew},
 		}, Unknown: "unknown verb %q (new)"},
-		{Name: "validate-name", Run: runValidateName},
+		{Name: "validate-name", Run: ctx.RunValidateName},
 	}
 }
 
@@ -149,7 +152,7 @@ func ctxCommandRows() []Applet {
 // tool answers --agentrc-schema with its input schema, a row with verbs
 // and no Run of its own runs the verb named, and any other row its Run. A
 // hidden row (a re-exec target) has no help.
-func runRow(e *Env, row Applet, args []string) int {
+func runRow(e *cli.Env, row cli.Applet, args []string) int {
 	if !row.Hidden && len(args) == 1 && isHelpFlag(args[0]) {
 		return printHelp(e, row.Page)
 	}
@@ -160,7 +163,7 @@ func runRow(e *Env, row Applet, args []string) int {
 		}
 	}
 	if row.Tool && len(args) == 1 && args[0] == "--agentrc-schema" {
-		return printToolSchema(e, row.Name)
+		return toolrun.PrintToolSchema(e, row.Name)
 	}
 	if row.Run == nil {
 		return runVerbs(e, row, args)
@@ -172,19 +175,19 @@ func runRow(e *Env, row Applet, args []string) int {
 // is a usage error; `CMD VERB --help`, when the page's synopsis lacks the
 // verb (runRow printed the verb's help otherwise), prints the command's
 // synopsis.
-func runVerbs(e *Env, row Applet, args []string) int {
+func runVerbs(e *cli.Env, row cli.Applet, args []string) int {
 	if len(args) == 0 {
 		if row.Missing != "" {
-			return usageError(e, "%s", row.Missing)
+			return cli.UsageError(e, "%s", row.Missing)
 		}
-		return usageError(e, "missing verb (%s)", verbNames(row.Verbs))
+		return cli.UsageError(e, "missing verb (%s)", verbNames(row.Verbs))
 	}
 	v, ok := findRow(row.Verbs, args[0])
 	if !ok {
 		if row.Unknown != "" {
-			return usageError(e, row.Unknown, args[0])
+			return cli.UsageError(e, row.Unknown, args[0])
 		}
-		return usageError(e, "unknown verb %s (%s)", args[0], verbNames(row.Verbs))
+		return cli.UsageError(e, "unknown verb %s (%s)", args[0], verbNames(row.Verbs))
 	}
 	if row.NameVerb {
 		e.Name += " " + v.Name
@@ -196,16 +199,16 @@ func runVerbs(e *Env, row Applet, args []string) int {
 }
 
 // findRow returns the row of rows called name.
-func findRow(rows []Applet, name string) (Applet, bool) {
+func findRow(rows []cli.Applet, name string) (cli.Applet, bool) {
 	for _, r := range rows {
 		if r.Name == name {
 			return r, true
 		}
 	}
-	return Applet{}, false
+	return cli.Applet{}, false
 }
 
-func verbNames(verbs []Applet) string {
+func verbNames(verbs []cli.Applet) string {
 	names := make([]string, len(verbs))
 	for i, v := range verbs {
 		names[i] = v.Name

@@ -1,10 +1,10 @@
 package applets
 
 import (
+	"ctx/applets/cli"
 	"slices"
 	"testing"
 
-	"ctx/applets/cli"
 	"ctx/manual"
 )
 
@@ -14,7 +14,7 @@ import (
 // from the table.
 func TestTableVerbsMatchManual(t *testing.T) {
 	type cmd struct {
-		row   Applet
+		row   cli.Applet
 		title string
 	}
 	var rows []cmd
@@ -70,7 +70,7 @@ func TestVerbErrors(t *testing.T) {
 		{[]string{"ctxmcp"}, "ctxmcp: missing verb: list, project or serve (see \"ctxmcp --help\")"},
 		{[]string{"ctxmcp", "frob"}, `ctxmcp: unknown verb "frob" (want list, project or serve) (see "ctxmcp --help")`},
 	} {
-		e, _, errb := testEnv("", nil)
+		e, _, errb := cli.BufferEnv("", nil)
 		code := dispatch(e, c.argv[0], c.argv[1:])
 		first := errb.String()
 		if i := slices.Index([]byte(first), '\n'); i >= 0 {

@@ -1,6 +1,10 @@
 package applets
 
-import "ctx/fsops"
+import (
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
+	"ctx/fsops"
+)
 
 // runToolWorker is the hidden applet of a warm tool worker
 // (fsops/sandbox_worker.go): it waits for the init's one order, becomes
@@ -9,13 +13,13 @@ import "ctx/fsops"
 // sandbox's init on the run host's order, so the tool does not decide it
 // again. A process started any other way (CTX_BROKERED set by hand
 // included) still checks its own authority.
-func runToolWorker(_ *Env, args []string) int {
+func runToolWorker(_ *cli.Env, args []string) int {
 	argv, status := fsops.WorkerOrder()
 	if argv == nil {
 		return status
 	}
-	claimCallChannel()
+	toolrun.ClaimCallChannel()
 	e := processEnv()
-	e.decidedByHost = true
+	e.DecidedByHost = true
 	return runMain(e, argv)
 }

@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"ctx/applets/toolrun"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,9 +25,9 @@ func TestDecidedByHostIsTheEnvs(t *testing.T) {
 	// CTX_AGENT alone: a partial agent context, which the check refuses.
 	vars := map[string]string{fsops.BrokeredEnv: "t", "CTX_AGENT": "a", "CTX_ROOT": dir}
 	for _, decided := range []bool{false, true} {
-		e, out, errb := testEnv("", vars)
-		e.decidedByHost = decided
-		code := runTool(e, fsStatTool, []string{file})
+		e, out, errb := cli.BufferEnv("", vars)
+		e.DecidedByHost = decided
+		code := toolrun.RunTool(e, toolrun.FsStatTool, []string{file})
 		switch {
 		case decided && code != cli.OK:
 			t.Errorf("decided by the host: exit %d, %s; want 0", code, errb)

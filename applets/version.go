@@ -1,6 +1,7 @@
 package applets
 
 import (
+	"ctx/applets/cli"
 	"fmt"
 	"runtime"
 	"runtime/debug"
@@ -32,7 +33,7 @@ var buildSettings = []string{"-buildmode", "-compiler", "-tags", "-trimpath", "-
 // printVersion prints `ctx --version`: the version, the commit (with its
 // time and whether the tree had uncommitted changes), the Go toolchain and
 // platform, and the build flags, one fact per line.
-func printVersion(e *Env) {
+func printVersion(e *cli.Env) {
 	v := version
 	settings := map[string]string{}
 	goVersion := runtime.Version()

@@ -1,0 +1,50 @@
+package ctx
+
+import (
+	"ctx/applets/cli"
+	"ctx/applets/runhost"
+	"fmt"
+
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// runAgentEnv is `ctx agent env [--root DIR] [--session S] [--run R] AGENT`:
+// it prints the environment the agent's program would start with in its
+// sandbox, one KEY=VALUE per line, in order.
+func RunAgentEnv(e *cli.Env, args []string) int {
+	var rootFlag, session, run string
+	f := cli.NewFlags()
+	f.String("root", &rootFlag)
+	f.String("session", &session)
+	f.String("run", &run)
+	pos, code, ok := cli.ParseArgs(e, f, args, 1, 1)
+	if !ok {
+		return code
+	}
+	if session == "" {
+		session = "default"
+	}
+	if run == "" {
+		run = fsops.NewRunID()
+	}
+	for _, v := range [][2]string{{"session", session}, {"run", run}} {
+		if err := policy.ValidName(v[1]); err != nil {
+			return cli.UsageError(e, "--%s: %s", v[0], err)
+		}
+	}
+	a, code, ok := runhost.LoadAgent(e, fsops.SelectRoot(rootFlag, e.Getenv), pos[0])
+	if !ok {
+		return code
+	}
+	env := policy.SandboxEnv(a, policy.RunSettings{
+		Session: session,
+		Run:     run,
+		Term:    e.Getenv("TERM"),
+		Lang:    e.Getenv("LANG"),
+	})
+	for _, kv := range env {
+		fmt.Fprintln(e.Stdout, kv)
+	}
+	return cli.OK
+}

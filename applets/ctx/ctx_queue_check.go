@@ -1,0 +1,44 @@
+package ctx
+
+import (
+	"ctx/applets/cli"
+	"fmt"
+	"strings"
+)
+
+// ctx queue check [--root DIR] SPACE
+func QueueCheck(e *cli.Env, args []string) int {
+	var rootFlag string
+	f := cli.NewFlags()
+	f.String("root", &rootFlag)
+	pos, code, ok := cli.ParseArgs(e, f, args, 1, 1)
+	if !ok {
+		return code
+	}
+	q, code := queueOpen(e, rootFlag, pos[0], "read")
+	if code != cli.OK {
+		return code
+	}
+	defer q.Close()
+	r, err := q.Scan()
+	if err != nil {
+		return queueFail(e, err)
+	}
+	for _, fd := range r.Incomplete() {
+		fmt.Fprintf(e.Stdout, "incomplete %s %s: %s: %s\n", cli.Escape(fd.Job), fd.State, cli.Escape(fd.Reason), cli.Escape(strings.Join(fd.Evidence, " ")))
+	}
+	for _, t := range r.Temps {
+		life := "gone"
+		if t.Alive {
+			life = "alive"
+		}
+		fmt.Fprintf(e.Stdout, "temp %s pid=%d %s\n", cli.Escape(t.Path), t.PID, life)
+	}
+	for _, ig := range r.Ignored {
+		fmt.Fprintf(e.Stdout, "ignored %s: %s\n", cli.Escape(ig.Path), ig.Reason)
+	}
+	if len(r.Incomplete()) > 0 {
+		return cli.Failure
+	}
+	return cli.OK
+}

@@ -1,0 +1,36 @@
+package ctx
+
+import (
+	"ctx/applets/cli"
+	"fmt"
+)
+
+// ctx queue ingest [--root DIR] SPACE
+func QueueIngest(e *cli.Env, args []string) int {
+	var rootFlag string
+	f := cli.NewFlags()
+	f.String("root", &rootFlag)
+	pos, code, ok := cli.ParseArgs(e, f, args, 1, 1)
+	if !ok {
+		return code
+	}
+	q, code := queueOpen(e, rootFlag, pos[0], "write")
+	if code != cli.OK {
+		return code
+	}
+	defer q.Close()
+	published, skipped, err := q.Ingest()
+	for _, j := range published {
+		fmt.Fprintln(e.Stdout, q.PendingPath(j))
+	}
+	for _, s := range skipped {
+		cli.Errorf(e.Stderr, e.Name, "skipped inbox/%s: %s", s.Name, s.Reason)
+	}
+	switch {
+	case err != nil:
+		return queueFail(e, err)
+	case len(skipped) > 0:
+		return cli.Failure
+	}
+	return cli.OK
+}

@@ -1,0 +1,15 @@
+package runhost
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	"ctx/policy"
+)
+
+// sopPointer is the identity's sop and sop.sha256: where the sandbox shows
+// the rendered system prompt and the sha256 of exactly those bytes.
+func sopPointer(sop []byte) (string, string) {
+	sum := sha256.Sum256(sop)
+	return policy.SandboxMnt + "/SOP", hex.EncodeToString(sum[:])
+}

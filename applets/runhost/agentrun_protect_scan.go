@@ -1,0 +1,315 @@
+package runhost
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// The census of a workspace's protected paths, taken at the start of a
+// run and again at its end (DESIGN §16 rule 11): every path the protect
+// patterns match, at any depth, flattened to the files and symlinks a host
+// tool would load. A protected directory counts by what it holds; a git
+// directory by what git loads or runs by itself (its config, commondir,
+// hooks, and those of the submodules and worktrees it holds), never its
+// objects or work tree. The start keeps the content of what it finds, in
+// the run host's memory, so the end can put back what the run changed.
+
+// Bounds of the start's census: past maxProtectItems paths it records no
+// more (and says so; the end would then move aside a path it did not
+// record, losing nothing); content is kept up to maxProtectKeep bytes a
+// file and maxProtectKeepAll in all. The end's census has no bound: it
+// records nothing, and each path is dealt with as it is found, so no
+// number of decoys hides one.
+const (
+	maxProtectItems   = 100000
+	maxProtectKeep    = 1 << 20
+	maxProtectKeepAll = 32 << 20
+	maxGitNesting     = 8
+)
+
+// protectItem is one protected file or symlink as the census found it.
+type protectItem struct {
+	st   unix.Stat_t
+	link string
+	orig *fsops.Original // the start's copy, nil when not kept
+}
+
+// same reports whether two looks found the same, unchanged object: any
+// write, chmod, chown or rename changes its ctime.
+func (a *protectItem) same(b *protectItem) bool {
+	return a.st.Dev == b.st.Dev && a.st.Ino == b.st.Ino && a.st.Mode == b.st.Mode && a.st.Size == b.st.Size &&
+		a.st.Mtim == b.st.Mtim && a.st.Ctim == b.st.Ctim && a.st.Uid == b.st.Uid && a.st.Gid == b.st.Gid && a.link == b.link
+}
+
+// protectCensus is one look at the workspace.
+type protectCensus struct {
+	ws        string
+	set       []policy.ProtectPattern
+	mounts    map[string]bool
+	keep      bool // the start: keep content
+	kept      int64
+	items     map[string]*protectItem
+	truncated bool
+	// visit, at the end, takes each path as it is found instead of
+	// items.
+	visit    func(rel string, it *protectItem)
+	repaired []string // directories given back their owner's r and x
+}
+
+// takeCensus walks the whole workspace (no bound on directories: a new
+// repository may be anywhere), never following a symlink, never into
+// another mount (not in the sandbox) or a protected path (counted whole).
+func takeCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, keep bool) *protectCensus {
+	c := &protectCensus{ws: ws, set: set, mounts: mounts, keep: keep, items: map[string]*protectItem{}}
+	c.walk()
+	return c
+}
+
+func (c *protectCensus) walk() {
+	set := c.set
+	anyDepth, bare := false, false
+	for _, p := range set {
+		anyDepth = anyDepth || p.AnyDepth
+		bare = bare || p == policy.ProtectPattern{Path: ".git", AnyDepth: true}
+	}
+	stack := []string{""}
+	for len(stack) > 0 && !c.truncated {
+		dir := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		entries := c.list(dir)
+		if bare && entries["objects"] && entries["refs"] && hasName(entries, "HEAD") {
+			// A git directory under another name (a bare repository):
+			// git uses it, config and hooks, when started inside it.
+			c.gitDir(dir, 0)
+			continue
+		}
+		done := map[string]bool{}
+		for _, p := range set {
+			if dir != "" && !p.AnyDepth {
+				continue
+			}
+			first, _, _ := strings.Cut(p.Path, "/")
+			if _, ok := entries[first]; ok {
+				c.matched(filepath.Join(dir, p.Path))
+				done[filepath.Join(dir, p.Path)] = true
+			}
+		}
+		if !anyDepth {
+			break // the top-level patterns are all looked at
+		}
+		for name, isDir := range entries {
+			rel := filepath.Join(dir, name)
+			if isDir && !done[rel] && name != ".git" && c.sameMount(rel) {
+				stack = append(stack, rel)
+			}
+		}
+	}
+}
+
+func hasName(entries map[string]bool, name string) bool {
+	_, ok := entries[name]
+	return ok
+}
+
+// readNames lists dir without following a symlink at its end: each name
+// and whether it is a directory (a symlink is not). ok is false when it
+// could not be opened; uid and mode are the directory's.
+func readNames(dir string) (names map[string]bool, uid, mode uint32, ok bool) {
+	f, err := fsops.OpenDirNoFollow(dir)
+	if err != nil {
+		return nil, 0, 0, false // unreadable to the host: not the agent's either
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			uid, mode = st.Uid, st.Mode
+		}
+	}
+	entries, _ := f.ReadDir(-1)
+	names = make(map[string]bool, len(entries))
+	for _, e := range entries {
+		names[e.Name()] = e.IsDir()
+	}
+	return names, uid, mode, true
+}
+
+// list is readNames of rel for the census. At the end, a directory of
+// the caller's that the run made unreadable or unsearchable to its owner
+// (the agent runs as the caller's uid in userns and landlock; root reads
+// it anyway) gets its owner's r and x back, and a finding says so: otherwise what it holds
+// would not be compared.
+func (c *protectCensus) list(rel string) map[string]bool {
+	host := filepath.Join(c.ws, rel)
+	names, uid, mode, ok := readNames(host)
+	if c.visit == nil || os.Geteuid() == 0 || (ok && (uid != uint32(os.Geteuid()) || mode&0o500 == 0o500)) {
+		return names
+	}
+	repaired := false
+	for _, p := range []string{filepath.Dir(rel), rel} {
+		if p != "." && p != "/" && fsops.GiveOwnerSearch(filepath.Join(c.ws, p)) {
+			c.repaired, repaired = append(c.repaired, p), true
+		}
+	}
+	if repaired {
+		names, _, _, _ = readNames(host)
+	}
+	return names
+}
+
+func (c *protectCensus) sameMount(rel string) bool {
+	for p := filepath.Join(c.ws, rel); p != c.ws && len(p) > len(c.ws); p = filepath.Dir(p) {
+		if c.mounts[p] {
+			return false
+		}
+	}
+	return true
+}
+
+// matched counts the protected path rel: a symlink (there or on the way)
+// is counted itself, a git directory by what git loads, another
+// directory by everything in it.
+func (c *protectCensus) matched(rel string) {
+	if !c.sameMount(rel) {
+		return
+	}
+	st, err := fsops.StatNoSymlinks(filepath.Join(c.ws, rel))
+	if errors.Is(err, unix.ELOOP) {
+		c.symlinkOnTheWay(rel)
+		return
+	}
+	if err != nil {
+		return
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		c.add(rel)
+	case filepath.Base(rel) == ".git":
+		c.gitDir(rel, 0)
+	default:
+		c.tree(rel)
+	}
+}
+
+// symlinkOnTheWay counts the first symlink at or above rel.
+func (c *protectCensus) symlinkOnTheWay(rel string) {
+	cur := ""
+	for _, part := range strings.Split(rel, "/") {
+		cur = filepath.Join(cur, part)
+		if st, err := fsops.Lstat(filepath.Join(c.ws, cur)); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			c.add(cur)
+			return
+		}
+	}
+}
+
+// gitDir counts what git loads or runs from the git directory rel.
+func (c *protectCensus) gitDir(rel string, depth int) {
+	for _, n := range policy.GitWatched() {
+		c.addIfPresent(filepath.Join(rel, n))
+	}
+	hooks := filepath.Join(rel, "hooks")
+	if st, err := fsops.Lstat(filepath.Join(c.ws, hooks)); err == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			c.add(hooks)
+		} else {
+			for name, isDir := range c.list(hooks) {
+				if isDir {
+					c.tree(filepath.Join(hooks, name))
+				} else if policy.GitHookWatched(name) {
+					c.add(filepath.Join(hooks, name))
+				}
+			}
+		}
+	}
+	if depth >= maxGitNesting {
+		return
+	}
+	for _, sub := range policy.GitSubDirs() {
+		for name, isDir := range c.list(filepath.Join(rel, sub)) {
+			if isDir {
+				c.gitDir(filepath.Join(rel, sub, name), depth+1)
+			}
+		}
+	}
+}
+
+// tree counts every file and symlink below the directory rel.
+func (c *protectCensus) tree(rel string) {
+	for name, isDir := range c.list(rel) {
+		p := filepath.Join(rel, name)
+		switch {
+		case c.truncated:
+			return
+		case isDir && c.sameMount(p):
+			c.tree(p)
+		case !isDir:
+			c.add(p)
+		}
+	}
+}
+
+func (c *protectCensus) addIfPresent(rel string) {
+	if _, err := fsops.Lstat(filepath.Join(c.ws, rel)); err == nil {
+		c.add(rel)
+	}
+}
+
+// add records rel (a file or a symlink) and, at the start, keeps its
+// content within the bounds.
+func (c *protectCensus) add(rel string) {
+	if c.visit == nil && len(c.items) >= maxProtectItems {
+		c.truncated = true
+		return
+	}
+	host := filepath.Join(c.ws, rel)
+	st, err := fsops.Lstat(host)
+	if err != nil {
+		return
+	}
+	it := &protectItem{st: st}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFLNK:
+		it.link, _ = os.Readlink(host)
+		if c.keep {
+			it.orig = &fsops.Original{Mode: st.Mode, UID: st.Uid, GID: st.Gid, Link: it.link}
+		}
+	case unix.S_IFREG:
+		if c.keep && st.Size <= maxProtectKeep && c.kept+st.Size <= maxProtectKeepAll {
+			if data, err := readKept(host, st); err == nil {
+				c.kept += int64(len(data))
+				it.orig = &fsops.Original{Mode: st.Mode, UID: st.Uid, GID: st.Gid, Data: data}
+			}
+		}
+	}
+	if c.visit != nil {
+		c.visit(rel, it)
+		return
+	}
+	c.items[rel] = it
+}
+
+// readKept reads the regular file at host, which must still be the one
+// lstat found (st).
+func readKept(host string, st unix.Stat_t) ([]byte, error) {
+	f, err := fsops.OpenRegular(host)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if now, ok := fi.Sys().(*syscall.Stat_t); !ok || now.Ino != st.Ino || now.Dev != st.Dev {
+		return nil, errors.New("changed while read")
+	}
+	return fsops.ReadLimited(f, host, maxProtectKeep)
+}

@@ -1,0 +1,339 @@
+package runhost
+
+import (
+	"bytes"
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// broker is the run host's side of the tool broker (fsops/broker.go): it
+// accepts calls on the socket /mnt/proc shows, decides each against the
+// tree as it is on disk at that moment, has the sandbox's init run it, and
+// records it. The init's side is fsops/sandbox_broker.go.
+type Broker struct {
+	R      *AgentRun
+	listen int
+	host   *os.File // the host's end of the order channel
+	init   *os.File // the init's end, until the sandbox has it
+
+	mu      sync.Mutex
+	nextID  uint64
+	waiting map[uint64]chan fsops.BrokerOrder
+	// requestIDs are the agent.update request ids this run applied.
+	requestIDs map[string]bool
+	// children are the run hosts of the children this run started.
+	children map[string]*exec.Cmd
+	// policyText is what writePolicy last wrote to /mnt/proc/policy.
+	policyText string
+	// initPid is the run's init, once started.
+	initPid atomic.Int64
+	// inFlight are the calls admitted and not yet recorded, each with
+	// room reserved for its record.
+	inFlight atomic.Int64
+	gated    atomic.Bool // the unix gate is served (iso landlock)
+	gate     brokerGate  // pending handshakes and call slots, by peer (runhost_broker_peers.go)
+	static   []string    // /mnt/proc/policy lines that are not about tools
+	// handlers counts the connections being served; readDone is closed
+	// when readInit has returned; stopListen closes the listener once.
+	handlers   sync.WaitGroup
+	readDone   chan struct{}
+	stopListen sync.Once
+	// watch is the policy watch, from policyWatchDelay into the run on
+	// (nil before, and after closeBroker); under cacheMu.
+	watch        *fsops.DirWatch
+	watchTimer   *time.Timer
+	watchOnce    sync.Once
+	watchStopped bool
+	// cache is decide's reading of the tree, dropped on every change the
+	// watch reports; pending is a change the policy refresher has yet to
+	// act on.
+	cacheMu sync.Mutex
+	cache   *decideCache
+	pending bool
+}
+
+// startBroker binds the broker socket in the run directory and makes the
+// order channel. Without it (a path too long for a socket, an old kernel)
+// the run goes on with tools executing in the caller's process, and
+// /mnt/proc/policy says so.
+func (r *AgentRun) startBroker(static []string) error {
+	path := filepath.Join(r.runDir, fsops.BrokerSocketName)
+	fd, err := fsops.ListenBroker(path)
+	if err != nil {
+		return err
+	}
+	host, init, err := fsops.NewBrokerChannel()
+	if err != nil {
+		fsops.CloseFD(fd)
+		return err
+	}
+	r.broker = &Broker{R: r, listen: fd, host: host, init: init,
+		waiting: map[uint64]chan fsops.BrokerOrder{}, gate: newBrokerGate(), static: static,
+		readDone: make(chan struct{})}
+	go r.broker.readInit()
+	go r.broker.serve()
+	r.broker.watchPolicy()
+	return nil
+}
+
+// closeBroker stops accepting calls and closes the order channel.
+func (r *AgentRun) closeBroker() {
+	if b := r.broker; b != nil {
+		b.stopListening()
+		b.host.Close()
+		b.stopWatch()
+		if b.init != nil {
+			b.init.Close()
+		}
+	}
+}
+
+// descendsFrom reports whether pid is ancestor or lies below it (walking
+// the parent chain in /proc; bounded).
+func descendsFrom(pid, ancestor int) bool {
+	if pid <= 0 || ancestor <= 0 {
+		return false
+	}
+	for i := 0; i < 256 && pid > 1; i++ {
+		if pid == ancestor {
+			return true
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parens.
+		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			return false
+		}
+		if pid, err = strconv.Atoi(f[1]); err != nil {
+			return false
+		}
+	}
+	return false
+}
+
+// stopListening closes the listener, once: no call starts after it.
+func (b *Broker) stopListening() {
+	b.stopListen.Do(func() { fsops.CloseBrokerListener(b.listen) })
+}
+
+// settleBroker lets the calls in flight when the run ended have their
+// answers before the run is recorded as over and the run host exits. The
+// init reported their exits (a joined program's among them) before it
+// reported the end, on the order channel, where they may wait unread by
+// a readInit not yet scheduled: the channel's closing would have answered
+// them "the sandbox is gone", and the host's exit taken the reply away.
+// Shutting its reading side down lets readInit take what is queued and
+// then stop; each handler then replies. Both waits are bounded.
+func (r *AgentRun) settleBroker() {
+	b := r.broker
+	if b == nil {
+		return
+	}
+	b.stopListening()
+	b.gate.dropPending() // a connection that never spoke is not waited for
+	fsops.StopBrokerReads(b.host)
+	settled := make(chan struct{})
+	go func() {
+		<-b.readDone
+		b.handlers.Wait()
+		close(settled)
+	}()
+	select {
+	case <-settled:
+	case <-time.After(settleWait):
+	}
+}
+
+// settleWait bounds how long a run's end waits for its last calls' answers.
+const settleWait = 2 * time.Second
+
+// sandboxStarted drops the host's copy of the init's end.
+func (b *Broker) sandboxStarted() {
+	if b.init != nil {
+		b.init.Close()
+		b.init = nil
+	}
+}
+
+// startUnixGate answers the connects of an iso landlock run (the init
+// sent the gate's listener and its connector's channel): a connection the
+// gate makes to the broker is served as one from the process that asked
+// for it; sockets in the places the run may write are its own. Only the
+// first listener is taken.
+func (b *Broker) startUnixGate(listener, connector *os.File) {
+	if !b.gated.CompareAndSwap(false, true) || b.R.plan == nil {
+		listener.Close()
+		connector.Close()
+		return
+	}
+	rules := fsops.UnixGateRules{
+		Broker:  filepath.Join(b.R.runDir, fsops.BrokerSocketName),
+		Network: networkGranted(b.R.Agent),
+		Hand: func(conn, pid int) {
+			p := brokerPeer{pid: pid, uid: -1, inside: descendsFrom(pid, int(b.initPid.Load()))}
+			if u, err := fsops.ProcessUID(pid); err == nil {
+				p.uid = u
+			}
+			b.enter(conn, p)
+		},
+	}
+	abi, _ := fsops.LandlockABI()
+	rules.Abstract = abi >= fsops.LandlockABIScope
+	for _, a := range b.R.plan.Access {
+		if a.Write {
+			if real, err := filepath.EvalSymlinks(a.Path); err == nil {
+				rules.Writable = append(rules.Writable, real)
+			}
+		}
+	}
+	fsops.ServeUnixGate(listener, connector, rules)
+}
+
+// readInit dispatches the init's exit reports to the calls waiting.
+func (b *Broker) readInit() {
+	defer close(b.readDone)
+	for {
+		var o fsops.BrokerOrder
+		files, err := fsops.RecvBrokerMessage(int(b.host.Fd()), &o, 2)
+		if err == nil && o.Op == fsops.UnixGateOp && len(files) == 2 {
+			b.startUnixGate(files[0], files[1])
+			continue
+		}
+		for _, f := range files {
+			f.Close()
+		}
+		if err == fsops.ErrBrokerClosed || err == unix.EBADF {
+			b.mu.Lock()
+			for id, ch := range b.waiting {
+				ch <- fsops.BrokerOrder{Op: "exit", ID: id, Status: cli.Unavailable, Error: "the sandbox is gone"}
+				delete(b.waiting, id)
+			}
+			b.mu.Unlock()
+			return
+		}
+		if err != nil || o.Op != "exit" {
+			continue
+		}
+		b.mu.Lock()
+		ch, ok := b.waiting[o.ID]
+		delete(b.waiting, o.ID)
+		b.mu.Unlock()
+		if ok {
+			ch <- o
+		}
+	}
+}
+
+// decision is the host's answer to one call, with what it found of the
+// tool, read once.
+type decision struct {
+	path       string // the tool's file as the init finds it; "" when refused
+	layer, why string // a refusal's layer ("" for not found) and reason
+	warm       bool   // a warm worker runs it
+	builtin    bool   // a builtin tool applet in the run's ctx binary
+	hooked     bool   // ctx-hooked-tool runs its hooks around it
+	thirdParty bool   // a program that is not ctx
+	ctl        string // its control directory (host path)
+}
+
+// decide checks tool against the agent's controls, policy and the tool
+// tiers as they are on disk now (a grant revoked during the run refuses
+// the next call; /mnt/proc/policy is refreshed before a refusal is
+// answered), and says how the allowed call is run: in a warm worker (a
+// builtin, or an MCP-projected tool, a link of ctx: both run their own
+// hooks), through ctx-hooked-tool (any other tool with hooks), or executed.
+func (b *Broker) decide(tool string) decision {
+	r := b.R
+	a, hit, tier, found, err := b.lookupTool(tool)
+	if err != nil {
+		return decision{layer: "agent-context", why: "the agent's controls cannot be read: " + err.Error()}
+	}
+	if found && authority.CheckHit(a, authority.View(r.Root, a), hit).Allowed {
+		t := policy.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path}
+		if projectedAtStart(r, t) {
+			d := decision{path: t.Tier + "/" + t.Name, ctl: hit.ControlDir}
+			if r.iso == policy.IsoLandlock {
+				d.path = t.HostPath // no mounts: the host's own path
+			}
+			ctx := isCtxFile(r, t.HostPath)
+			applet, isApplet := cli.LookupApplet(tool)
+			d.builtin = ctx && isApplet && applet.Tool
+			d.thirdParty = !ctx
+			ownHooks := ctx && (!isApplet || applet.Tool) // a builtin or MCP-projected tool runs its own (runTool)
+			d.hooked = !ownHooks && toolrun.HasHooks(hit.ControlDir)
+			d.warm = r.plan.Worker != "" && ctx && !d.hooked
+			return d
+		}
+	}
+	// Refused: the whole projection says why, and /mnt/proc/policy is
+	// brought up to date before the caller hears of it.
+	tools, lines := projectTools(authority.NewAgents(r.Root, a), a)
+	b.writePolicy(lines)
+	for _, t := range tools {
+		if t.Name == tool && !projectedAtStart(r, t) {
+			return decision{layer: "mount-visibility", why: "granted since the run started; it reaches the sandbox at the next start"}
+		}
+	}
+	for _, l := range lines {
+		if rest, ok := strings.CutPrefix(l, "tool:"+tool+" execute rejected "); ok {
+			return decision{layer: rest, why: "permission denied (" + rest + ")"}
+		}
+	}
+	return decision{why: "tool not found"}
+}
+
+// validate checks the input of a call of a third-party tool against its
+// schema control when the call's input is one JSON object argument (input
+// on standard input is the program's to read, and is not seen here): a
+// program that is not ctx does not check it itself.
+func (d decision) validate(args []string) error {
+	if !d.thirdParty || len(args) != 1 || !strings.HasPrefix(strings.TrimSpace(args[0]), "{") {
+		return nil
+	}
+	return toolrun.ValidateJSONInput(d.ctl, json.RawMessage(args[0]))
+}
+
+// workerPath is the run's ctx binary as the init finds it (inside), which
+// it starts warm tool workers from, or "" for a run without a broker.
+func (r *AgentRun) workerPath(inside string) string {
+	if r.broker == nil {
+		return ""
+	}
+	return inside
+}
+
+// isCtxFile reports whether file is the run's own ctx binary (a builtin
+// tool's file, or an MCP-projected tool's hard link of it).
+func isCtxFile(r *AgentRun, file string) bool {
+	return fsops.SameInode(r.Root.Path("bin", "ctx"), file)
+}
+
+// projectedAtStart reports whether t was mounted into the sandbox when the
+// run started (only those files exist inside).
+func projectedAtStart(r *AgentRun, t policy.ProjectedTool) bool {
+	for _, p := range r.tools {
+		if p.Name == t.Name && p.Tier == t.Tier {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,319 @@
+package runhost
+
+import (
+	"ctx/applets/toolrun"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/applets/cli"
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// One brokered tool call, from the request on the broker socket to the
+// reply: who may call, the host's decision (decide, runhost_broker.go),
+// the order the sandbox's init runs, the wait for its exit or for the
+// caller to go away, and the one tool.call event every call leaves.
+
+// cancelWait bounds how long a cancelled call waits for the init's report
+// that its process group is gone.
+const cancelWait = 5 * time.Second
+
+// handle serves one connection from peer p: a tool's report on its call, a
+// host operation, a program joining the run (join), or a tool call (call).
+// It first waits (handshakeTimeout at most) for the request, then checks
+// who sent it and takes one of the peer's side's call slots.
+func (b *Broker) handle(conn int, p brokerPeer) {
+	defer fsops.CloseFD(conn)
+	began := time.Now()
+	fsops.SetBrokerRecvTimeout(conn, handshakeTimeout)
+	var req fsops.BrokerRequest
+	files, err := fsops.RecvBrokerMessage(conn, &req, 3)
+	b.gate.spoke(p, conn)
+	fsops.SetBrokerRecvTimeout(conn, 0)
+	// A call closes them as soon as the sandbox has them (closing an
+	// *os.File again does nothing).
+	defer closeFiles(files)
+	if err != nil {
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Usage, Error: err.Error()}, nil)
+		return
+	}
+	if req.Report != nil || req.HostOp != nil {
+		// A call's own process speaks for it on the call's channel
+		// (runhost_callchannel.go); on the socket every process of the
+		// run reaches, nobody does.
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES",
+			Error: "broker: permission denied: a report or host operation is taken only on the call's own channel"}, nil)
+		return
+	}
+	if !b.admitted(conn, p, &req) {
+		return
+	}
+	if !b.gate.take(p) {
+		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Unavailable, Error: "too many tool calls in flight"}, nil)
+		return
+	}
+	defer b.gate.release(p)
+	if req.Join != nil {
+		b.join(conn, req.Join, files, p)
+		return
+	}
+	c := &callReply{b: b, conn: conn, began: began, ev: fsops.Event{Type: "tool.call", Object: "tool/" + req.Tool, PID: p.pid}}
+	b.call(c, &req, files, p.inside)
+}
+
+// callReply is the answer to one tool call in progress: the tool.call
+// event it will leave and the connection the reply goes to.
+type callReply struct {
+	b     *Broker
+	conn  int
+	began time.Time
+	ev    fsops.Event
+	call  *brokerCall // the call's channel once it has one: what its tool reported
+	ran   bool        // admitted and handed to the sandbox: its record was reserved
+}
+
+// send records the call's event, with what its tool reported and a status
+// from its exit unless one was set, and replies exit and msg to the
+// caller. Every call, allowed, refused or failed, ends here once.
+func (c *callReply) send(exit int, msg string) {
+	b, ev := c.b, &c.ev
+	ev.Exit = &exit
+	if c.call != nil {
+		if rep := c.call.finish(); rep != nil {
+			ev.Errno, ev.Layer, ev.Detail = rep.Errno, rep.Layer, rep.Detail
+		}
+	}
+	ev.DurMS = float64(time.Since(c.began).Microseconds()) / 1000
+	if ev.Status == "" {
+		switch {
+		case exit == 0:
+			ev.Status = "ok"
+		case exit == cli.Denied:
+			ev.Status = "denied"
+		case ev.Errno == "ETIMEDOUT":
+			ev.Status = "timeout" // the tool's own limit (tool_timeout_s)
+		case ev.Errno == "ECANCELED":
+			ev.Status = "cancelled"
+		default:
+			ev.Status = "error"
+		}
+	}
+	if err := b.R.record(*ev, c.ran); err != nil && c.ran {
+		// It ran, but its record is not whole anywhere it must be: the
+		// caller is not told it went as if recorded.
+		exit, msg = cli.Unavailable, fmt.Sprintf("%s: it ran, but its record could not be written (%v): later calls are refused until it can", strings.TrimPrefix(ev.Object, "tool/"), err)
+	}
+	if c.ran {
+		b.inFlight.Add(-1)
+	}
+	fsops.SendBrokerMessage(c.conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
+}
+
+// call serves a tool call from a caller handle has let in: decided
+// (admit), given a token, run by the sandbox's init with the caller's
+// descriptors, and answered with its exit.
+func (b *Broker) call(c *callReply, req *fsops.BrokerRequest, files []*os.File, fromRun bool) {
+	dec, ok := b.admit(c, req, files)
+	if !ok {
+		return
+	}
+	c.ran = true
+	b.inFlight.Add(1)
+	if !dec.thirdParty || dec.hooked {
+		// ctx's own process runs the call (a builtin, an MCP-projected
+		// tool, ctx-hooked-tool): it gets the call's channel.
+		call, end, err := b.openCallChannel(req.Tool)
+		if err != nil {
+			c.send(cli.Internal, fmt.Sprintf("%s: no channel for the call: %v", req.Tool, err))
+			return
+		}
+		c.call, files = call, append(files, end)
+	}
+	id, done := b.expect()
+	order := b.execOrder(req, dec, id, fromRun)
+	if err := b.sendOrder(order, files); err != nil {
+		closeFiles(files)
+		c.send(cli.Unavailable, fmt.Sprintf("%s: the sandbox cannot take the call: %v", req.Tool, err))
+		return
+	}
+	o, cancelled := b.await(c.conn, id, done)
+	switch {
+	case cancelled:
+		c.ev.Status = "cancelled"
+		c.send(o.Status, "")
+	case o.Error != "":
+		c.send(o.Status, fmt.Sprintf("%s: %s", req.Tool, o.Error))
+	default:
+		c.send(o.Status, "")
+	}
+}
+
+// admit decides a call before anything runs: a valid request, a tool the
+// agent may run now (decide), a host that can record it, input its schema
+// accepts. A caller that only asks for the decision (req.Decide) is
+// answered here. It returns false once it has replied.
+func (b *Broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File) (decision, bool) {
+	if policy.ValidName(req.Tool) != nil || (len(files) != 3 && req.Decide == nil) {
+		c.ev.Object = "tool/-"
+		c.send(cli.Usage, "a broker request names a valid tool and passes three descriptors")
+		return decision{}, false
+	}
+	dec := b.decide(req.Tool)
+	if dec.path == "" {
+		c.ev.Errno, c.ev.Layer = "EACCES", dec.layer
+		exit := cli.Denied
+		if dec.layer == "" {
+			c.ev.Errno, exit = "ENOENT", cli.NotFound
+		}
+		c.send(exit, fmt.Sprintf("%s: %s", req.Tool, dec.why))
+		return dec, false
+	}
+	// Fail closed: a call the host cannot record is not run; room for
+	// its record is reserved before it runs (runhost_record.go). Its
+	// refusal is not written either once the log budget is spent (the
+	// budget's own event says so, once) or the disk is full.
+	if err := b.reserveRecord(req.Tool, b.inFlight.Load()); err != nil {
+		c.ev.Errno = "ENOSPC"
+		c.send(cli.Unavailable, fmt.Sprintf("%s: refused: %v", req.Tool, err))
+		return dec, false
+	}
+	// A program that is not ctx does not check its input against its
+	// schema itself: given one JSON object, the host does, before it runs
+	// (ctx's own tools and MCP-projected ones validate their input).
+	if err := dec.validate(req.Args); err != nil {
+		c.ev.Errno = "EINVAL"
+		c.send(cli.Usage, fmt.Sprintf("%s: EINVAL: %v", req.Tool, err))
+		return dec, false
+	}
+	if d := req.Decide; d != nil {
+		// Allowed, but the caller runs it (a terminal tool) or has
+		// refused it itself: recorded from this decision, not run here.
+		if t, ok := toolrun.BuiltinTools[req.Tool]; ok && t.Passthrough && d.Terminal {
+			c.ev.Status, c.ev.Detail = "started", "a terminal tool: it runs in the caller's process, its exit is not observed"
+			c.send(cli.OK, "")
+			return dec, false
+		}
+		c.ev.Status, c.ev.Errno, c.ev.Layer, c.ev.Detail = "denied", "EACCES", "caller", "refused by the caller before it ran"
+		c.send(cli.Denied, fmt.Sprintf("%s: refused by the caller", req.Tool))
+		return dec, false
+	}
+	return dec, true
+}
+
+// execOrder is the order that has the sandbox's init run an allowed call:
+// the tool's file as decided, in the caller's working directory and
+// environment (bounded), directly, in a warm worker, or through
+// ctx-hooked-tool.
+func (b *Broker) execOrder(req *fsops.BrokerRequest, dec decision, id uint64, fromRun bool) fsops.BrokerOrder {
+	cwd := req.Cwd
+	if b.R.iso == policy.IsoLandlock && within(cwd, policy.SandboxWorkspace) {
+		// A caller outside the run (ctx run from the host) names the
+		// sandbox's workspace; a landlock run has only the host's path.
+		cwd = b.R.workspace + strings.TrimPrefix(cwd, policy.SandboxWorkspace)
+	}
+	env := brokerEnv(req.Env)
+	if !fromRun {
+		// The person's call into a landlock run: the run's own environment,
+		// whose paths are the host's (a caller outside names the sandbox's).
+		env = b.R.env
+	}
+	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: dec.path, Argv: append([]string{req.Tool}, req.Args...),
+		Env: env, Cwd: cwd, Warm: dec.warm}
+	if dec.warm && !dec.builtin {
+		// An MCP-projected tool finds its control directory beside the
+		// path it runs as (applets/mcptool.go), not beside the worker's
+		// binary.
+		order.Argv[0] = dec.path
+	}
+	if dec.hooked && b.R.plan.Worker != "" {
+		// A third-party program has its pre and post hooks run around
+		// it by ctx (hooked_tool.go), as ctx's own tools run theirs.
+		order.Path = b.R.plan.Worker
+		order.Argv = append([]string{toolrun.HookedToolApplet, req.Tool, dec.path}, req.Args...)
+	}
+	return order
+}
+
+// expect makes a new order id and the channel its exit report (readInit)
+// arrives on.
+func (b *Broker) expect() (uint64, chan fsops.BrokerOrder) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.nextID++
+	done := make(chan fsops.BrokerOrder, 1)
+	b.waiting[b.nextID] = done
+	return b.nextID, done
+}
+
+// sendOrder hands order and the caller's three descriptors (and the
+// call's channel) to the sandbox's init, and closes this process's copies
+// once the init has them (the tool's pipes end when the tool's ends
+// close). An order the init cannot take is no longer waited for.
+func (b *Broker) sendOrder(order fsops.BrokerOrder, files []*os.File) error {
+	var fds []int
+	for _, f := range files {
+		fds = append(fds, int(f.Fd()))
+	}
+	if err := fsops.SendBrokerMessage(int(b.host.Fd()), order, fds); err != nil {
+		b.mu.Lock()
+		delete(b.waiting, order.ID)
+		b.mu.Unlock()
+		return err
+	}
+	closeFiles(files)
+	return nil
+}
+
+// closeFiles closes the descriptors a caller passed.
+func closeFiles(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
+}
+
+// await waits for the init's report of order id on done. The caller going
+// away first (Ctrl-C, a kill, an MCP cancel closing conn) cancels it: the
+// init kills the order's whole process group, and the report that it has
+// ended (or, after cancelWait, a SIGKILL status) is returned with
+// cancelled true.
+func (b *Broker) await(conn int, id uint64, done chan fsops.BrokerOrder) (o fsops.BrokerOrder, cancelled bool) {
+	gone := make(chan struct{})
+	go func() {
+		fsops.AwaitBrokerHangup(conn)
+		close(gone)
+	}()
+	select {
+	case o := <-done:
+		return o, false
+	case <-gone:
+		fsops.SendBrokerMessage(int(b.host.Fd()), fsops.BrokerOrder{Op: "kill", ID: id}, nil)
+		select {
+		case o := <-done:
+			o.Error = ""
+			return o, true
+		case <-time.After(cancelWait):
+			return fsops.BrokerOrder{Op: "exit", ID: id, Status: cli.Signaled(unix.SIGKILL)}, true
+		}
+	}
+}
+
+// brokerEnv bounds the caller's environment passed to the tool and drops
+// the brokered marker, which only the init sets.
+func brokerEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		if strings.HasPrefix(kv, fsops.BrokeredEnv+"=") || strings.IndexByte(kv, 0) >= 0 {
+			continue
+		}
+		if len(out) == 1024 {
+			break
+		}
+		out = append(out, kv)
+	}
+	return out
+}

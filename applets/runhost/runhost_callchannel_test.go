@@ -1,0 +1,34 @@
+package runhost
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"ctx/fsops"
+)
+
+// TestSanitizeReport: what a tool reports for its call is kept only as
+// far as it is valid: an errno the kernel names, a layer of ctx's, a
+// detail of valid UTF-8 within 512 bytes (its control characters are the
+// encoder's to escape). An invented errno or layer, or an overlong one,
+// is dropped.
+func TestSanitizeReport(t *testing.T) {
+	long := strings.Repeat("é", 400) + "\u202e"
+	for _, tc := range []struct {
+		in, want fsops.BrokerReport
+	}{
+		{fsops.BrokerReport{Errno: "ENOENT", Layer: "hook", Detail: "d"}, fsops.BrokerReport{Errno: "ENOENT", Layer: "hook", Detail: "d"}},
+		{fsops.BrokerReport{Errno: "EFORGED", Layer: "forged\u0085layer"}, fsops.BrokerReport{}},
+		{fsops.BrokerReport{Errno: "ENOENT" + strings.Repeat(" ", 40), Layer: "agent-policy\u202e"}, fsops.BrokerReport{}},
+		{fsops.BrokerReport{Layer: "tool-trust", Detail: "bad \xff byte"}, fsops.BrokerReport{Layer: "tool-trust", Detail: "bad \uFFFD byte"}},
+	} {
+		if got := sanitizeReport(tc.in); got != tc.want {
+			t.Errorf("sanitizeReport(%+q) = %+q, want %+q", tc.in, got, tc.want)
+		}
+	}
+	got := sanitizeReport(fsops.BrokerReport{Detail: long})
+	if len(got.Detail) > maxReportDetail || !utf8.ValidString(got.Detail) || !strings.HasPrefix(long, got.Detail) {
+		t.Errorf("a long detail kept as %d bytes, valid %v", len(got.Detail), utf8.ValidString(got.Detail))
+	}
+}

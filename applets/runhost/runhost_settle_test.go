@@ -1,0 +1,49 @@
+package runhost
+
+import (
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+)
+
+// TestSettleBrokerAnswersTheLastCalls: a call's exit that the init
+// reported just before the run's end, still unread on the order channel
+// when the run host closes the run (its reader not yet scheduled, as on a
+// busy machine), reaches the call: a joined program's status was lost
+// about one run in sixteen under load ("the sandbox is gone", 69). The
+// reader here starts only after the run's end has begun; without the
+// settling step the channel is closed under it and the call hears 69.
+func TestSettleBrokerAnswersTheLastCalls(t *testing.T) {
+	host, init, err := fsops.NewBrokerChannel()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer init.Close()
+	listen, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &Broker{host: host, listen: listen, waiting: map[uint64]chan fsops.BrokerOrder{}, readDone: make(chan struct{})}
+	r := &AgentRun{broker: b}
+	id, done := b.expect()
+	if err := fsops.SendBrokerMessage(int(init.Fd()), fsops.BrokerOrder{Op: "exit", ID: id, Status: 7}, nil); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		b.readInit()
+	}()
+	r.settleBroker()
+	r.closeBroker()
+	select {
+	case o := <-done:
+		if o.Status != 7 {
+			t.Fatalf("the call heard status %d (%q), want the 7 the init reported", o.Status, o.Error)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the call heard nothing")
+	}
+}

@@ -1,0 +1,33 @@
+package toolrun
+
+import (
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/fsops"
+)
+
+// askCallHost sends req on this process's call channel and returns the
+// host's reply: a host operation, asked for the call this process runs.
+func AskCallHost(req fsops.BrokerRequest) (fsops.BrokerReply, error) {
+	var reply fsops.BrokerReply
+	if err := fsops.SendBrokerMessage(CallChannel, req, nil); err != nil {
+		return reply, err
+	}
+	_, err := fsops.RecvBrokerMessage(CallChannel, &reply, 0)
+	return reply, err
+}
+
+// errnoByName is the errno called name ("EINVAL"), 0 when unknown.
+func ErrnoByName(name string) syscall.Errno {
+	if name == "" {
+		return 0
+	}
+	for e := syscall.Errno(1); e < 256; e++ {
+		if unix.ErrnoName(e) == name {
+			return e
+		}
+	}
+	return 0
+}

@@ -1,0 +1,203 @@
+package toolrun
+
+import (
+	"ctx/applets/cli"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+
+	"ctx/applets/authority"
+	"ctx/fsops"
+	"ctx/policy"
+)
+
+// brokeredCall is how a tool applet started inside a sandbox runs: it asks
+// the run host (fsops.BrokerSocket, found by path) to run the call, passing
+// its standard descriptors, and exits with the status the host answers. The
+// host decides, has the sandbox's init execute the tool, and records the
+// call. It reports false when there is nothing to ask: outside a sandbox,
+// in the process the init started for the call (BrokeredEnv), or in a run
+// without a broker.
+func BrokeredCall(e *cli.Env, tool string, args []string) (int, bool) {
+	if e.Getenv(fsops.BrokeredEnv) != "" {
+		return 0, false
+	}
+	conn, code, ok := dialRunBroker(e)
+	if conn < 0 {
+		return code, ok
+	}
+	defer fsops.CloseFD(conn)
+
+	fds, relay, err := StandardDescriptors(e)
+	if err != nil {
+		return cli.Fail(e, cli.Internal, "%v", err), true
+	}
+	cwd, _ := os.Getwd()
+	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: e.Environ(), Cwd: cwd}
+	return CallBroker(e, conn, req, fds, relay, "the run host"), true
+}
+
+// dialRunBroker connects to the run's broker: /mnt/proc/broker.sock inside
+// a sandbox, CTX_BROKER in iso landlock. Without one (outside a run, a run
+// whose broker could not be bound) conn is -1 and ok false; when it cannot
+// be reached conn is -1, ok true and code the failure, already printed.
+func dialRunBroker(e *cli.Env) (conn, code int, ok bool) {
+	socket := fsops.BrokerSocket
+	if _, err := os.Stat(policy.IdentityPath); err != nil {
+		// No sandbox identity: an iso landlock run names its broker (a
+		// host path) instead; anything else has none.
+		if socket = e.Getenv("CTX_BROKER"); socket == "" {
+			return -1, 0, false
+		}
+	}
+	conn, err := fsops.DialBroker(socket)
+	if err != nil {
+		if os.IsNotExist(err) || err == unix.ENOENT {
+			return -1, 0, false // a run without a broker
+		}
+		return -1, cli.Fail(e, cli.Unavailable, "the run host cannot be reached at %s: %v", socket, err), true
+	}
+	return conn, 0, true
+}
+
+// askDecision has the run host decide and record a call of tool that this
+// process runs itself (terminal, a terminal tool on the caller's terminal)
+// or has refused itself (tsh, ctxmcp serve): fsops.BrokerDecide. It
+// returns the host's answer, already printed when it refuses; ok is false
+// when there is no broker to ask.
+func AskDecision(e *cli.Env, tool string, terminal bool) (code int, ok bool) {
+	conn, code, ok := dialRunBroker(e)
+	if conn < 0 {
+		return code, ok
+	}
+	defer fsops.CloseFD(conn)
+	req := fsops.BrokerRequest{Tool: tool, Decide: &fsops.BrokerDecide{Terminal: terminal}}
+	return CallBroker(e, conn, req, nil, &descriptorRelay{}, "the run host"), true
+}
+
+// callBroker sends req with the tool's descriptors fds on conn and waits
+// for the host's answer, printing a refusal or an error as one line, and
+// returns the call's exit status. SIGINT, SIGTERM or SIGHUP meanwhile
+// closes the connection, which cancels the call on the host: the tool's
+// whole process tree ends. host names the run host in errors.
+func CallBroker(e *cli.Env, conn int, req fsops.BrokerRequest, fds []int, relay *descriptorRelay, host string) int {
+	err := fsops.SendBrokerMessage(conn, req, fds)
+	relay.closeChildEnds()
+	if err != nil {
+		return cli.Fail(e, cli.Unavailable, "%s did not take the call: %v", host, err)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	answer := make(chan fsops.BrokerReply, 1)
+	go func() {
+		var reply fsops.BrokerReply
+		if _, err := fsops.RecvBrokerMessage(conn, &reply, 0); err != nil {
+			reply = fsops.BrokerReply{Exit: cli.Unavailable, Error: host + " went away: " + err.Error()}
+		}
+		answer <- reply
+	}()
+	select {
+	case reply := <-answer:
+		relay.wait()
+		switch {
+		case reply.Error != "":
+			// The host's message names the tool first: "TOOL: why". A
+			// refusal is marked as every refusal of ctx is.
+			name, msg, ok := strings.Cut(strings.TrimPrefix(reply.Error, authority.DeniedPrefix), ": ")
+			if !ok {
+				name, msg = e.Name, reply.Error
+			}
+			if reply.Exit == cli.Denied {
+				cli.Deniedf(e.Stderr, name, "%s", msg)
+			} else {
+				cli.Errorf(e.Stderr, name, "%s", msg)
+			}
+		}
+		return reply.Exit
+	case sig := <-sigs:
+		fsops.CancelBroker(conn)
+		return cli.Signaled(sig.(syscall.Signal))
+	}
+}
+
+// descriptorRelay copies between the caller's streams and pipes when a
+// stream is not a file (tsh running a tool in its own process with its
+// output captured).
+type descriptorRelay struct {
+	child []*os.File // pipe ends passed to the tool
+	wg    sync.WaitGroup
+}
+
+func (r *descriptorRelay) closeChildEnds() {
+	for _, f := range r.child {
+		f.Close()
+	}
+}
+
+func (r *descriptorRelay) wait() { r.wg.Wait() }
+
+// standardDescriptors returns the descriptors to pass as the tool's 0, 1
+// and 2: the streams' own when they are files, else pipes relayed here.
+func StandardDescriptors(e *cli.Env) ([]int, *descriptorRelay, error) {
+	relay := &descriptorRelay{}
+	fds := make([]int, 3)
+	streams := []any{e.Stdin, e.Stdout, e.Stderr}
+	for i, s := range streams {
+		if f, ok := s.(*os.File); ok {
+			fds[i] = int(f.Fd())
+			continue
+		}
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, nil, err
+		}
+		if i == 0 {
+			fds[i] = int(r.Fd())
+			relay.child = append(relay.child, r)
+			go func(src io.Reader) {
+				if src != nil {
+					io.Copy(w, src)
+				}
+				w.Close()
+			}(e.Stdin)
+			continue
+		}
+		fds[i] = int(w.Fd())
+		relay.child = append(relay.child, w)
+		relay.wg.Add(1)
+		go func(dst io.Writer) {
+			defer relay.wg.Done()
+			io.Copy(dst, r)
+			r.Close()
+		}(s.(io.Writer))
+	}
+	return fds, relay, nil
+}
+
+// callChannel is this process's call channel (fsops.CallChannelFD), -1
+// when it has none: claimed once at the start of a process the init
+// started for a call (Main, a warm worker given its order).
+var CallChannel = -1
+
+// claimCallChannel claims the process's call channel, if it has one.
+func ClaimCallChannel() {
+	if CallChannel < 0 {
+		CallChannel = fsops.ClaimCallChannel()
+	}
+}
+
+// reportBrokeredCall tells the run host, on the call's own channel, what
+// only the tool knows about the call it brokered (errno, layer, detail).
+// Best effort: the host records the call either way.
+func reportBrokeredCall(ev fsops.Event) {
+	if CallChannel < 0 {
+		return
+	}
+	fsops.SendBrokerMessage(CallChannel, fsops.BrokerRequest{Report: &fsops.BrokerReport{Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail}}, nil)
+}
