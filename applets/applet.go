@@ -1,19 +1,19 @@
-// Package applets holds the applet table of the ctx multicall binary and one
-// thin adapter per applet. An applet parses its arguments, calls the policy,
-// fsops, ptyterm or mcpstdio packages, prints, and returns an exit code; only
-// main calls os.Exit.
+// Package applets holds the applet table of the ctx multicall binary and
+// its dispatch: which row an argv[0] and its verbs name, --help, --list and
+// --install. The rows' code lives in the sub-packages (cli, toolrun,
+// runhost, lifecycle, mcp, ctx, tsh, authority); only main calls os.Exit.
 package applets
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/mcp"
-	"ctx/applets/toolrun"
 	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"ctx/applets/cli"
+	"ctx/applets/mcp"
+	"ctx/applets/toolrun"
 	"ctx/manual"
 )
 

@@ -1,11 +1,11 @@
 package applets
 
 import (
-	"ctx/applets/toolrun"
 	"sort"
 	"strings"
 	"testing"
 
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/manual"
 	"ctx/policy"

@@ -1,8 +1,6 @@
 package applets
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +9,8 @@ import (
 	"sort"
 	"strings"
 
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/manual"
 )

@@ -2,12 +2,13 @@ package applets
 
 import (
 	"bytes"
-	"ctx/applets/toolrun"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ctx/applets/toolrun"
 )
 
 // TestQueueJobEnvironmentFromEnv: the command of ctx queue exec gets the

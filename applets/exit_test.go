@@ -2,9 +2,6 @@ package applets
 
 import (
 	"bytes"
-	"ctx/applets/cli"
-	"ctx/applets/ctx"
-	"ctx/applets/toolrun"
 	"fmt"
 	"go/ast"
 	"go/parser"
@@ -19,6 +16,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"ctx/applets/cli"
+	"ctx/applets/ctx"
+	"ctx/applets/toolrun"
 	"ctx/fsops/object"
 	"ctx/fsops/queue"
 	"ctx/manual"

@@ -1,15 +1,16 @@
 package applets
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/ctx"
-	"ctx/applets/mcp"
-	"ctx/applets/runhost"
-	"ctx/applets/toolrun"
 	"io"
 	"slices"
 	"strings"
 
+	"ctx/applets/cli"
+	"ctx/applets/ctx"
+	"ctx/applets/lifecycle"
+	"ctx/applets/mcp"
+	"ctx/applets/runhost"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/manual"
 )
@@ -100,7 +101,7 @@ func ctxCommandRows() []cli.Applet {
 			{Name: "ps", Run: ctx.RunAgentPs},
 			{Name: "start", Run: runhost.RunAgentStart},
 			{Name: "status", Run: ctx.RunAgentStatus},
-			{Name: "stop", Run: runhost.RunAgentStop},
+			{Name: "stop", Run: lifecycle.RunAgentStop},
 			{Name: "watch", Run: ctx.RunAgentWatch},
 		}},
 		{Name: "bootstrap", Run: ctx.RunBootstrap},

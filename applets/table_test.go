@@ -1,10 +1,10 @@
 package applets
 
 import (
-	"ctx/applets/cli"
 	"slices"
 	"testing"
 
+	"ctx/applets/cli"
 	"ctx/manual"
 )
 

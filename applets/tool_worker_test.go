@@ -1,13 +1,13 @@
 package applets
 
 import (
-	"ctx/applets/toolrun"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 )
 

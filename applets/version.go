@@ -1,11 +1,12 @@
 package applets
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
+
+	"ctx/applets/cli"
 )
 
 // version is set by build.sh with -ldflags '-X ctx/applets.version=V'. Left

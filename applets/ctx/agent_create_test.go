@@ -2,8 +2,6 @@ package ctx
 
 import (
 	"bytes"
-	"ctx/applets/runhost"
-	"ctx/applets/toolrun"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +9,8 @@ import (
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
+	"ctx/applets/runhost"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy/schema"
 )

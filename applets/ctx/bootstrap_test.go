@@ -2,7 +2,6 @@ package ctx
 
 import (
 	"crypto/sha256"
-	"ctx/applets/cli"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"ctx/applets/cli"
 )
 
 // snapshot describes every path of a tree: type, mode, inode, mtime and a

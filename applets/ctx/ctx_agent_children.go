@@ -1,21 +1,22 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/runhost"
 	"fmt"
 	"sort"
+
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
 )
 
 // runAgentChildren is `ctx agent children [--root DIR] NAME`: the agents
 // whose parent control names NAME, one line each, as ctx agent ps prints
 // them: NAME<TAB>STATUS<TAB>pid=PID<TAB>life=LIFE<TAB>parent=PARENT.
 func RunAgentChildren(e *cli.Env, args []string) int {
-	root, a, code, ok := runhost.AgentArgs(e, args, cli.NewFlags())
+	root, a, code, ok := lifecycle.AgentArgs(e, args, cli.NewFlags())
 	if !ok {
 		return code
 	}
-	kids := runhost.ChildrenOf(root, a.Name)
+	kids := lifecycle.ChildrenOf(root, a.Name)
 	sort.Slice(kids, func(i, j int) bool { return kids[i].Name < kids[j].Name })
 	for _, k := range kids {
 		status, pid := effectiveStatus(root, k.Name)

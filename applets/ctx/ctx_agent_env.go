@@ -1,10 +1,10 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/runhost"
 	"fmt"
 
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -33,7 +33,7 @@ func RunAgentEnv(e *cli.Env, args []string) int {
 			return cli.UsageError(e, "--%s: %s", v[0], err)
 		}
 	}
-	a, code, ok := runhost.LoadAgent(e, fsops.SelectRoot(rootFlag, e.Getenv), pos[0])
+	a, code, ok := lifecycle.LoadAgent(e, fsops.SelectRoot(rootFlag, e.Getenv), pos[0])
 	if !ok {
 		return code
 	}

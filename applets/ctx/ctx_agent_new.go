@@ -1,13 +1,13 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/runhost"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -47,9 +47,9 @@ func RunAgentNew(e *cli.Env, args []string) int {
 	if c, err := authority.Context(e.Getenv); err != nil || c.Agent != "" {
 		return cli.Fail(e, cli.Denied, "permission denied (agent-context): an agent creates a child with the agent.create tool, which its run host checks; ctx agent new is the host's command")
 	}
-	spec := runhost.AgentSpec{Name: pos[0], Parent: parentName, Label: label, Perm: perm, Tools: toolNames,
+	spec := lifecycle.AgentSpec{Name: pos[0], Parent: parentName, Label: label, Perm: perm, Tools: toolNames,
 		Shared: sharedArgs, Mounts: mountArgs, Temp: temp, Meta: "created by ctx agent new"}
-	child, te := runhost.CreateAgent(root, spec)
+	child, te := lifecycle.CreateAgent(root, spec)
 	if te != nil {
 		if te.Exit == cli.Usage {
 			return cli.UsageError(e, "%s", te.Msg)
@@ -96,7 +96,7 @@ func scriptPermNote(e *cli.Env, root fsops.Root, child *policy.Agent, tools []st
 func grantToolLayers(e *cli.Env, root fsops.Root, child *policy.Agent, tools []string, grant bool) int {
 	status := cli.OK
 	for _, t := range tools {
-		if runhost.ToolPolicyGrants(root, child, t) {
+		if lifecycle.ToolPolicyGrants(root, child, t) {
 			continue
 		}
 		_, hit := authority.ToolFacts(root, child, t)

@@ -2,8 +2,6 @@ package ctx
 
 import (
 	"bytes"
-	"ctx/applets/cli"
-	"ctx/applets/runhost"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,8 @@ import (
 	"time"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -26,7 +26,7 @@ func effectiveStatus(root fsops.Root, name string) (status string, pid int) {
 	if err != nil || status == "" {
 		status = "idle"
 	}
-	pid = runhost.RunHostPid(root, name)
+	pid = lifecycle.RunHostPid(root, name)
 	switch status {
 	case "start", "ready", "busy", "stopping":
 		if pid == 0 {
@@ -39,13 +39,13 @@ func effectiveStatus(root fsops.Root, name string) (status string, pid int) {
 // runAgentStatus is `ctx agent status [--root DIR] NAME`: the status on the
 // first line, then key=value facts.
 func RunAgentStatus(e *cli.Env, args []string) int {
-	root, a, code, ok := runhost.AgentArgs(e, args, cli.NewFlags())
+	root, a, code, ok := lifecycle.AgentArgs(e, args, cli.NewFlags())
 	if !ok {
 		return code
 	}
 	status, pid := effectiveStatus(root, a.Name)
 	children := 0
-	for _, c := range runhost.ChildrenOf(root, a.Name) {
+	for _, c := range lifecycle.ChildrenOf(root, a.Name) {
 		if s, _ := effectiveStatus(root, c.Name); s != "dead" && s != "idle" {
 			children++
 		}

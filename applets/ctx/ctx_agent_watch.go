@@ -1,14 +1,14 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/runhost"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
 	"ctx/policy"
 	"ctx/ptyterm"
 )
@@ -34,13 +34,13 @@ func joinTerminal(e *cli.Env, args []string, mode ptyterm.Mode) int {
 	f.String("session", &session)
 	f.String("shared", &space)
 	f.Bool("raw", &raw)
-	root, a, code, ok := runhost.AgentArgs(e, args, f)
+	root, a, code, ok := lifecycle.AgentArgs(e, args, f)
 	if !ok {
 		return code
 	}
 	place := root.PrivateSessions(int(a.UID), a.Name)
 	if space != "" {
-		if place, code, ok = runhost.SharedSessionPlace(e, root, a, space); !ok {
+		if place, code, ok = lifecycle.SharedSessionPlace(e, root, a, space); !ok {
 			return code
 		}
 	}

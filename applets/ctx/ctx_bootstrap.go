@@ -1,7 +1,6 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 

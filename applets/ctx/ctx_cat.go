@@ -1,9 +1,9 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"io"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 

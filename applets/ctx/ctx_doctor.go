@@ -1,8 +1,6 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +9,8 @@ import (
 	"strings"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/fsops/queue"

@@ -1,12 +1,12 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 	"io/fs"
 	"os"
 	"sort"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 

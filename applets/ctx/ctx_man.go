@@ -1,13 +1,13 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"errors"
 	"fmt"
 	"io/fs"
 	"path/filepath"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/manual"
 )

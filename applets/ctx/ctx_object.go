@@ -1,10 +1,10 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 	"os"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 )

@@ -1,8 +1,6 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/runhost"
 	"errors"
 	"fmt"
 	"path"
@@ -12,6 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -80,7 +80,7 @@ func RunPolicyExplain(e *cli.Env, args []string) int {
 		return cli.UsageError(e, "%s (EINVAL)", err)
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	a, code, ok := runhost.LoadAgent(e, root, pos[0])
+	a, code, ok := lifecycle.LoadAgent(e, root, pos[0])
 	if !ok {
 		return code
 	}

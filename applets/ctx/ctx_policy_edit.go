@@ -1,13 +1,13 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )

@@ -1,7 +1,6 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"errors"
 	"io"
 	"os"
@@ -10,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/queue"
 )

@@ -1,9 +1,10 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 	"strings"
+
+	"ctx/applets/cli"
 )
 
 // ctx queue check [--root DIR] SPACE

@@ -1,11 +1,11 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 	"os"
 	"strconv"
 
+	"ctx/applets/cli"
 	"ctx/fsops/queue"
 )
 

@@ -2,7 +2,6 @@ package ctx
 
 import (
 	"bytes"
-	"ctx/applets/cli"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops/proc"
 	"ctx/fsops/queue"
 )

@@ -1,8 +1,9 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"fmt"
+
+	"ctx/applets/cli"
 )
 
 // ctx queue ingest [--root DIR] SPACE

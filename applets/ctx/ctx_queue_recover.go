@@ -1,8 +1,9 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"fmt"
+
+	"ctx/applets/cli"
 )
 
 // ctx queue recover [--root DIR] SPACE J [--force]

@@ -1,9 +1,9 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 
+	"ctx/applets/cli"
 	"ctx/fsops/queue"
 )
 

@@ -2,9 +2,6 @@ package ctx
 
 import (
 	"bufio"
-	"ctx/applets/cli"
-	"ctx/applets/runhost"
-	"ctx/applets/toolrun"
 	"errors"
 	"io"
 	"os"
@@ -15,6 +12,10 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
+	"ctx/applets/runhost"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
@@ -34,7 +35,7 @@ func RunRun(e *cli.Env, args []string) int {
 	f := cli.NewFlags()
 	f.String("session", &session)
 	f.Bool("allow-host-root", &allowHostRoot)
-	root, a, code, ok := runhost.AgentArgs(e, args, f)
+	root, a, code, ok := lifecycle.AgentArgs(e, args, f)
 	if !ok {
 		return code
 	}
@@ -71,8 +72,8 @@ func RunRun(e *cli.Env, args []string) int {
 	if uid != 0 && uint32(uid) != a.Owner {
 		return cli.Fail(e, cli.Denied, "agent %s belongs to uid %d; only its owner or root may reach its runs", a.Name, a.Owner)
 	}
-	if pid := runhost.RunHostPid(root, a.Name); pid != 0 {
-		run, code, ok := runhost.FindLiveRun(e, root, a, pid)
+	if pid := lifecycle.RunHostPid(root, a.Name); pid != 0 {
+		run, code, ok := lifecycle.FindLiveRun(e, root, a, pid)
 		if !ok {
 			return code
 		}
@@ -163,7 +164,7 @@ func (op runOp) inside(e *cli.Env, procDir string) int {
 }
 
 // host runs op from the host against the agent's live run.
-func (op runOp) host(e *cli.Env, a *policy.Agent, run *runhost.LiveRun) int {
+func (op runOp) host(e *cli.Env, a *policy.Agent, run *lifecycle.LiveRun) int {
 	if op.verb != "tool" {
 		// The run's files are read directly: the connection that found
 		// the run is not kept waiting on its broker.

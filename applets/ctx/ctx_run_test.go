@@ -2,11 +2,12 @@ package ctx
 
 import (
 	"bytes"
-	"ctx/applets/cli"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"ctx/applets/cli"
 )
 
 // TestLastLinesOffset: where the last n lines begin, a final line with or

@@ -1,13 +1,13 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 

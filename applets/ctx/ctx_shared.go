@@ -1,10 +1,10 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/queue"
 	"ctx/policy"

@@ -1,12 +1,12 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"errors"
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/applets/tsh"
 	"ctx/fsops"
 )

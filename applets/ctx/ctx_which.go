@@ -1,11 +1,11 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"fmt"
 	"os"
 
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/applets/tsh"
 	"ctx/fsops"
 	"ctx/policy"

@@ -1,7 +1,6 @@
 package ctx
 
 import (
-	"ctx/applets/cli"
 	"errors"
 	"os"
 	"os/exec"
@@ -10,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/ptyterm"
 )
 

@@ -1,13 +1,13 @@
 package ctx
 
 import (
-	"ctx/applets/toolrun"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 )

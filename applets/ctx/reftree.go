@@ -1,7 +1,6 @@
 package ctx
 
 import (
-	"ctx/applets/toolrun"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/manual"
 	"ctx/policy"

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"crypto/sha256"
-	"ctx/applets/cli"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"

@@ -1,9 +1,6 @@
 package mcp
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/runhost"
-	"ctx/applets/toolrun"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +12,9 @@ import (
 	"time"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/runhost"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"

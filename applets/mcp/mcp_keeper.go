@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"crypto/sha256"
-	"ctx/applets/cli"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -18,12 +17,13 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
 	"ctx/policy"
-
-	"golang.org/x/sys/unix"
 )
 
 // Warm MCP servers (ctx man ctxmcp, WARM SERVERS). Inside an agent's run a

@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bufio"
-	"ctx/applets/cli"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -21,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/mcpstdio"

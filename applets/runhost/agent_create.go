@@ -2,13 +2,14 @@ package runhost
 
 import (
 	"bytes"
-	"ctx/applets/toolrun"
 	"encoding/json"
 	"fmt"
 	"sort"
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -205,10 +206,10 @@ func (b *Broker) AgentCreate(input []byte) fsops.BrokerReply {
 				in.Name, parent.Name, subj, parent.Subject, parent.Subject)}
 		}
 	}
-	spec := AgentSpec{Name: in.Name, Parent: parent.Name, Label: in.Label, Perm: in.Perm, Model: in.Model,
+	spec := lifecycle.AgentSpec{Name: in.Name, Parent: parent.Name, Label: in.Label, Perm: in.Perm, Model: in.Model,
 		Tools: in.Tools, Shared: in.Shared, Mounts: in.Mounts, Temp: in.Life == "temp",
 		Meta: "created by agent.create of agent " + parent.Name, ParentSession: r.Session, ParentRun: r.RunID}
-	child, te := CreateAgent(r.Root, spec)
+	child, te := lifecycle.CreateAgent(r.Root, spec)
 	if te != nil {
 		return fsops.BrokerReply{Exit: te.Exit, Errno: toolrun.ErrnoName(te.Errno), Error: "agent.create: " + te.Msg}
 	}

@@ -1,11 +1,12 @@
 package runhost
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"fmt"
 	"time"
 
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -22,7 +23,7 @@ func joinRun(e *cli.Env, root fsops.Root, a *policy.Agent, session string, argv 
 	var pid int
 	// A run being started (its lock taken, no pid yet) is waited for.
 	for i := 0; i < 100; i++ {
-		if pid = RunHostPid(root, a.Name); pid != 0 {
+		if pid = lifecycle.RunHostPid(root, a.Name); pid != 0 {
 			break
 		}
 		if f, err := lockAgent(root, a.Name); err == nil {
@@ -34,7 +35,7 @@ func joinRun(e *cli.Env, root fsops.Root, a *policy.Agent, session string, argv 
 	if pid == 0 {
 		return cli.Fail(e, cli.Unavailable, "agent %s is being started and has no run host yet; try again", a.Name)
 	}
-	run, code, ok := FindLiveRun(e, root, a, pid)
+	run, code, ok := lifecycle.FindLiveRun(e, root, a, pid)
 	if !ok {
 		return code
 	}
@@ -42,20 +43,20 @@ func joinRun(e *cli.Env, root fsops.Root, a *policy.Agent, session string, argv 
 	if session != "" && session != run.Id.Session {
 		return cli.UsageError(e, "--session %s: agent %s is running in session %s; a second start joins that run", session, a.Name, run.Id.Session)
 	}
-	if run.secretErr != nil {
-		return cli.Fail(e, cli.Denied, "agent %s: the run's secret cannot be read: %v", a.Name, run.secretErr)
+	if run.SecretErr != nil {
+		return cli.Fail(e, cli.Denied, "agent %s: the run's secret cannot be read: %v", a.Name, run.SecretErr)
 	}
 	if len(argv) == 0 {
 		argv = []string{"tsh"}
 	}
 	fmt.Fprintf(e.Stderr, "ctx agent: %s is running (session %s, pid %d): joining its run\n", a.Name, run.Id.Session, pid)
 	shielded := *e
-	shielded.Stdin, shielded.Stdout, shielded.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
+	shielded.Stdin, shielded.Stdout, shielded.Stderr = lifecycle.ShieldInput(e.Stdin), lifecycle.ShieldOutput(e.Stdout), lifecycle.ShieldOutput(e.Stderr)
 	fds, relay, err := toolrun.StandardDescriptors(&shielded)
 	if err != nil {
 		return cli.Fail(e, cli.Internal, "%v", err)
 	}
-	req := fsops.BrokerRequest{Join: &fsops.BrokerJoin{Argv: argv}, Secret: run.secret}
+	req := fsops.BrokerRequest{Join: &fsops.BrokerJoin{Argv: argv}, Secret: run.Secret}
 	return toolrun.CallBroker(e, run.Conn, req, fds, relay, "agent "+a.Name+"'s run host")
 }
 

@@ -1,12 +1,12 @@
 package runhost
 
 import (
-	"ctx/applets/toolrun"
 	"encoding/json"
 	"fmt"
 	"syscall"
 
 	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 )
 

@@ -2,7 +2,6 @@ package runhost
 
 import (
 	"bytes"
-	"ctx/applets/toolrun"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +17,8 @@ import (
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/policy"
@@ -250,7 +251,7 @@ func (r *AgentRun) makeRunDir() error {
 	r.sop = renderSOP(r.Root, r.Agent.Name)
 	id := policy.Identity{Agent: r.Agent.Name, Label: r.Agent.Label, Subject: r.Agent.Subject,
 		UID: r.Agent.UID, GID: r.Agent.GID, Session: r.Session, Run: r.RunID}
-	id.SOP, id.SOPSHA256 = sopPointer(r.sop)
+	id.SOP, id.SOPSHA256 = lifecycle.SopPointer(r.sop)
 	if r.iso == policy.IsoLandlock {
 		// No mount shows /mnt/SOP: the prompt is a file of the run's own
 		// (CTX_RUN_DIR/SOP), and the identity points there.

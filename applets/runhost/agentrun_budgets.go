@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -289,7 +290,7 @@ func (r *AgentRun) endBudgets() {
 func (r *AgentRun) killRun(pid int) {
 	fsops.SignalProcess(pid, syscall.SIGTERM)
 	fsops.SignalGroup(pid, syscall.SIGTERM)
-	time.AfterFunc(stopGrace, func() {
+	time.AfterFunc(lifecycle.StopGrace, func() {
 		fsops.SignalProcess(pid, syscall.SIGKILL)
 		fsops.SignalGroup(pid, syscall.SIGKILL)
 		if r.budgets != nil && r.budgets.cgroup != nil {

@@ -1,11 +1,11 @@
 package runhost
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 	"strconv"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/proc"
 	"ctx/policy"

@@ -2,6 +2,7 @@ package runhost
 
 import (
 	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"
@@ -142,5 +143,5 @@ func (r *AgentRun) abandonEarly() {
 // run without a terminal gets them: the caller's terminal or files reach
 // the agent only as pipes.
 func (r *AgentRun) shieldStdio(e *cli.Env, sb *fsops.Sandbox) {
-	sb.Cmd.Stdin, sb.Cmd.Stdout, sb.Cmd.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
+	sb.Cmd.Stdin, sb.Cmd.Stdout, sb.Cmd.Stderr = lifecycle.ShieldInput(e.Stdin), lifecycle.ShieldOutput(e.Stdout), lifecycle.ShieldOutput(e.Stderr)
 }

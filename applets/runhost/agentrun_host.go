@@ -1,8 +1,6 @@
 package runhost
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +12,9 @@ import (
 	"time"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/fsops/proc"
 )
@@ -21,9 +22,6 @@ import (
 // Hosting a run (ctx agent start, once prepared): the run host starts the
 // sandbox's init (or the confined program), serves the run capability,
 // forwards signals, watches the budgets, and records the end.
-
-// stopGrace is how long a run gets between SIGTERM and SIGKILL.
-const stopGrace = 5 * time.Second
 
 // run starts the program and hosts the run until it ends.
 func (r *AgentRun) run(e *cli.Env) int {
@@ -71,7 +69,7 @@ func (r *AgentRun) run(e *cli.Env) int {
 		// The caller's terminal or files reach the agent only as pipes.
 		// An init started early has them already.
 		if cmd.Process == nil {
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
+			cmd.Stdin, cmd.Stdout, cmd.Stderr = lifecycle.ShieldInput(e.Stdin), lifecycle.ShieldOutput(e.Stdout), lifecycle.ShieldOutput(e.Stderr)
 		}
 		if err := r.startFirst(cmd); err != nil {
 			runcap.CloseChild()
@@ -312,7 +310,7 @@ func (r *AgentRun) forwardSignals(sigs <-chan os.Signal, pid int) {
 		if r.plan == nil {
 			fsops.SignalGroup(pid, sig.(syscall.Signal))
 		}
-		time.AfterFunc(stopGrace, func() {
+		time.AfterFunc(lifecycle.StopGrace, func() {
 			fsops.SignalProcess(pid, syscall.SIGKILL)
 			fsops.SignalGroup(pid, syscall.SIGKILL)
 		})

@@ -1,8 +1,6 @@
 package runhost
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,6 +8,9 @@ import (
 	"strings"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -169,7 +170,7 @@ func (r *AgentRun) checkStart(e *cli.Env) (int, bool) {
 // own, or in a shared space) and its name: --session, else the place's
 // current one, else "default".
 func (r *AgentRun) resolveSession(e *cli.Env, session, sharedSpace string) (fsops.SessionPlace, int, bool) {
-	place, code, ok := startSessionPlace(e, r.Root, r.Agent, sharedSpace)
+	place, code, ok := lifecycle.StartSessionPlace(e, r.Root, r.Agent, sharedSpace)
 	if !ok {
 		return place, code, false
 	}
@@ -256,7 +257,7 @@ func (r *AgentRun) resolveRuntime(e *cli.Env) (int, bool) {
 type runGrants struct {
 	shared  []policy.SharedGrant
 	network bool
-	skills  runSkills
+	skills  lifecycle.RunSkills
 }
 
 // gatherGrants reads the agent's grants and returns them with their
@@ -268,7 +269,7 @@ func (r *AgentRun) gatherGrants(e *cli.Env) (runGrants, []string, int, bool) {
 	g.shared, lines = sharedGrants(r.Root, a)
 	g.network = networkGranted(a)
 	if r.iso != policy.IsoShared {
-		skills, skillLines, err := gatherSkills(r.Root, a, g.shared)
+		skills, skillLines, err := lifecycle.GatherSkills(r.Root, a, g.shared)
 		if err != nil {
 			return g, nil, cli.Fail(e, cli.Unavailable, "agent %s: %v", a.Name, err), false
 		}

@@ -1,12 +1,12 @@
 package runhost
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 	"os"
 	"sort"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )

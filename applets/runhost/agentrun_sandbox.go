@@ -2,7 +2,6 @@ package runhost
 
 import (
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -118,32 +117,6 @@ func landlockUnixLine(abi int) string {
 		return "sandbox unix sockets: connect reaches the run's broker and the places it may write, nothing else (Landlock RESOLVE_UNIX, abi " + strconv.Itoa(abi) + ")"
 	}
 	return "sandbox unix sockets: connect reaches the run's broker and the places it may write, nothing else (the run host's unix gate, Landlock abi " + strconv.Itoa(abi) + " < 9); no unix datagram sockets"
-}
-
-// shieldOutput keeps the caller's files out of the agent's reach: a
-// terminal, a regular file or a device on stdout or stderr is handed to the
-// program as a pipe that the host copies from, so the agent can neither
-// read the person's keystrokes through a terminal, push input into it, nor
-// reopen a host file through /proc/self/fd (which Landlock would refuse
-// anyway, breaking `> /dev/stderr`). Pipes and sockets pass as they are.
-func shieldOutput(w io.Writer) io.Writer {
-	if f, ok := w.(*os.File); ok && !pipeOrSocket(f) {
-		return struct{ io.Writer }{f}
-	}
-	return w
-}
-
-// shieldInput is shieldOutput for stdin.
-func shieldInput(rd io.Reader) io.Reader {
-	if f, ok := rd.(*os.File); ok && !pipeOrSocket(f) {
-		return struct{ io.Reader }{f}
-	}
-	return rd
-}
-
-func pipeOrSocket(f *os.File) bool {
-	st, err := f.Stat()
-	return err == nil && st.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0
 }
 
 // canonicalDir resolves the symlinks of a directory the caller named (the

@@ -1,9 +1,9 @@
 package runhost
 
 import (
-	"ctx/applets/cli"
 	"path/filepath"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )

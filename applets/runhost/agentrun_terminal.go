@@ -1,13 +1,13 @@
 package runhost
 
 import (
-	"ctx/applets/cli"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/ptyterm"

@@ -1,12 +1,12 @@
 package runhost
 
 import (
-	"ctx/applets/cli"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 

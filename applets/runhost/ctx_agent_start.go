@@ -1,7 +1,6 @@
 package runhost
 
 import (
-	"ctx/applets/cli"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/ptyterm"
 )
@@ -52,7 +53,7 @@ func startAgentRun(e *cli.Env, args []string, lock *os.File) int {
 	f.Bool("raw", &raw)
 	f.Bool("plan", &showPlan)
 	f.Bool("allow-host-root", &allowHostRoot)
-	root, a, code, ok := AgentArgs(e, args, f)
+	root, a, code, ok := lifecycle.AgentArgs(e, args, f)
 	if !ok {
 		return code
 	}

@@ -3,7 +3,6 @@ package runhost
 import (
 	"bytes"
 	"crypto/sha256"
-	"ctx/applets/cli"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -16,6 +15,8 @@ import (
 	"unicode/utf8"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -257,7 +258,7 @@ func (b *Broker) agentStop(input []byte) fsops.BrokerReply {
 	}
 	var out bytes.Buffer
 	e := &cli.Env{Name: "agent.stop", Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
-	code := stopTree(e, b.R.Root, child.Name, map[string]bool{})
+	code := lifecycle.StopTree(e, b.R.Root, child.Name, map[string]bool{})
 	if code == cli.OK {
 		// Stopped: no longer a child this run has running, now, not when
 		// the goroutine waiting for it gets to run (the run's end would
@@ -297,7 +298,7 @@ func (r *AgentRun) endChildren() {
 		}
 		var out bytes.Buffer
 		e := &cli.Env{Name: "agent.stop", Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
-		stopTree(e, r.Root, name, map[string]bool{})
+		lifecycle.StopTree(e, r.Root, name, map[string]bool{})
 		if child.Life == policy.LifeTemp {
 			os.RemoveAll(r.Root.AgentControl(name))
 			os.Remove(r.Root.Path("agent", name))

@@ -2,8 +2,6 @@ package runhost
 
 import (
 	"bytes"
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -17,6 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 )

@@ -1,7 +1,6 @@
 package runhost
 
 import (
-	"ctx/applets/toolrun"
 	"fmt"
 	"os"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 )

@@ -1,7 +1,6 @@
 package runhost
 
 import (
-	"ctx/applets/toolrun"
 	"os"
 	"strings"
 	"time"
@@ -9,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 )

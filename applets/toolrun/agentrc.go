@@ -2,13 +2,13 @@ package toolrun
 
 import (
 	"bytes"
-	"ctx/applets/cli"
 	"encoding/json"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/policy"

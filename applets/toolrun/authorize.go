@@ -1,10 +1,10 @@
 package toolrun
 
 import (
-	"ctx/applets/cli"
 	"syscall"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 )
 

@@ -1,7 +1,6 @@
 package toolrun
 
 import (
-	"ctx/applets/cli"
 	"io"
 	"os"
 	"os/signal"
@@ -12,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )

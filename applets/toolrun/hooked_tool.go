@@ -1,14 +1,15 @@
 package toolrun
 
 import (
-	"ctx/applets/cli"
-	"ctx/fsops/proc"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"ctx/applets/cli"
+	"ctx/fsops/proc"
 )
 
 // hookedToolApplet is the hidden applet the sandbox's init runs, on the run

@@ -1,11 +1,12 @@
 package toolrun
 
 import (
-	"ctx/applets/cli"
 	"os"
 	"os/exec"
 	"os/signal"
 	"syscall"
+
+	"ctx/applets/cli"
 )
 
 // Interactive tools run a host program of their own name (bash, tmux,

@@ -1,7 +1,6 @@
 package toolrun
 
 import (
-	"ctx/applets/cli"
 	"fmt"
 	"io"
 	"math"
@@ -17,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/proc"
 	"ctx/policy"

@@ -2,7 +2,6 @@ package toolrun
 
 import (
 	"bytes"
-	"ctx/applets/cli"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/ptyterm"
 )

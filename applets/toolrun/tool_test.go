@@ -2,12 +2,13 @@ package toolrun
 
 import (
 	"bytes"
-	"ctx/applets/cli"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"ctx/applets/cli"
 )
 
 func TestReadToolInput(t *testing.T) {

@@ -1,10 +1,10 @@
 package toolrun
 
 import (
-	"ctx/applets/cli"
 	"encoding/json"
 	"io"
 
+	"ctx/applets/cli"
 	"ctx/mcpstdio"
 )
 

@@ -2,7 +2,6 @@ package toolrun
 
 import (
 	"bytes"
-	"ctx/applets/cli"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/proc"
 )

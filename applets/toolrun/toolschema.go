@@ -1,13 +1,13 @@
 package toolrun
 
 import (
-	"ctx/applets/cli"
 	"encoding/json"
 	"errors"
 	"io/fs"
 	"path/filepath"
 	"syscall"
 
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy/schema"
 )

@@ -1,10 +1,10 @@
 package toolrun
 
 import (
-	"ctx/applets/cli"
 	"io"
 	"strings"
 
+	"ctx/applets/cli"
 	"ctx/applets/tsh"
 )
 

@@ -2,7 +2,6 @@ package toolrun
 
 import (
 	"bytes"
-	"ctx/applets/cli"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"ctx/applets/cli"
 	"ctx/applets/tsh"
 	"ctx/fsops"
 	"ctx/policy"

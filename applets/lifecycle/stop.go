@@ -1,8 +1,7 @@
-package runhost
+package lifecycle
 
 import (
 	"bytes"
-	"ctx/applets/cli"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -29,12 +29,12 @@ func RunAgentStop(e *cli.Env, args []string) int {
 	if uid != 0 && uint32(uid) != a.Owner {
 		return cli.Fail(e, cli.Denied, "agent %s belongs to uid %d; only its owner or root may stop it", a.Name, a.Owner)
 	}
-	return stopTree(e, root, a.Name, map[string]bool{})
+	return StopTree(e, root, a.Name, map[string]bool{})
 }
 
 // stopTree stops the descendants of name whose life is owned or temp
 // (post-order: children before their parent), then name itself.
-func stopTree(e *cli.Env, root fsops.Root, name string, seen map[string]bool) int {
+func StopTree(e *cli.Env, root fsops.Root, name string, seen map[string]bool) int {
 	if seen[name] {
 		return cli.OK // a parent cycle: each agent is stopped once
 	}
@@ -42,7 +42,7 @@ func stopTree(e *cli.Env, root fsops.Root, name string, seen map[string]bool) in
 	code := cli.OK
 	for _, child := range ChildrenOf(root, name) {
 		if child.Life == policy.LifeOwned || child.Life == policy.LifeTemp {
-			if c := stopTree(e, root, child.Name, seen); c != cli.OK {
+			if c := StopTree(e, root, child.Name, seen); c != cli.OK {
 				code = c
 			}
 		}
@@ -115,7 +115,7 @@ func stopOne(e *cli.Env, root fsops.Root, name string) int {
 	// The run host kills its sandbox after its own grace period; give it
 	// that and a little more before killing the host itself (its sandbox
 	// dies with it: Pdeathsig).
-	if !proc.Wait(stopGrace + 2*time.Second) {
+	if !proc.Wait(StopGrace + 2*time.Second) {
 		proc.Signal(syscall.SIGKILL)
 		proc.Wait(2 * time.Second)
 		markDead(root, name)
@@ -134,3 +134,6 @@ func markDead(root fsops.Root, name string) {
 		fsops.WriteAtomic(filepath.Join(dir, "pid"), nil, 0o644)
 	}
 }
+
+// stopGrace is how long a run gets between SIGTERM and SIGKILL.
+const StopGrace = 5 * time.Second

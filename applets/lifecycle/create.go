@@ -1,7 +1,6 @@
-package runhost
+package lifecycle
 
 import (
-	"ctx/applets/toolrun"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 )

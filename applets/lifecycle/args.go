@@ -1,10 +1,10 @@
-package runhost
+package lifecycle
 
 import (
-	"ctx/applets/cli"
 	"errors"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )

@@ -1,4 +1,4 @@
-package runhost
+package lifecycle
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 
 // runSkills is what a run shows at /mnt/skills: the agent's own skills
 // directory (also bound read-only over /home/agent/skills) and the bundles.
-type runSkills struct {
+type RunSkills struct {
 	Dir  string
 	List []policy.Skill
 }
@@ -39,8 +39,8 @@ type runSkills struct {
 // The agent's own skill wins over a shared one of the same name, and
 // spaces are taken in name order. Symlinked entries, files and names that
 // are not object names are left out (a line says so).
-func gatherSkills(root fsops.Root, a *policy.Agent, shared []policy.SharedGrant) (runSkills, []string, error) {
-	var rs runSkills
+func GatherSkills(root fsops.Root, a *policy.Agent, shared []policy.SharedGrant) (RunSkills, []string, error) {
+	var rs RunSkills
 	var lines []string
 	taken := map[string]string{}
 	rs.Dir = filepath.Join(root.AgentHome(int(a.UID), a.Name), "skills")

@@ -1,12 +1,12 @@
-package runhost
+package lifecycle
 
 import (
-	"ctx/applets/cli"
 	"errors"
 	"io/fs"
 	"os"
 
 	"ctx/applets/authority"
+	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -21,7 +21,7 @@ import (
 // and writable in its mount view, `allow SUBJECT shared:SPACE write`); and
 // the caller, who writes the session as the run host, able to write the
 // space. A refusal is exit 13 naming the layer.
-func startSessionPlace(e *cli.Env, root fsops.Root, a *policy.Agent, space string) (fsops.SessionPlace, int, bool) {
+func StartSessionPlace(e *cli.Env, root fsops.Root, a *policy.Agent, space string) (fsops.SessionPlace, int, bool) {
 	if space == "" {
 		return root.PrivateSessions(int(a.UID), a.Name), cli.OK, true
 	}

@@ -1,4 +1,4 @@
-package runhost
+package lifecycle
 
 import (
 	"crypto/sha256"
@@ -9,7 +9,7 @@ import (
 
 // sopPointer is the identity's sop and sop.sha256: where the sandbox shows
 // the rendered system prompt and the sha256 of exactly those bytes.
-func sopPointer(sop []byte) (string, string) {
+func SopPointer(sop []byte) (string, string) {
 	sum := sha256.Sum256(sop)
 	return policy.SandboxMnt + "/SOP", hex.EncodeToString(sum[:])
 }

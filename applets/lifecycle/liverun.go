@@ -1,14 +1,15 @@
-package runhost
+package lifecycle
 
 import (
-	"ctx/applets/cli"
-	"ctx/applets/toolrun"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 
+	"ctx/applets/cli"
+	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/policy"
 )
@@ -22,8 +23,8 @@ type LiveRun struct {
 	host *fsops.Process // nil when it could not be held
 	// secret is the run's secret, which proves to its broker that this
 	// caller is the person who started the run (fsops/runsecret.go).
-	secret    string
-	secretErr error
+	Secret    string
+	SecretErr error
 }
 
 func (r *LiveRun) Close() {
@@ -97,7 +98,7 @@ func FindLiveRun(e *cli.Env, root fsops.Root, a *policy.Agent, pid int) (*LiveRu
 		}
 		host, _ := fsops.OpenProcess(pid)
 		run := &LiveRun{Dir: dir, Id: id, Conn: conn, host: host}
-		run.secret, run.secretErr = readRunSecret(hostUID, key, dir)
+		run.Secret, run.SecretErr = readRunSecret(hostUID, key, dir)
 		return run, 0, true
 	}
 	return nil, cli.Fail(e, cli.Unavailable, "agent %s is running (pid %d) but no run directory of it with a broker is in %s (a run with iso shared has none)", a.Name, pid, strings.Join(places, " or ")), false
@@ -127,11 +128,11 @@ func runtimeDirOf(uid int) (string, error) {
 // pipes or sockets, and pipes this process copies otherwise, so no terminal
 // or file of the host reaches the agent's processes (ctx man sandbox, rule 2).
 func (r *LiveRun) Call(e *cli.Env, a *policy.Agent, tool string, args []string) int {
-	if r.secretErr != nil {
-		return cli.Fail(e, cli.Denied, "agent %s: the run's secret cannot be read: %v", a.Name, r.secretErr)
+	if r.SecretErr != nil {
+		return cli.Fail(e, cli.Denied, "agent %s: the run's secret cannot be read: %v", a.Name, r.SecretErr)
 	}
 	shielded := *e
-	shielded.Stdin, shielded.Stdout, shielded.Stderr = shieldInput(e.Stdin), shieldOutput(e.Stdout), shieldOutput(e.Stderr)
+	shielded.Stdin, shielded.Stdout, shielded.Stderr = ShieldInput(e.Stdin), ShieldOutput(e.Stdout), ShieldOutput(e.Stderr)
 	fds, relay, err := toolrun.StandardDescriptors(&shielded)
 	if err != nil {
 		return cli.Fail(e, cli.Internal, "%v", err)
@@ -142,7 +143,7 @@ func (r *LiveRun) Call(e *cli.Env, a *policy.Agent, tool string, args []string) 
 	}
 	env := policy.SandboxEnv(a, policy.RunSettings{Session: r.Id.Session, Run: r.Id.Run,
 		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
-	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd, Secret: r.secret}
+	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd, Secret: r.Secret}
 	return toolrun.CallBroker(e, r.Conn, req, fds, relay, "agent "+a.Name+"'s run host")
 }
 
@@ -155,4 +156,30 @@ func readRunSecret(hostUID int, key, dir string) (string, error) {
 		return "", err
 	}
 	return fsops.ReadRunSecret(fsops.RunSecretPath(filepath.Join(runtime, key), filepath.Base(dir)))
+}
+
+// shieldOutput keeps the caller's files out of the agent's reach: a
+// terminal, a regular file or a device on stdout or stderr is handed to the
+// program as a pipe that the host copies from, so the agent can neither
+// read the person's keystrokes through a terminal, push input into it, nor
+// reopen a host file through /proc/self/fd (which Landlock would refuse
+// anyway, breaking `> /dev/stderr`). Pipes and sockets pass as they are.
+func ShieldOutput(w io.Writer) io.Writer {
+	if f, ok := w.(*os.File); ok && !pipeOrSocket(f) {
+		return struct{ io.Writer }{f}
+	}
+	return w
+}
+
+// shieldInput is shieldOutput for stdin.
+func ShieldInput(rd io.Reader) io.Reader {
+	if f, ok := rd.(*os.File); ok && !pipeOrSocket(f) {
+		return struct{ io.Reader }{f}
+	}
+	return rd
+}
+
+func pipeOrSocket(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&(fs.ModeNamedPipe|fs.ModeSocket) != 0
 }
