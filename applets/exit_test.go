@@ -3,9 +3,6 @@ package applets
 import (
 	"bytes"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -60,30 +57,6 @@ func TestExitTableMatchesManual(t *testing.T) {
 				t.Errorf("%s does not document exit %d (cli.%s)", page, n, name)
 			}
 		}
-	}
-}
-
-// TestNoExitLiterals: no exit status is written as a number in applets or
-// tsh; they use the names of package cli (one table, one mapping).
-func TestNoExitLiterals(t *testing.T) {
-	exitCodes := map[string]bool{"13": true, "69": true, "70": true, "75": true, "126": true, "127": true, "128": true}
-	files, _ := filepath.Glob("*.go")
-	tshFiles, _ := filepath.Glob("tsh/*.go")
-	fset := token.NewFileSet()
-	for _, f := range append(files, tshFiles...) {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(af, func(n ast.Node) bool {
-			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.INT && exitCodes[lit.Value] {
-				t.Errorf("%s: exit status %s as a literal (use the cli or exit* names)", fset.Position(lit.Pos()), lit.Value)
-			}
-			return true
-		})
 	}
 }
 

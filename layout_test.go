@@ -1,0 +1,197 @@
+package main
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The layout rules of ctx (DESIGN §2), held in one place: which package may
+// import which, that adapters make no system calls, and that exit statuses
+// are written only as names. size_test.go (file and function length) and
+// deadcode_test.go (unused declarations) hold the rest.
+
+// rank orders the packages of the module from the leaves up: a package
+// imports only packages of a lower rank (no cycles, nothing upward).
+// Siblings of one rank import each other only as sameRank allows. A new
+// package fails TestPackageImports until it is given a rank here, so where
+// it sits is decided in review, not by accident.
+var rank = map[string]int{
+	"ctx/manual":         0,
+	"ctx/policy/schema":  0,
+	"ctx/fsops/proc":     0,
+	"ctx/policy":         1, // pure decisions: nothing of ctx but its schema
+	"ctx/fsops":          2, // the on-disk ABI
+	"ctx/fsops/object":   3,
+	"ctx/fsops/queue":    3,
+	"ctx/fsops/broker":   3, // the wire of the run host's broker
+	"ctx/fsops/sandbox":  4, // the init and its walls
+	"ctx/fsops/netproxy": 3,
+	"ctx/ptyterm":        5,
+	"ctx/mcpstdio":       5,
+	// applets: leaves first; the table (ctx/applets) above every room.
+	"ctx/applets/cli":       6,
+	"ctx/applets/authority": 7,
+	"ctx/applets/tsh":       8,
+	"ctx/applets/toolrun":   9,
+	"ctx/applets/lifecycle": 10,
+	"ctx/applets/runhost":   11,
+	"ctx/applets/mcp":       12,
+	"ctx/applets/ctx":       13,
+	"ctx/applets":           14,
+	"ctx":                   15,
+}
+
+// sameRank lists the imports allowed between packages of one rank.
+var sameRank = map[[2]string]bool{}
+
+// onlyImports narrows the rank rule for the leaves that must stay pure:
+// policy decides on what it is handed and touches nothing (DESIGN §2).
+var onlyImports = map[string][]string{
+	"ctx/policy":        {"ctx/policy/schema"},
+	"ctx/policy/schema": {},
+	"ctx/manual":        {},
+	"ctx/fsops/proc":    {},
+}
+
+// moduleImports returns, for every package directory of the module, the
+// ctx packages its non-test files import.
+func moduleImports(t *testing.T) map[string][]string {
+	t.Helper()
+	imports := map[string]map[string]bool{}
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		pkg := "ctx"
+		if dir := filepath.ToSlash(filepath.Dir(p)); dir != "." {
+			pkg += "/" + dir
+		}
+		if imports[pkg] == nil {
+			imports[pkg] = map[string]bool{}
+		}
+		for _, im := range f.Imports {
+			path, _ := strconv.Unquote(im.Path.Value)
+			if path == "ctx" || strings.HasPrefix(path, "ctx/") {
+				imports[pkg][path] = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for pkg, set := range imports {
+		out[pkg] = []string{}
+		for path := range set {
+			out[pkg] = append(out[pkg], path)
+		}
+		sort.Strings(out[pkg])
+	}
+	return out
+}
+
+// TestPackageImports holds the package graph: every package has a rank and
+// imports only packages below it.
+func TestPackageImports(t *testing.T) {
+	for pkg, imps := range moduleImports(t) {
+		r, ok := rank[pkg]
+		if !ok {
+			t.Errorf("%s has no rank in layout_test.go: decide which rooms it may use", pkg)
+			continue
+		}
+		for _, imp := range imps {
+			if only, ok := onlyImports[pkg]; ok && !slices.Contains(only, imp) {
+				t.Errorf("%s imports %s: it may import only %v", pkg, imp, only)
+				continue
+			}
+			ir, ok := rank[imp]
+			switch {
+			case !ok:
+				t.Errorf("%s imports %s, which has no rank", pkg, imp)
+			case ir > r || ir == r && !sameRank[[2]string{pkg, imp}]:
+				t.Errorf("%s (rank %d) imports %s (rank %d): upward or sideways", pkg, r, imp, ir)
+			}
+		}
+	}
+}
+
+// notActs are the names of package unix and syscall an adapter may call:
+// conversions and names of numbers, which touch nothing.
+var notActs = map[string]bool{"Errno": true, "ErrnoName": true, "Signal": true, "SignalName": true}
+
+// TestAppletsMakeNoSystemCalls holds "fsops acts, applets adapt": no source
+// file under applets/ calls package unix or syscall (but for notActs); what
+// it needs done is an fsops function with a name.
+func TestAppletsMakeNoSystemCalls(t *testing.T) {
+	inspectSources(t, "applets", func(p string, fset *token.FileSet, n ast.Node) {
+		call, ok := n.(*ast.CallExpr)
+		if !ok {
+			return
+		}
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok {
+			return
+		}
+		if pkg, ok := sel.X.(*ast.Ident); ok && (pkg.Name == "unix" || pkg.Name == "syscall") && !notActs[sel.Sel.Name] {
+			t.Errorf("%s: %s.%s: an applet calls the kernel itself (give the act a name in fsops)",
+				fset.Position(call.Pos()), pkg.Name, sel.Sel.Name)
+		}
+	})
+}
+
+// exitLiterals are the exit statuses of the tool ABI (ctx man ctx.tool,
+// EXIT STATUS) that must be written by name.
+var exitLiterals = map[string]bool{"13": true, "69": true, "70": true, "75": true, "126": true, "127": true, "128": true}
+
+// TestNoExitLiterals: under applets/ no exit status is written as a number
+// but in package cli, the one table.
+func TestNoExitLiterals(t *testing.T) {
+	inspectSources(t, "applets", func(p string, fset *token.FileSet, n ast.Node) {
+		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.INT && exitLiterals[lit.Value] &&
+			filepath.ToSlash(filepath.Dir(p)) != "applets/cli" {
+			t.Errorf("%s: exit status %s as a literal (use the names of package cli)", fset.Position(lit.Pos()), lit.Value)
+		}
+	})
+}
+
+// inspectSources calls visit for every node of every non-test Go file under dir.
+func inspectSources(t *testing.T, dir string, visit func(path string, fset *token.FileSet, n ast.Node)) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return err
+		}
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			return err
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			visit(p, fset, n)
+			return true
+		})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
