@@ -30,3 +30,41 @@ func TestPlanExposes(t *testing.T) {
 		t.Fatal("a root filesystem above it does not expose the secret")
 	}
 }
+
+// TestPlanHostPath: the last mount at a path or above it decides what the
+// sandbox shows there; a tmpfs or the new root's own shows no host file;
+// a merged-/usr link is followed; iso landlock shows what its rules reach.
+func TestPlanHostPath(t *testing.T) {
+	ns := &Plan{Iso: "uid", Ops: []Op{
+		{Kind: OpBind, Source: "/usr", Target: "/usr"},
+		{Kind: OpSymlink, Source: "usr/bin", Target: "/bin"},
+		{Kind: OpTmpfs, Target: "/tmp"},
+		{Kind: OpBind, Source: "/ctx/home/60101/agent/coder", Target: "/home/agent"},
+		{Kind: OpBind, Source: "/tmp/tc", Target: "/tmp/tc"},
+	}}
+	for p, want := range map[string]string{
+		"/usr/bin/python3":   "/usr/bin/python3",
+		"/bin/sh":            "/usr/bin/sh",
+		"/tmp/x/prog":        "",
+		"/tmp/tc/bin/prog":   "/tmp/tc/bin/prog",
+		"/tmp/tcx/prog":      "",
+		"/root/.local/bin/x": "",
+		"/home/agent/.npmrc": "/ctx/home/60101/agent/coder/.npmrc",
+		"relative/prog":      "",
+	} {
+		if got := PlanHostPath(ns, p); got != want {
+			t.Errorf("%s: %q, want %q", p, got, want)
+		}
+	}
+	ns.RootFS, ns.NewRoot = true, "/ctx/home/60101/agent/coder/root"
+	if got := PlanHostPath(ns, "/opt/x"); got != "/ctx/home/60101/agent/coder/root/opt/x" {
+		t.Errorf("own root filesystem: %q", got)
+	}
+	ll := &Plan{Iso: string(IsoLandlock), Access: []AccessRule{{Path: "/usr"}, {Path: "/tmp/tc"}}}
+	if got := PlanHostPath(ll, "/tmp/tc/prog"); got != "/tmp/tc/prog" {
+		t.Errorf("landlock rule: %q", got)
+	}
+	if got := PlanHostPath(ll, "/tmp/x/prog"); got != "" {
+		t.Errorf("landlock without a rule: %q", got)
+	}
+}

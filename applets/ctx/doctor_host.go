@@ -75,6 +75,7 @@ func checkAgentStarts(root fsops.Root, host fsops.HostReport, fixes map[fsops.Fi
 		if f, ok := workspaceWriteFinding(root, a, caller, iso); ok {
 			out = append(out, f)
 		}
+		out = append(out, pathViewFindings(root, a, caller, iso, fixes)...)
 	}
 	return out, agents
 }

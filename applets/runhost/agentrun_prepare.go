@@ -112,6 +112,9 @@ func (r *AgentRun) preparePlan(e *cli.Env, exe string, extra []policy.Mount, too
 	if !ok {
 		return code, false
 	}
+	if code, ok := r.checkProgramShown(e, exe); !ok {
+		return code, false
+	}
 	return r.checkSecretHidden(e)
 }
 
