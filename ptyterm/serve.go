@@ -385,11 +385,19 @@ type console struct {
 }
 
 func startConsole(cfg Config, ttyIn *os.File, h *hub, veof byte) (*console, error) {
-	con := &console{out: cfg.ConsoleOut, done: make(chan struct{})}
+	con := &console{done: make(chan struct{})}
+	if cfg.Console == ConsoleNone {
+		// No console: ConsoleOut (the caller's terminal, which a run
+		// started with --no-console leaves to ctx's own lines) gets
+		// none of the program's output.
+		close(con.done)
+		return con, nil
+	}
+	con.out = cfg.ConsoleOut
 	if con.out != nil && !cfg.ConsoleRaw && IsTerminal(con.out) {
 		con.out = NewControlFilterWriter(con.out)
 	}
-	if cfg.Console == ConsoleNone || cfg.ConsoleIn == nil {
+	if cfg.ConsoleIn == nil {
 		close(con.done)
 		return con, nil
 	}
