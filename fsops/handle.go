@@ -23,6 +23,11 @@ func CloseFD(fd int) { unix.Close(fd) }
 // while this process still holds (and later closes) the descriptor.
 func CancelBroker(conn int) { unix.Shutdown(conn, unix.SHUT_RDWR) }
 
+// CancelBrokerCall ends this process's side of a call's connection only:
+// the run host sees it end and ends the call's process tree, and can still
+// answer once that tree is gone.
+func CancelBrokerCall(conn int) { unix.Shutdown(conn, unix.SHUT_WR) }
+
 // BrokerPeerPid is the pid of the process that listens at the other end of
 // conn (SO_PEERCRED, as the kernel recorded it at connect).
 func BrokerPeerPid(conn int) (int, error) {

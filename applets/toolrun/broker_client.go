@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -80,11 +81,17 @@ func AskDecision(e *cli.Env, tool string, terminal bool) (code int, ok bool) {
 	return CallBroker(e, conn, req, nil, &descriptorRelay{}, "the run host"), true
 }
 
+// cancelAnswerWait bounds how long a cancelled caller waits for the host's
+// answer: the host answers within its own bound (cancelWait, 5 s, after
+// which it reports the tool killed), so only a host that is itself stuck
+// is given up on.
+const cancelAnswerWait = 6 * time.Second
+
 // callBroker sends req with the tool's descriptors fds on conn and waits
 // for the host's answer, printing a refusal or an error as one line, and
 // returns the call's exit status. SIGINT, SIGTERM or SIGHUP meanwhile
-// closes the connection, which cancels the call on the host: the tool's
-// whole process tree ends. host names the run host in errors.
+// ends our side of the connection, which cancels the call on the host:
+// the tool's whole process tree ends. host names the run host in errors.
 func CallBroker(e *cli.Env, conn int, req fsops.BrokerRequest, fds []int, relay *descriptorRelay, host string) int {
 	err := fsops.SendBrokerMessage(conn, req, fds)
 	relay.closeChildEnds()
@@ -121,7 +128,19 @@ func CallBroker(e *cli.Env, conn int, req fsops.BrokerRequest, fds []int, relay 
 		}
 		return reply.Exit
 	case sig := <-sigs:
-		fsops.CancelBroker(conn)
+		// The host ends the tool's process tree and answers once it is
+		// gone. Waiting for that answer keeps what the tool writes last
+		// (shell.exec's "command cancelled" on the terminal we share) ahead
+		// of what our caller writes next: tsh's prompt, the person's shell
+		// prompt. A second signal, or a host that does not answer within
+		// its own bound, ends the wait.
+		fsops.CancelBrokerCall(conn)
+		select {
+		case <-answer:
+			relay.wait()
+		case <-sigs:
+		case <-time.After(cancelAnswerWait):
+		}
 		return cli.Signaled(sig.(syscall.Signal))
 	}
 }
