@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 
 	"ctx/applets/cli"
 	"ctx/fsops"
@@ -37,6 +38,12 @@ func (r *AgentRun) runOnTerminal(e *cli.Env, cmd *exec.Cmd, started func(int)) i
 	cfg.Cmd, cfg.Socket, cfg.Owner, cfg.Secret = cmd, r.socket, r.callerUID, r.secret
 	cfg.Events, cfg.ID = filepath.Join(termDir, "events.jsonl"), id
 	cfg.Log, cfg.Started, cfg.Start = e.Stderr, started, r.startFirst
+	// A run without a console shows none of its output where it was
+	// started: a person there is told where it went, and how it ended.
+	banner := r.noConsole && ptyterm.IsTerminal(e.Stderr)
+	if banner {
+		cfg.Started = func(pid int) { started(pid); r.backgroundBanner(e) }
+	}
 	cfg.PTY = r.earlyPTY
 	// record_bytes: past it the recording stops and the run goes on.
 	if v := r.budgets.limits.Get("record_bytes"); v != policy.Unlimited {
@@ -53,7 +60,24 @@ func (r *AgentRun) runOnTerminal(e *cli.Env, cmd *exec.Cmd, started func(int)) i
 		}
 		cli.Errorf(e.Stderr, "ctx agent", "terminal: %v", err)
 	}
+	if banner {
+		fmt.Fprintf(e.Stderr, "[%s's program ended: status %d]\n", r.Agent.Name, status)
+	}
 	return status
+}
+
+// backgroundBanner names, on the starting terminal of a run without a
+// console, the commands that reach the run's terminal.
+func (r *AgentRun) backgroundBanner(e *cli.Env) {
+	target := r.Root.Option() + " " + r.Agent.Name
+	if rel, err := filepath.Rel(r.Root.Path("shared"), r.Sess.Dir); err == nil && filepath.IsLocal(rel) {
+		target += " --shared " + strings.SplitN(rel, string(filepath.Separator), 2)[0]
+	}
+	if r.Session != "default" {
+		target += " --session " + r.Session
+	}
+	fmt.Fprintf(e.Stderr, "[%s runs without a console, its output is not shown here: ctx agent watch%s to see it, ctx agent attach%s to type (%s detaches)]\n",
+		r.Agent.Name, target, target, ptyterm.DetachSequence)
 }
 
 // terminalConfig is how the run's PTY is made and its console kept: the
