@@ -49,11 +49,11 @@ func (term *onTerminal) until(t *testing.T, what string, seen func() string, ok 
 	})
 }
 
-// TestAgentStartInterruptBeforePrompt is Ctrl-C on the person's terminal
+// TestAgentTerminalInterruptBeforePrompt is Ctrl-C on the person's terminal
 // during a tool call of tsh in `ctx agent start`: the call's "cancelled"
 // line comes before tsh's next prompt, not after it, where it would be
 // taken for the answer to whatever the person types next.
-func TestAgentStartInterruptBeforePrompt(t *testing.T) {
+func TestAgentTerminalInterruptBeforePrompt(t *testing.T) {
 	root, ws := newAgentTree(t, "intr-")
 	cmd := ctxCmd(root, "start", "coder")
 	cmd.Dir = ws
