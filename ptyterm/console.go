@@ -4,6 +4,8 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
@@ -121,4 +123,133 @@ func (r *stoppableReader) Stop() {
 func (r *stoppableReader) Close() {
 	unix.Close(r.wakeR)
 	unix.Close(r.wakeW)
+}
+
+// console is the running local console.
+type console struct {
+	out     io.Writer
+	reader  *stoppableReader
+	done    chan struct{}
+	restore func()
+}
+
+func startConsole(cfg Config, ttyIn *os.File, h *hub, veof byte) (*console, error) {
+	con := &console{done: make(chan struct{})}
+	if cfg.Console == ConsoleNone {
+		// No console: ConsoleOut (the caller's terminal, which a run
+		// started with --no-console leaves to ctx's own lines) gets
+		// none of the program's output.
+		close(con.done)
+		return con, nil
+	}
+	con.out = cfg.ConsoleOut
+	if con.out != nil && !cfg.ConsoleRaw && IsTerminal(con.out) {
+		con.out = NewControlFilterWriter(con.out)
+	}
+	if cfg.ConsoleIn == nil {
+		close(con.done)
+		return con, nil
+	}
+	in := cfg.ConsoleIn
+	if f, ok := in.(*os.File); ok {
+		r, err := newStoppableReader(f)
+		if err != nil {
+			close(con.done)
+			return con, err
+		}
+		con.reader, in = r, r
+	}
+	h.claimConsole()
+	if ttyIn != nil {
+		fd := descriptor(ttyIn)
+		old, err := term.MakeRaw(fd)
+		if err != nil {
+			h.releaseConsole()
+			close(con.done)
+			return con, err
+		}
+		winch := make(chan os.Signal, 1)
+		signal.Notify(winch, syscall.SIGWINCH)
+		stopWinch := make(chan struct{})
+		go func() {
+			for {
+				select {
+				case <-winch:
+					if r, c, err := getWinsize(ttyIn); err == nil && r > 0 && c > 0 {
+						h.Resize(Winsize{r, c})
+					}
+				case <-stopWinch:
+					return
+				}
+			}
+		}()
+		con.restore = func() {
+			signal.Stop(winch)
+			close(stopWinch)
+			_ = term.Restore(fd, old) // best effort: the terminal may be gone
+		}
+	}
+	go func() {
+		defer close(con.done)
+		defer h.releaseConsole()
+		last, err := copyInput(h.pty, in)
+		if err == nil && cfg.Console == ConsolePipe {
+			eof := []byte{veof}
+			if last != '\n' {
+				eof = append(eof, veof)
+			}
+			_, _ = h.pty.Write(eof)
+		}
+	}()
+	return con, nil
+}
+
+// copyInput copies console input to the PTY until EOF (nil error) or
+// failure, and returns the last byte copied.
+func copyInput(pty *os.File, in io.Reader) (byte, error) {
+	buf := make([]byte, 32<<10)
+	last := byte('\n')
+	for {
+		n, err := in.Read(buf)
+		if n > 0 {
+			if _, werr := pty.Write(buf[:n]); werr != nil {
+				return last, werr
+			}
+			last = buf[n-1]
+		}
+		if err == io.EOF {
+			return last, nil
+		}
+		if err != nil {
+			return last, err
+		}
+	}
+}
+
+// write copies output to the console; after a failed write (a closed pipe,
+// a hung-up terminal) the console gets no more output.
+func (c *console) write(p []byte, logf func(string, ...any)) {
+	if c.out == nil {
+		return
+	}
+	if _, err := c.out.Write(p); err != nil {
+		if !errors.Is(err, syscall.EPIPE) {
+			logf("console output stopped: %v", err)
+		}
+		c.out = nil
+	}
+}
+
+// stop ends console input and restores the local terminal. A console
+// reader that is not a file cannot be interrupted; its goroutine ends at
+// its next read, when writing to the closed PTY fails.
+func (c *console) stop() {
+	if c.reader != nil {
+		c.reader.Stop()
+		<-c.done // the PTY is closed, so no input write can block
+		c.reader.Close()
+	}
+	if c.restore != nil {
+		c.restore()
+	}
 }
