@@ -7,6 +7,7 @@ import (
 	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/object"
+	"ctx/policy"
 )
 
 // objectVerb is the row's Run of `ctx object VERB` (check, install,
@@ -18,6 +19,7 @@ func ObjectVerb(verb string) func(e *cli.Env, args []string) int {
 // runObject is `ctx object VERB ARGS`.
 func runObject(e *cli.Env, verb string, args []string) int {
 	var rootFlag, source, tier string
+	var grants []string
 	var yes bool
 	f := cli.NewFlags()
 	minPos, maxPos := 2, 2
@@ -26,6 +28,7 @@ func runObject(e *cli.Env, verb string, args []string) int {
 		minPos, maxPos = 1, 1
 	case "install":
 		minPos, maxPos = 1, 1
+		f.List("grant", &grants)
 		fallthrough
 	case "inspect", "uninstall":
 		f.String("root", &rootFlag)
@@ -53,10 +56,17 @@ func runObject(e *cli.Env, verb string, args []string) int {
 	if tier != "user" && tier != "system" {
 		return cli.UsageError(e, "--tier %q is not user or system", tier)
 	}
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
 	if source == "" {
 		// On disk the /ctx tree is the store (DESIGN §4): --source
 		// defaults to the selected root.
-		source = fsops.SelectRoot(rootFlag, e.Getenv).Dir
+		source = root.Dir
+	}
+	var agents []*policy.Agent
+	if len(grants) > 0 {
+		if agents, code, ok = grantAgents(e, root, source, pos[0], grants); !ok {
+			return code
+		}
 	}
 	t := object.Target{Source: source, Tier: tier, UID: os.Geteuid()}
 	var (
@@ -80,6 +90,9 @@ func runObject(e *cli.Env, verb string, args []string) int {
 		return ObjectFail(e, err)
 	}
 	fmt.Fprintf(e.Stdout, "%s %s\n", word, cli.Escape(ins.Describe()))
+	if len(agents) > 0 {
+		return grantInstalled(e, root, ins, agents)
+	}
 	return cli.OK
 }
 
