@@ -27,7 +27,9 @@ func widening(control, format string, args ...any) error {
 //
 //	label   the child's subject is the parent's (its label may differ
 //	        only outside the type field)
-//	policy  every child rule is allowed by the parent's policy
+//	policy  every child rule is allowed by the parent's policy (a
+//	        network rule: everything it names is within the parent's
+//	        network grants, so *.example.com covers api.example.com)
 //	perm    child ceiling ⊆ parent ceiling
 //	uid     the child runs as the parent's uid
 //	gid     the child's gid is the parent's gid or one of its groups
@@ -49,10 +51,24 @@ func Attenuate(parent, child *Agent) error {
 	if child.Subject != parent.Subject {
 		return widening("label", "subject %s is not the parent's %s: a child keeps its parent's subject (tool policies, shared spaces and the network grant by subject)", child.Subject, parent.Subject)
 	}
+	var parentNet *NetworkGrants
 	for _, r := range child.Policy.Rules() {
-		if !parent.Policy.Allows(r.Subject, r.Object, r.Permission) {
-			return widening("policy", "rule %q is not in the parent's policy", r)
+		if parent.Policy.Allows(r.Subject, r.Object, r.Permission) {
+			continue
 		}
+		if r.Object.Class == ClassNetwork && r.Subject == parent.Subject {
+			// A named network rule is within the parent's when the
+			// parent's grants reach everything it names.
+			if parentNet == nil {
+				parentNet = NetworkGrantsOf(parent.Policy, parent.Subject)
+			}
+			if t, err := ParseNetworkTarget(r.Object.Name); err == nil {
+				if _, ok := parentNet.Covers(t); ok {
+					continue
+				}
+			}
+		}
+		return widening("policy", "rule %q is not in the parent's policy", r)
 	}
 	if extra := child.Ceiling &^ parent.Ceiling; extra != 0 {
 		return widening("perm", "perm %s exceeds the parent's %s (adds %s)", child.Ceiling, parent.Ceiling, extra.letters())

@@ -15,7 +15,8 @@ import (
 //
 //	tool:T execute       linux-permission, mount-visibility, perm, agent-policy, tool-policy
 //	shared:S read|write  linux-permission, mount-visibility, agent-policy
-//	any other class      agent-policy
+//	any other class      agent-policy (for network, a rule covering the
+//	                     object: network_explain.go)
 //
 // The check is pure: what lives on disk (the tool file's owner and mode, its
 // policy, the shared directory) is handed in as Facts by the caller.
@@ -137,6 +138,8 @@ func Check(a *Agent, v View, obj Object, perm Permission, f Facts) Decision {
 			visibility(v, f.File, "shared space", false, perm == PermWrite),
 			agentPolicy(a, obj, perm),
 		}
+	case ClassNetwork:
+		vs = []Verdict{networkPolicy(a, obj, perm)}
 	default:
 		vs = []Verdict{agentPolicy(a, obj, perm)}
 	}

@@ -77,7 +77,8 @@ var classPermissions = [...][]Permission{
 	ClassNetwork: {PermConnect},
 }
 
-// NetworkDefault is the only network object name.
+// NetworkDefault is the network object that grants everything; the other
+// network object names are hosts (network.go).
 const NetworkDefault = "default"
 
 func (c Class) String() string {
@@ -141,8 +142,9 @@ func lookupPermission(c Class, s string) (Permission, bool) {
 }
 
 // validObjectName checks an object name for its class: model names are
-// model references (provider/model or an alias), the network class knows
-// only "default", every other class uses the object-name grammar.
+// model references (provider/model or an alias), network names are
+// "default" or hosts (ParseNetworkTarget), every other class uses the
+// object-name grammar.
 func validObjectName(c Class, name string) (reason string, ok bool) {
 	switch c {
 	case ClassModel:
@@ -150,8 +152,8 @@ func validObjectName(c Class, name string) (reason string, ok bool) {
 			return nameReason(err), false
 		}
 	case ClassNetwork:
-		if name != NetworkDefault {
-			return `the only network object is "default"`, false
+		if _, reason := parseNetworkTarget(name); reason != "" {
+			return reason, false
 		}
 	default:
 		if err := ValidName(name); err != nil {
@@ -192,7 +194,7 @@ func ParseObject(s string) (Object, error) {
 	if reason, ok := validObjectName(c, name); !ok {
 		return Object{}, &RequestError{KindInvalidName, c.String() + " name " + quote(name) + ": " + reason}
 	}
-	return Object{c, name}, nil
+	return Object{c, canonicalName(c, name)}, nil
 }
 
 // ParsePermission parses a permission of class c.
@@ -294,6 +296,7 @@ func NewPolicy(rules []Rule) (*Policy, error) {
 		if !r.Object.Class.Accepts(r.Permission) {
 			return nil, controlErr("policy", i+1, "permission", KindUnknownPermission, "permission %s is not one of %s", r.Permission, permList(r.Object.Class))
 		}
+		r.Object.Name = canonicalName(r.Object.Class, r.Object.Name)
 		p.add(r)
 	}
 	return p, nil
@@ -400,5 +403,15 @@ func parseRule(num, nf int, f [4]string) (Rule, error) {
 	if !ok {
 		return Rule{}, controlErr("policy", num, "permission", KindUnknownPermission, "unknown permission %s for class %s (%s)", quote(f[3]), c, permList(c))
 	}
-	return Rule{f[1], Object{c, name}, perm}, nil
+	return Rule{f[1], Object{c, canonicalName(c, name)}, perm}, nil
+}
+
+// canonicalName is a valid object name in the one spelling rules are
+// matched by: a network host loses a final dot; other names are as
+// written.
+func canonicalName(c Class, name string) string {
+	if c == ClassNetwork && strings.Contains(name, ".") {
+		return canonicalNetworkName(name)
+	}
+	return name
 }
