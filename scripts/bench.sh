@@ -303,6 +303,8 @@ if command -v script >/dev/null; then
 else
 	: >"$out/pty.txt"
 fi
+CGO_ENABLED=0 go test -run '^$' -bench 'Proxy(Latency|Throughput)$' -benchtime "${BENCH_PROXY_TIME:-2s}" -count "$count" \
+	./fsops/netproxy/ >"$out/netproxy.txt" 2>&1 || { cat "$out/netproxy.txt" >&2; exit 2; }
 # gobench FILE NAME RATIO CTX CTX-UNIT PEER PEER-UNIT: medians over the
 # runs of benchmark NAME's metrics.
 gobench() {
@@ -332,6 +334,17 @@ IFS='	' read -r a b r <<EOF
 $(gobench "$out/queue.txt" BenchmarkJobCycle/disk median-ratio jobs/s jobs/s baseline-jobs/s jobs/s)
 EOF
 row "queue job cycle on disk (fully durable)" "$a" "minimal rename+fsync loop" "$b" "$r" ">=0.89"
+# The egress proxy (issue 31): a CONNECT through it against a direct
+# loopback connection, both in one process; the latency row's ratio column
+# is the extra time in ms (target: at most 1 ms more).
+IFS='	' read -r a b r <<EOF
+$(gobench "$out/netproxy.txt" BenchmarkProxyLatency extra-ms/op proxied-µs/op µs direct-µs/op µs)
+EOF
+row "egress proxy: connect + 1-byte echo (ratio = extra ms)" "$a" "direct loopback connection" "$b" "$r" "<=1.00"
+IFS='	' read -r a b r <<EOF
+$(gobench "$out/netproxy.txt" BenchmarkProxyThroughput ratio proxied-MiB/s MiB/s direct-MiB/s MiB/s)
+EOF
+row "egress proxy throughput, 32 MiB one way" "$a" "direct loopback connection" "$b" "$r" ">=0.80"
 # The same cycle on a FUSE network filesystem (sshfs over loopback, caches
 # off as ctx asks), for reading beside tmpfs and disk: every step is a round
 # trip there, and RENAME_NOREPLACE does not exist, so there is no baseline.
