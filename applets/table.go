@@ -99,7 +99,7 @@ func ctxCommandRows() []cli.Applet {
 			{Name: "env", Run: ctx.RunAgentEnv},
 			{Name: "new", Run: ctx.RunAgentNew},
 			{Name: "ps", Run: ctx.RunAgentPs},
-			{Name: "start", Run: runhost.RunAgentStart},
+			{Name: "start", Run: ctx.RunAgentStart},
 			{Name: "status", Run: ctx.RunAgentStatus},
 			{Name: "stop", Run: lifecycle.RunAgentStop},
 			{Name: "watch", Run: ctx.RunAgentWatch},

@@ -20,7 +20,7 @@ type Env struct {
 	// Vars is the environment as a list when it is not the process's
 	// (a tool tsh runs in its own process); nil means os.Environ.
 	Vars []string
-	// decidedByHost is set for the one call a warm tool worker runs
+	// DecidedByHost is set for the one call a warm tool worker runs
 	// (tool_worker.go): the run host has decided it against the live
 	// tree already, so runTool does not decide it again. It travels
 	// with this Env (and its copies) only: an Env made afresh (a tool
@@ -78,7 +78,7 @@ var appletLookup func(name string) (Applet, bool)
 
 func SetAppletLookup(f func(name string) (Applet, bool)) { appletLookup = f }
 
-// lookupApplet is appletLookup, false before the table registered.
+// LookupApplet is appletLookup, false before the table registered.
 func LookupApplet(name string) (Applet, bool) {
 	if appletLookup == nil {
 		return Applet{}, false

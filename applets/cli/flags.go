@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// flagSet parses GNU-style long options interspersed with positional
+// FlagSet parses GNU-style long options interspersed with positional
 // arguments (`ctx object install MANIFEST --tier system`), which the
 // standard flag package cannot. "--" ends the options; what follows is kept
 // apart as Command (for `ctx agent start NAME -- CMD ARGS`).
@@ -87,7 +87,7 @@ func (f *FlagSet) Parse(args []string) ([]string, error) {
 	return pos, nil
 }
 
-// parseArgs parses args with f and turns an error into a usage error.
+// ParseArgs parses args with f and turns an error into a usage error.
 // It reports ok=false together with the exit code to return.
 func ParseArgs(e *Env, f *FlagSet, args []string, minPos, maxPos int) ([]string, int, bool) {
 	pos, err := f.Parse(args)

@@ -5,25 +5,25 @@ package cli
 // refusal), which escapes terminal control bytes: the message may quote
 // arguments, file names and errors as they are.
 
-// usageError prints a one-line usage error with the help hint and returns 2.
+// UsageError prints a one-line usage error with the help hint and returns 2.
 func UsageError(e *Env, format string, args ...any) int {
 	Usagef(e.Stderr, e.Name, format, args...)
 	return Usage
 }
 
-// fail prints "applet: message" and returns code.
+// Fail prints "applet: message" and returns code.
 func Fail(e *Env, code int, format string, args ...any) int {
 	Errorf(e.Stderr, e.Name, format, args...)
 	return code
 }
 
-// failErr prints err as fail does and returns its status by the one errno
+// FailErr prints err as fail does and returns its status by the one errno
 // mapping (ErrExit): 13 for EACCES or EPERM, otherwise otherwise.
 func FailErr(e *Env, otherwise int, err error) int {
 	return Fail(e, ErrExit(err, otherwise), "%v", err)
 }
 
-// warnf prints "applet: warning: message" and goes on.
+// Warnf prints "applet: warning: message" and goes on.
 func Warnf(e *Env, format string, args ...any) {
 	Errorf(e.Stderr, e.Name, "warning: "+format, args...)
 }

@@ -8,7 +8,7 @@ import (
 	"ctx/applets/lifecycle"
 )
 
-// runAgentChildren is `ctx agent children [--root DIR] NAME`: the agents
+// RunAgentChildren is `ctx agent children [--root DIR] NAME`: the agents
 // whose parent control names NAME, one line each, as ctx agent ps prints
 // them: NAME<TAB>STATUS<TAB>pid=PID<TAB>life=LIFE<TAB>parent=PARENT.
 func RunAgentChildren(e *cli.Env, args []string) int {

@@ -9,7 +9,7 @@ import (
 	"ctx/policy"
 )
 
-// runAgentEnv is `ctx agent env [--root DIR] [--session S] [--run R] AGENT`:
+// RunAgentEnv is `ctx agent env [--root DIR] [--session S] [--run R] AGENT`:
 // it prints the environment the agent's program would start with in its
 // sandbox, one KEY=VALUE per line, in order.
 func RunAgentEnv(e *cli.Env, args []string) int {

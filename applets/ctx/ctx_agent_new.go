@@ -12,7 +12,7 @@ import (
 	"ctx/policy"
 )
 
-// runAgentNew is `ctx agent new NAME [--parent P] [--label L] [--perm rwx]
+// RunAgentNew is `ctx agent new NAME [--parent P] [--label L] [--perm rwx]
 // [--tool T]... [--mount SRC DST ro|rw]... [--shared SPACE:read|write]...
 // [--temp] [--grant]`: write a complete agent/NAME.d/, the agent/NAME entry
 // and the home skeleton. With --parent the new agent must be an

@@ -36,7 +36,7 @@ func effectiveStatus(root fsops.Root, name string) (status string, pid int) {
 	return status, pid
 }
 
-// runAgentStatus is `ctx agent status [--root DIR] NAME`: the status on the
+// RunAgentStatus is `ctx agent status [--root DIR] NAME`: the status on the
 // first line, then key=value facts.
 func RunAgentStatus(e *cli.Env, args []string) int {
 	root, a, code, ok := lifecycle.AgentArgs(e, args, cli.NewFlags())
@@ -151,7 +151,7 @@ func lastEvent(logPath, typ string, take func(fsops.Event) bool) {
 	}
 }
 
-// runAgentPs is `ctx agent ps [--root DIR]`: every agent as a tree under
+// RunAgentPs is `ctx agent ps [--root DIR]`: every agent as a tree under
 // its parent, one line each: NAME, status, pid, life, parent.
 func RunAgentPs(e *cli.Env, args []string) int {
 	var rootFlag string

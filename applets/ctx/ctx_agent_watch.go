@@ -13,10 +13,10 @@ import (
 	"ctx/ptyterm"
 )
 
-// runAgentWatch is `ctx agent watch [--root DIR] NAME [--session S] [--shared SPACE] [--raw]`.
+// RunAgentWatch is `ctx agent watch [--root DIR] NAME [--session S] [--shared SPACE] [--raw]`.
 func RunAgentWatch(e *cli.Env, args []string) int { return joinTerminal(e, args, ptyterm.Watch) }
 
-// runAgentAttach is `ctx agent attach [--root DIR] NAME [--session S] [--shared SPACE] [--raw]`.
+// RunAgentAttach is `ctx agent attach [--root DIR] NAME [--session S] [--shared SPACE] [--raw]`.
 func RunAgentAttach(e *cli.Env, args []string) int { return joinTerminal(e, args, ptyterm.Attach) }
 
 // joinTerminal connects to the session's terminal through its ABI locator,

@@ -14,7 +14,7 @@ import (
 	"ctx/fsops"
 )
 
-// runBootstrap is `ctx bootstrap [--root DIR] [-v]`: create or repair the
+// RunBootstrap is `ctx bootstrap [--root DIR] [-v]`: create or repair the
 // reference tree, idempotently. It prints what it found wrong (kept,
 // repaired) and a summary; -v prints every path it changed.
 func RunBootstrap(e *cli.Env, args []string) int {

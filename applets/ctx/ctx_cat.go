@@ -7,7 +7,7 @@ import (
 	"ctx/fsops"
 )
 
-// runCat is `ctx cat [--root DIR] PATH...`: print ABI files as they are. A
+// RunCat is `ctx cat [--root DIR] PATH...`: print ABI files as they are. A
 // symlink anywhere on the path, or a non-regular file, is refused.
 func RunCat(e *cli.Env, args []string) int {
 	var rootFlag string

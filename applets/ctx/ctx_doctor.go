@@ -22,7 +22,7 @@ var rootEntries = map[string]bool{
 	"bin": true, "model": true, "agent": true, "tool": true, "home": true, "shared": true, "status": true,
 }
 
-// runDoctor is `ctx doctor [--root DIR] [-v|-q]`: a summary of the tree,
+// RunDoctor is `ctx doctor [--root DIR] [-v|-q]`: a summary of the tree,
 // the host and which agents can start, then only the problems, each with
 // its fix (-v: every check; -q: the problem lines only); exit 1 if any
 // check fails, and nothing written.

@@ -10,7 +10,7 @@ import (
 	"ctx/fsops"
 )
 
-// runLs is `ctx ls [--root DIR] [ABI-PATH]`: the entries of one directory of
+// RunLs is `ctx ls [--root DIR] [ABI-PATH]`: the entries of one directory of
 // the tree, sorted, marked like ls -F (/ directory, * executable, @ symlink,
 // = socket, | FIFO). It reads the directory and nothing else.
 func RunLs(e *cli.Env, args []string) int {

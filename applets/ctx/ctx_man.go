@@ -12,7 +12,7 @@ import (
 	"ctx/manual"
 )
 
-// runMan is `ctx man [--root DIR] [TOPIC]`: it prints the bundle copy under
+// RunMan is `ctx man [--root DIR] [TOPIC]`: it prints the bundle copy under
 // the root when present and the compiled-in page otherwise. Without a topic
 // it lists the pages. It never starts a pager.
 func RunMan(e *cli.Env, args []string) int {

@@ -10,7 +10,7 @@ import (
 	"ctx/policy"
 )
 
-// objectVerb is the row's Run of `ctx object VERB` (check, install,
+// ObjectVerb is the row's Run of `ctx object VERB` (check, install,
 // inspect, uninstall): the verbs share their options and their output.
 func ObjectVerb(verb string) func(e *cli.Env, args []string) int {
 	return func(e *cli.Env, args []string) int { return runObject(e, verb, args) }
@@ -96,7 +96,7 @@ func runObject(e *cli.Env, verb string, args []string) int {
 	return cli.OK
 }
 
-// objectFail reports a lifecycle error: 2 for invalid input, 69 for
+// ObjectFail reports a lifecycle error: 2 for invalid input, 69 for
 // conflicts and unavailable objects, by the one errno mapping first (13
 // when the kernel refused with EACCES or EPERM, cli.ErrExit).
 func ObjectFail(e *cli.Env, err error) int {

@@ -16,7 +16,7 @@ import (
 	"ctx/policy"
 )
 
-// runPolicyCheck is `ctx policy check FILE`: it parses FILE as a policy
+// RunPolicyCheck is `ctx policy check FILE`: it parses FILE as a policy
 // file (read like a control: regular, not through a symlink, at most
 // 64 KiB; "-" reads standard input) and prints "valid N rules", or the
 // first error with its line (exit 2).
@@ -59,7 +59,7 @@ func describeIOError(err error) string {
 	return msg
 }
 
-// runPolicyExplain is `ctx policy explain [--root DIR] AGENT CLASS:NAME
+// RunPolicyExplain is `ctx policy explain [--root DIR] AGENT CLASS:NAME
 // PERM`: it runs the authority check for the agent as ctx would and prints
 // every layer's verdict, then the decision. Exit 0 allowed, 13 denied, 2
 // bad input, 127 unknown agent, 69 agent controls unusable.

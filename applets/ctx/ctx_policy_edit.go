@@ -12,12 +12,12 @@ import (
 	"ctx/policy"
 )
 
-// runPolicyAllow is `ctx policy allow [--root DIR] --in FILE SUBJECT
+// RunPolicyAllow is `ctx policy allow [--root DIR] --in FILE SUBJECT
 // CLASS:NAME PERM`: append the rule to the policy control FILE unless a
 // line of it already grants it.
 func RunPolicyAllow(e *cli.Env, args []string) int { return editPolicy(e, args, true) }
 
-// runPolicyRevoke is `ctx policy revoke [--root DIR] --in FILE SUBJECT
+// RunPolicyRevoke is `ctx policy revoke [--root DIR] --in FILE SUBJECT
 // CLASS:NAME PERM`: remove every line of FILE stating the rule. Policy v0
 // has no deny rule (what no line allows is denied), so revoking is how a
 // grant is taken back.

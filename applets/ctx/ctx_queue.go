@@ -46,7 +46,7 @@ func queueOpen(e *cli.Env, rootFlag, space, perm string) (q *queue.Queue, code i
 	return q, cli.OK
 }
 
-// queueExit maps a queue error to an exit status: the queue's own
+// QueueExit maps a queue error to an exit status: the queue's own
 // outcomes, then the one errno mapping (cli.ErrExit: 13 for EACCES or
 // EPERM, else 1).
 func QueueExit(err error) int {

@@ -21,7 +21,7 @@ import (
 	"ctx/ptyterm"
 )
 
-// runRun is `ctx run [--root DIR] [--session S] AGENT -- tool TOOL [ARGS...]
+// RunRun is `ctx run [--root DIR] [--session S] AGENT -- tool TOOL [ARGS...]
 // | policy show | audit tail [-f] [-n N]`: agentrc's CLI equivalents of
 // /mnt/tools/TOOL, cat /mnt/proc/policy and cat /mnt/proc/audit. Against
 // the agent's live run it asks that run's host (its broker, as a process
@@ -189,21 +189,14 @@ func (op runOp) fresh(e *cli.Env, root fsops.Root, a *policy.Agent, session stri
 	if op.verb == "audit" && op.follow {
 		return cli.Fail(e, cli.Unavailable, "agent %s is not running: audit tail -f follows a live run's audit (start one with ctx agent start)", a.Name)
 	}
-	args := []string{"--root", root.Dir}
-	if session != "" {
-		args = append(args, "--session", session)
-	}
-	if allowHostRoot {
-		args = append(args, "--allow-host-root")
-	}
-	args = append(args, a.Name, "--", "ctx", "run", a.Name, "--")
-	args = append(args, op.argv...)
+	o := runhost.Options{Root: root, Agent: a.Name, Session: session, AllowHostRoot: allowHostRoot,
+		Command: append([]string{"ctx", "run", a.Name, "--"}, op.argv...)}
 	start := *e
 	start.Name = "ctx run"
 	if op.verb != "tool" || (ptyterm.IsTerminal(e.Stdin) && !ptyterm.IsTerminal(e.Stdout)) {
 		start.Stdin = strings.NewReader("")
 	}
-	return runhost.RunAgentStart(&start, args)
+	return runhost.Start(&start, o)
 }
 
 // catRunFile copies one file of a run directory to stdout, escaped line

@@ -14,7 +14,7 @@ import (
 // appendOnly are files ctx set never rewrites: histories and logs only grow.
 var appendOnly = map[string]bool{"events.jsonl": true, "messages.jsonl": true, "log": true}
 
-// runSet is `ctx set [--root DIR] PATH VALUE`: replace one control file
+// RunSet is `ctx set [--root DIR] PATH VALUE`: replace one control file
 // atomically. VALUE gets a final newline when it lacks one. Known controls
 // are validated first; a bad value changes nothing.
 func RunSet(e *cli.Env, args []string) int {

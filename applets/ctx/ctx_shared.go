@@ -10,7 +10,7 @@ import (
 	"ctx/policy"
 )
 
-// runSharedNew is `ctx shared new [--root DIR] SPACE`: create a shared
+// RunSharedNew is `ctx shared new [--root DIR] SPACE`: create a shared
 // space with its queue, idempotently, never through a symlink.
 func RunSharedNew(e *cli.Env, args []string) int {
 	var rootFlag string

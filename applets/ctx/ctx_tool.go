@@ -20,7 +20,7 @@ var safeCoreTools = map[string]func(e *cli.Env, root fsops.Root, args []string) 
 	"tsh.config": toolrun.TshConfig,
 }
 
-// runCtxTool is `ctx tool [--root DIR] NAME [ARG...]`. Options come before
+// RunCtxTool is `ctx tool [--root DIR] NAME [ARG...]`. Options come before
 // NAME; everything after NAME is the tool's.
 func RunCtxTool(e *cli.Env, args []string) int {
 	rootFlag := ""

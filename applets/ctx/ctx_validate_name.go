@@ -7,7 +7,7 @@ import (
 	"ctx/policy"
 )
 
-// runValidateName is `ctx validate-name [--model] NAME...`: exit 0 when every
+// RunValidateName is `ctx validate-name [--model] NAME...`: exit 0 when every
 // NAME is a valid object name (or model reference with --model), else 2 with
 // one line per invalid name.
 func RunValidateName(e *cli.Env, args []string) int {

@@ -11,7 +11,7 @@ import (
 	"ctx/policy"
 )
 
-// runWhich is `ctx which [--root DIR] tool NAME` (the executable CTX_PATH
+// RunWhich is `ctx which [--root DIR] tool NAME` (the executable CTX_PATH
 // resolves, as standalone tsh would) and `ctx which agent NAME`.
 func RunWhich(e *cli.Env, args []string) int {
 	var rootFlag string

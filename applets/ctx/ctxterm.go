@@ -13,7 +13,7 @@ import (
 	"ctx/ptyterm"
 )
 
-// runCtxterm is the ctxterm applet: it runs a command on a new PTY that it
+// RunCtxterm is the ctxterm applet: it runs a command on a new PTY that it
 // owns until the command exits, serving the terminal socket and recording
 // the session (ptyterm.Serve), and exits with the command's status.
 // `ctxterm --replay FILE` prints a record's PTY output instead. --raw

@@ -9,7 +9,7 @@ import (
 	"ctx/policy"
 )
 
-// agentArgs parses `[--root DIR] NAME` and the verb's own options (which
+// AgentArgs parses `[--root DIR] NAME` and the verb's own options (which
 // options registers on f) and loads agent NAME. On failure it has printed
 // the error and returns the exit code.
 func AgentArgs(e *cli.Env, args []string, f *cli.FlagSet) (fsops.Root, *policy.Agent, int, bool) {
@@ -24,7 +24,7 @@ func AgentArgs(e *cli.Env, args []string, f *cli.FlagSet) (fsops.Root, *policy.A
 	return root, a, code, ok
 }
 
-// loadAgent reads and parses agent/NAME.d/ under root. On failure it has
+// LoadAgent reads and parses agent/NAME.d/ under root. On failure it has
 // printed the error and returns the exit code: 2 for an invalid name, 127
 // when the agent does not exist, 13 when the kernel refused reading it
 // (EACCES, EPERM: the one errno mapping, cli.ErrExit), 69 when its control

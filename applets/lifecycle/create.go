@@ -19,7 +19,7 @@ import (
 	"ctx/policy"
 )
 
-// agentSpec is what ctx agent new and agent.create ask for.
+// AgentSpec is what ctx agent new and agent.create ask for.
 type AgentSpec struct {
 	Name, Parent, Label, Perm, Model string
 	Tools, Shared                    []string
@@ -31,7 +31,7 @@ type AgentSpec struct {
 	ParentSession, ParentRun string
 }
 
-// createAgent writes a complete agent/NAME.d/ (staged, renamed into place:
+// CreateAgent writes a complete agent/NAME.d/ (staged, renamed into place:
 // whole or not at all), the agent/NAME entry and the home skeleton. With a
 // parent the new agent must be an attenuation of it (policy.Attenuate).
 // Errors carry the exit status: 2 bad input, 13 a widening, 69 a name in
@@ -253,7 +253,7 @@ func derivePerm(tools []string) string {
 	return c.String()
 }
 
-// toolPolicyGrants reports whether the tool found through a's path allows
+// ToolPolicyGrants reports whether the tool found through a's path allows
 // a's subject in its own policy.
 func ToolPolicyGrants(root fsops.Root, a *policy.Agent, tool string) bool {
 	facts, _ := authority.ToolFacts(root, a, tool)

@@ -14,14 +14,14 @@ import (
 	"ctx/policy"
 )
 
-// liveRun is an agent's live run as ctx run found it: its run directory,
+// LiveRun is an agent's live run as ctx run found it: its run directory,
 // identity and a connection to its broker.
 type LiveRun struct {
 	Dir  string
 	Id   policy.Identity
 	Conn int
 	host *fsops.Process // nil when it could not be held
-	// secret is the run's secret, which proves to its broker that this
+	// Secret is the run's secret, which proves to its broker that this
 	// caller is the person who started the run (fsops/runsecret.go).
 	Secret    string
 	SecretErr error
@@ -36,12 +36,12 @@ func (r *LiveRun) Close() {
 	}
 }
 
-// ended reports whether the run host has exited.
+// Ended reports whether the run host has exited.
 func (r *LiveRun) Ended() bool {
 	return r.host != nil && r.host.Wait(0)
 }
 
-// findLiveRun finds the run directory of the run hosted by pid (the pid
+// FindLiveRun finds the run directory of the run hosted by pid (the pid
 // the run host wrote in agent/NAME.d/pid): among the run directories of
 // the run host's user for this tree (RUNTIME/TREE/run/RUN: another tree's
 // runs are never looked at, ctx man ctx.session) and, for iso
@@ -119,7 +119,7 @@ func runtimeDirOf(uid int) (string, error) {
 	return "", fmt.Errorf("uid %d has no runtime directory in %s", uid, strings.Join(candidates, ", "))
 }
 
-// call asks the run's broker to run tool with args, as a process inside the
+// Call asks the run's broker to run tool with args, as a process inside the
 // sandbox does (brokeredCall): the host decides on the live tree, the
 // sandbox's init runs the tool as the agent, the host records the call. The
 // tool's environment is the one the agent's programs start with, its
@@ -158,7 +158,7 @@ func readRunSecret(hostUID int, key, dir string) (string, error) {
 	return fsops.ReadRunSecret(fsops.RunSecretPath(filepath.Join(runtime, key), filepath.Base(dir)))
 }
 
-// shieldOutput keeps the caller's files out of the agent's reach: a
+// ShieldOutput keeps the caller's files out of the agent's reach: a
 // terminal, a regular file or a device on stdout or stderr is handed to the
 // program as a pipe that the host copies from, so the agent can neither
 // read the person's keystrokes through a terminal, push input into it, nor
@@ -171,7 +171,7 @@ func ShieldOutput(w io.Writer) io.Writer {
 	return w
 }
 
-// shieldInput is shieldOutput for stdin.
+// ShieldInput is shieldOutput for stdin.
 func ShieldInput(rd io.Reader) io.Reader {
 	if f, ok := rd.(*os.File); ok && !pipeOrSocket(f) {
 		return struct{ io.Reader }{f}

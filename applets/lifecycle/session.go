@@ -11,7 +11,7 @@ import (
 	"ctx/policy"
 )
 
-// startSessionPlace is where ctx agent start records the run's session:
+// StartSessionPlace is where ctx agent start records the run's session:
 // the agent's own sessions (home/UID/agent/NAME/session/), or with
 // --shared SPACE the space's (shared/SPACE/agent/NAME/session/), which the
 // seed lets a run use only when Linux permissions, mount visibility and
@@ -39,7 +39,7 @@ func StartSessionPlace(e *cli.Env, root fsops.Root, a *policy.Agent, space strin
 	return place, cli.OK, true
 }
 
-// sharedSessionPlace checks --shared SPACE (a valid name of an existing
+// SharedSessionPlace checks --shared SPACE (a valid name of an existing
 // space, not the docs bundle) and returns the agent's sessions there.
 func SharedSessionPlace(e *cli.Env, root fsops.Root, a *policy.Agent, space string) (fsops.SessionPlace, int, bool) {
 	if err := policy.ValidName(space); err != nil {

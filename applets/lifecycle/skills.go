@@ -14,14 +14,14 @@ import (
 	"ctx/policy"
 )
 
-// runSkills is what a run shows at /mnt/skills: the agent's own skills
+// RunSkills is what a run shows at /mnt/skills: the agent's own skills
 // directory (also bound read-only over /home/agent/skills) and the bundles.
 type RunSkills struct {
 	Dir  string
 	List []policy.Skill
 }
 
-// gatherSkills finds the skill bundles of agent a's run, each a directory
+// GatherSkills finds the skill bundles of agent a's run, each a directory
 // shown read-only at /mnt/skills/NAME, and the /mnt/proc/policy lines that
 // say where each came from or why one was left out:
 //

@@ -7,7 +7,7 @@ import (
 	"ctx/policy"
 )
 
-// sopPointer is the identity's sop and sop.sha256: where the sandbox shows
+// SopPointer is the identity's sop and sop.sha256: where the sandbox shows
 // the rendered system prompt and the sha256 of exactly those bytes.
 func SopPointer(sop []byte) (string, string) {
 	sum := sha256.Sum256(sop)

@@ -16,7 +16,7 @@ import (
 	"ctx/policy"
 )
 
-// runAgentStop is `ctx agent stop [--root DIR] NAME`: end the agent's run
+// RunAgentStop is `ctx agent stop [--root DIR] NAME`: end the agent's run
 // (SIGTERM to its run host, which passes it on to every process of the
 // sandbox; SIGKILL after the grace period) and, first, the runs of its
 // owned and temp descendants the same way. History is never deleted.
@@ -32,7 +32,7 @@ func RunAgentStop(e *cli.Env, args []string) int {
 	return StopTree(e, root, a.Name, map[string]bool{})
 }
 
-// stopTree stops the descendants of name whose life is owned or temp
+// StopTree stops the descendants of name whose life is owned or temp
 // (post-order: children before their parent), then name itself.
 func StopTree(e *cli.Env, root fsops.Root, name string, seen map[string]bool) int {
 	if seen[name] {
@@ -53,7 +53,7 @@ func StopTree(e *cli.Env, root fsops.Root, name string, seen map[string]bool) in
 	return code
 }
 
-// childrenOf lists the agents whose parent control names name.
+// ChildrenOf lists the agents whose parent control names name.
 func ChildrenOf(root fsops.Root, name string) []*policy.Agent {
 	entries, _ := os.ReadDir(root.AgentDir())
 	var out []*policy.Agent
@@ -70,7 +70,7 @@ func ChildrenOf(root fsops.Root, name string) []*policy.Agent {
 	return out
 }
 
-// runHostPid returns the pid of the live run host of agent name, or 0.
+// RunHostPid returns the pid of the live run host of agent name, or 0.
 func RunHostPid(root fsops.Root, name string) int {
 	b, err := fsops.ReadControl(filepath.Join(root.AgentControl(name), "pid"))
 	if err != nil {
@@ -135,5 +135,5 @@ func markDead(root fsops.Root, name string) {
 	}
 }
 
-// stopGrace is how long a run gets between SIGTERM and SIGKILL.
+// StopGrace is how long a run gets between SIGTERM and SIGKILL.
 const StopGrace = 5 * time.Second

@@ -24,7 +24,7 @@ import (
 // ctxmcp serve: the tools of an agent (or of the caller) as an MCP
 // server on stdio, each call decided and recorded as a tsh call is.
 
-// ctxmcpServe is `ctxmcp serve [--root DIR] [--agent NAME [--unsandboxed]]
+// CtxmcpServe is `ctxmcp serve [--root DIR] [--agent NAME [--unsandboxed]]
 // [--timeout DURATION]`.
 func CtxmcpServe(e *cli.Env, args []string) int {
 	var rootFlag, agent, timeout string
@@ -310,13 +310,13 @@ func isFile(p string) bool {
 // and lands in the agent's audit, and the run lasts until its last server
 // has ended.
 func serveSandboxed(e *cli.Env, root fsops.Root, agent, timeout string) int {
-	args := []string{"--root", root.Dir, agent, "--", "ctx", "ctxmcp", "serve"}
+	o := runhost.Options{Root: root, Agent: agent, Command: []string{"ctx", "ctxmcp", "serve"}}
 	if timeout != "" {
-		args = append(args, "--timeout", timeout)
+		o.Command = append(o.Command, "--timeout", timeout)
 	}
 	start := *e
 	start.Name = "ctxmcp serve"
-	return runhost.RunAgentStart(&start, args)
+	return runhost.Start(&start, o)
 }
 
 // recordUnsandboxedServe writes, once per server, that agent's tools are

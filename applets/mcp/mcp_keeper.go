@@ -43,7 +43,7 @@ import (
 // and the call's working directory (the server starts there).
 // DIR/KEY.lock serialises starting it.
 
-// mcpKeeperApplet is the hidden applet a keeper runs as.
+// McpKeeperApplet is the hidden applet a keeper runs as.
 const McpKeeperApplet = "ctx-mcp-keeper"
 
 // keeperExecutable is the binary a keeper is started from; "" is this one
@@ -304,7 +304,7 @@ func startKeeper(st keeperStart) error {
 	return cmd.Process.Release()
 }
 
-// runMCPKeeper is the keeper: it reads its keeperStart, listens, says
+// RunMCPKeeper is the keeper: it reads its keeperStart, listens, says
 // "ready" on descriptor 3 and serves calls until the run or its socket is
 // gone or it is told to end (SIGTERM, SIGHUP, SIGINT), then ends its
 // server's session and tree.

@@ -27,7 +27,7 @@ import (
 	"ctx/policy"
 )
 
-// projectedToolApplet returns the applet that runs an installed tool whose
+// ProjectedToolApplet returns the applet that runs an installed tool whose
 // executable is this binary under a name that is not an applet (an
 // MCP-projected tool such as github.search_issues): it applies when
 // NAME.d/mcp exists beside the executable. The executable's directory is

@@ -30,7 +30,7 @@ const agentCreateSchema = `{"$schema":"https://json-schema.org/draft/2020-12/sch
 	`{"type":"array","items":{"type":"string"},"minItems":3,"maxItems":3}]}}},` +
 	`"required":["name"],"additionalProperties":false}`
 
-// agentCreateTool creates a child of the calling agent (seed "optional
+// AgentCreateTool creates a child of the calling agent (seed "optional
 // agent lifecycle tools"): the run host checks the name-specific grant
 // (allow PARENT_t agent:CHILD create) and that the child is an attenuation
 // of the caller (ctx man policy), and writes the child whole or not at all.
@@ -49,7 +49,7 @@ type createRequest struct {
 	Mounts                         [][]string
 }
 
-// decodeCreateRequest decodes an agent.create request strictly (unknown
+// DecodeCreateRequest decodes an agent.create request strictly (unknown
 // fields refused) in either shape; the host decides everything else.
 func DecodeCreateRequest(input []byte) (createRequest, error) {
 	var in struct {
@@ -172,7 +172,7 @@ func decodeCreateMount(raw json.RawMessage) ([]string, error) {
 	return []string{m.Source, m.Target, m.Mode}, nil
 }
 
-// agentCreate creates a child of the calling agent: the caller's policy
+// AgentCreate creates a child of the calling agent: the caller's policy
 // must name the child (allow SUBJ agent:CHILD create), and the child must
 // be an attenuation of the caller (createAgent, policy.Attenuate), which
 // includes keeping the caller's subject: a label is honoured only when its

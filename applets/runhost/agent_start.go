@@ -4,7 +4,7 @@ import (
 	"ctx/applets/toolrun"
 )
 
-// agentStartTool starts a child of the calling agent in a sandbox of its
+// AgentStartTool starts a child of the calling agent in a sandbox of its
 // own (seed "optional agent lifecycle tools"): the run host checks the
 // name-specific grant (allow PARENT_t agent:CHILD start), that the child is
 // the caller's, and the caller's children budget, then starts the child's

@@ -4,7 +4,7 @@ import (
 	"ctx/applets/toolrun"
 )
 
-// agentStopTool stops a child of the calling agent that this run started
+// AgentStopTool stops a child of the calling agent that this run started
 // (grant allow PARENT_t agent:CHILD stop), with the child's own owned and
 // temp descendants first, as ctx agent stop does.
 var AgentStopTool = &toolrun.BuiltinTool{

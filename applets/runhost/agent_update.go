@@ -10,7 +10,7 @@ import (
 	"ctx/fsops"
 )
 
-// agentUpdateTool is the self-iteration endpoint (seed "Agent Self
+// AgentUpdateTool is the self-iteration endpoint (seed "Agent Self
 // Iteration"): a running agent replaces system.md or prompt.template.md of
 // its own control directory. The run host does the write (the tree is
 // read-only inside the sandbox): it binds the request to the calling agent,

@@ -25,7 +25,7 @@ import (
 	"ctx/ptyterm"
 )
 
-// agentRun is everything `ctx agent start` prepares before it starts the
+// AgentRun is everything `ctx agent start` prepares before it starts the
 // program: the agent, the session, the run, the projection of its tools and
 // the sandbox plan.
 type AgentRun struct {

@@ -21,7 +21,7 @@ import (
 	"ctx/policy"
 )
 
-// broker is the run host's side of the tool broker (fsops/broker.go): it
+// Broker is the run host's side of the tool broker (fsops/broker.go): it
 // accepts calls on the socket /mnt/proc shows, decides each against the
 // tree as it is on disk at that moment, has the sandbox's init run it, and
 // records it. The init's side is fsops/sandbox_broker.go.

@@ -5,19 +5,19 @@ import (
 	"ctx/fsops"
 )
 
-// runSandboxInit is the hidden applet the sandbox child runs as (see
+// RunSandboxInit is the hidden applet the sandbox child runs as (see
 // fsops.RunSandboxInit). It is reached only through argv[0].
 func RunSandboxInit(e *cli.Env, args []string) int {
 	return fsops.RunSandboxInit(e.Stderr)
 }
 
-// runUsernsHold is the hidden applet that holds a user namespace open
+// RunUsernsHold is the hidden applet that holds a user namespace open
 // while the run host takes a descriptor of it (fsops.IDMappedTree).
 func RunUsernsHold(e *cli.Env, args []string) int {
 	return fsops.RunUsernsHold()
 }
 
-// runConfine is the hidden applet an iso shared run starts its program
+// RunConfine is the hidden applet an iso shared run starts its program
 // through (fsops.RunConfine): no_new_privs and the seccomp filter, then
 // the program.
 func RunConfine(e *cli.Env, args []string) int {

@@ -18,7 +18,7 @@ import (
 // toolspec files, and how a tool run by its /mnt path finds itself (the
 // SOP's digest: agentrc_sop.go; skills: agentrc_skills.go).
 
-// toolSpec is a tool's NAME.toolspec.json: the shape of an MCP tools/list
+// ToolSpec is a tool's NAME.toolspec.json: the shape of an MCP tools/list
 // entry (name, description, inputSchema, outputSchema and annotations where
 // the tool has them), so an agent harness can register the tool as it
 // reads it. It is also what `NAME --agentrc-schema` prints (the profile's
@@ -99,7 +99,7 @@ func jsonObject(b []byte) json.RawMessage {
 	return out.Bytes()
 }
 
-// withToolSpecs replaces each projected tool's input schema with its
+// WithToolSpecs replaces each projected tool's input schema with its
 // toolspec, which the plan writes beside /mnt/tools/NAME and
 // /mnt/mcp/SERVER/TOOL.
 func WithToolSpecs(tools []policy.ProjectedTool) {
@@ -112,7 +112,7 @@ func WithToolSpecs(tools []policy.ProjectedTool) {
 	}
 }
 
-// mntTool maps an executable path under agentrc's /mnt to the tool it
+// MntTool maps an executable path under agentrc's /mnt to the tool it
 // projects, for tools that find their control directory beside their
 // executable (MCP-projected tools; builtin applets know themselves by
 // name): /mnt/mcp/SERVER/TOOL is the tool whose mcp locator names that

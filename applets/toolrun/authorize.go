@@ -38,7 +38,7 @@ func authorizeTool(e *cli.Env, name string) *ToolError {
 		Msg: "permission denied (" + string(d.Layer) + "): " + d.Reason}
 }
 
-// toolVisibleTo decides whether ctxmcp serve lists (and so may run) the
+// ToolVisibleTo decides whether ctxmcp serve lists (and so may run) the
 // tool at hit. Inside an agent context the server serves that agent's own
 // tools and no other agent's; on the host, --agent A serves what A may
 // execute; with neither, a person serves every tool CTX_PATH shows. For an

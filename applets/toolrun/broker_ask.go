@@ -8,7 +8,7 @@ import (
 	"ctx/fsops"
 )
 
-// askCallHost sends req on this process's call channel and returns the
+// AskCallHost sends req on this process's call channel and returns the
 // host's reply: a host operation, asked for the call this process runs.
 func AskCallHost(req fsops.BrokerRequest) (fsops.BrokerReply, error) {
 	var reply fsops.BrokerReply
@@ -19,7 +19,7 @@ func AskCallHost(req fsops.BrokerRequest) (fsops.BrokerReply, error) {
 	return reply, err
 }
 
-// errnoByName is the errno called name ("EINVAL"), 0 when unknown.
+// ErrnoByName is the errno called name ("EINVAL"), 0 when unknown.
 func ErrnoByName(name string) syscall.Errno {
 	if name == "" {
 		return 0

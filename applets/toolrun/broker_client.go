@@ -17,7 +17,7 @@ import (
 	"ctx/policy"
 )
 
-// brokeredCall is how a tool applet started inside a sandbox runs: it asks
+// BrokeredCall is how a tool applet started inside a sandbox runs: it asks
 // the run host (fsops.BrokerSocket, found by path) to run the call, passing
 // its standard descriptors, and exits with the status the host answers. The
 // host decides, has the sandbox's init execute the tool, and records the
@@ -66,7 +66,7 @@ func dialRunBroker(e *cli.Env) (conn, code int, ok bool) {
 	return conn, 0, true
 }
 
-// askDecision has the run host decide and record a call of tool that this
+// AskDecision has the run host decide and record a call of tool that this
 // process runs itself (terminal, a terminal tool on the caller's terminal)
 // or has refused itself (tsh, ctxmcp serve): fsops.BrokerDecide. It
 // returns the host's answer, already printed when it refuses; ok is false
@@ -87,7 +87,7 @@ func AskDecision(e *cli.Env, tool string, terminal bool) (code int, ok bool) {
 // is given up on.
 const cancelAnswerWait = 6 * time.Second
 
-// callBroker sends req with the tool's descriptors fds on conn and waits
+// CallBroker sends req with the tool's descriptors fds on conn and waits
 // for the host's answer, printing a refusal or an error as one line, and
 // returns the call's exit status. SIGINT, SIGTERM or SIGHUP meanwhile
 // ends our side of the connection, which cancels the call on the host:
@@ -161,7 +161,7 @@ func (r *descriptorRelay) closeChildEnds() {
 
 func (r *descriptorRelay) wait() { r.wg.Wait() }
 
-// standardDescriptors returns the descriptors to pass as the tool's 0, 1
+// StandardDescriptors returns the descriptors to pass as the tool's 0, 1
 // and 2: the streams' own when they are files, else pipes relayed here.
 func StandardDescriptors(e *cli.Env) ([]int, *descriptorRelay, error) {
 	relay := &descriptorRelay{}
@@ -199,12 +199,12 @@ func StandardDescriptors(e *cli.Env) ([]int, *descriptorRelay, error) {
 	return fds, relay, nil
 }
 
-// callChannel is this process's call channel (fsops.CallChannelFD), -1
+// CallChannel is this process's call channel (fsops.CallChannelFD), -1
 // when it has none: claimed once at the start of a process the init
 // started for a call (Main, a warm worker given its order).
 var CallChannel = -1
 
-// claimCallChannel claims the process's call channel, if it has one.
+// ClaimCallChannel claims the process's call channel, if it has one.
 func ClaimCallChannel() {
 	if CallChannel < 0 {
 		CallChannel = fsops.ClaimCallChannel()

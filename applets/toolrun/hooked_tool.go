@@ -12,7 +12,7 @@ import (
 	"ctx/fsops/proc"
 )
 
-// hookedToolApplet is the hidden applet the sandbox's init runs, on the run
+// HookedToolApplet is the hidden applet the sandbox's init runs, on the run
 // host's order, for a brokered call of a third-party tool whose control
 // directory has hooks: argv is NAME PATH ARGS... It runs the program
 // through the one tool runner (runTool) as a wrapped tool: its pre hooks (a
@@ -23,7 +23,7 @@ import (
 // of any kind the same two checks.
 const HookedToolApplet = "ctx-hooked-tool"
 
-// hasHooks reports whether the tool control directory dir has a pre or
+// HasHooks reports whether the tool control directory dir has a pre or
 // post hook.
 func HasHooks(dir string) bool {
 	return len(toolHooks(dir, "pre")) > 0 || len(toolHooks(dir, "post")) > 0

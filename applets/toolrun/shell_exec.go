@@ -232,7 +232,7 @@ func shellEnv(e *cli.Env) []string {
 	return env
 }
 
-// exitStatus turns a process state into a shell-style exit status:
+// ExitStatus turns a process state into a shell-style exit status:
 // the exit code, or 128+N for a death by signal N.
 func ExitStatus(state *os.ProcessState) int {
 	if state == nil {

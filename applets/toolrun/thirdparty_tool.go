@@ -5,7 +5,7 @@ import (
 	"ctx/fsops"
 )
 
-// runThirdPartyTool is /mnt/tools/NAME for a tool that is not ctx (a
+// RunThirdPartyTool is /mnt/tools/NAME for a tool that is not ctx (a
 // program or script in a tool tier): /mnt/tools links every name to ctx,
 // which asks the run host to run the call, so a third-party tool is
 // decided on the live tree, executed from its tier by the sandbox's init

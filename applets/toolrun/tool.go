@@ -22,7 +22,7 @@ import (
 // maxToolInput bounds the JSON input a tool reads from argv or stdin.
 const maxToolInput = 1 << 20
 
-// builtinTool is a tool ctx runs in its own process: a builtin (fs.read,
+// BuiltinTool is a tool ctx runs in its own process: a builtin (fs.read,
 // shell.exec, ...) or an MCP-projected tool (projectedToolApplet). Either
 // supplies its Run and what describes it; runTool does everything around
 // the call once, for both. Its Schema, Description and Cap are what
@@ -68,7 +68,7 @@ type BuiltinTool struct {
 	Run func(call *ToolCall) error
 }
 
-// toolCall is one invocation of a tool.
+// ToolCall is one invocation of a tool.
 type ToolCall struct {
 	Env      *cli.Env
 	tool     *BuiltinTool
@@ -81,7 +81,7 @@ type ToolCall struct {
 	exit     int // exit status a successful Run wants (shell.exec passes the child's)
 }
 
-// toolError is a tool failure with the errno name reported in frames and
+// ToolError is a tool failure with the errno name reported in frames and
 // events and the exit status of the process.
 type ToolError struct {
 	Errno syscall.Errno
@@ -96,12 +96,12 @@ func ToolErr(errno syscall.Errno, exit int, format string, args ...any) *ToolErr
 	return &ToolError{Errno: errno, Exit: exit, Msg: fmt.Sprintf(format, args...)}
 }
 
-// inputErr is bad input: EINVAL, exit 2.
+// InputErr is bad input: EINVAL, exit 2.
 func InputErr(format string, args ...any) *ToolError {
 	return ToolErr(syscall.EINVAL, cli.Usage, format, args...)
 }
 
-// fsErr maps a filesystem error to a toolError, keeping its errno.
+// FsErr maps a filesystem error to a toolError, keeping its errno.
 func FsErr(err error) *ToolError {
 	var te *ToolError
 	if errors.As(err, &te) {
@@ -112,7 +112,7 @@ func FsErr(err error) *ToolError {
 	return &ToolError{Errno: errno, Exit: cli.ErrnoExit(errno, cli.Failure), Msg: err.Error()}
 }
 
-// errnoName returns the errno's symbolic name ("EACCES").
+// ErrnoName returns the errno's symbolic name ("EACCES").
 func ErrnoName(errno syscall.Errno) string {
 	if n := unix.ErrnoName(errno); n != "" {
 		return n
@@ -120,7 +120,7 @@ func ErrnoName(errno syscall.Errno) string {
 	return fmt.Sprintf("E%d", int(errno))
 }
 
-// runTool is the one path of every tool ctx runs itself, builtin or
+// RunTool is the one path of every tool ctx runs itself, builtin or
 // MCP-projected: the broker (inside a run the host runs the call), the
 // authority check, pre hooks, input, schema validation, the call itself,
 // frames or plain output, post hooks and the tool.call event.
@@ -299,7 +299,7 @@ func readStdin(r io.Reader, limit int) ([]byte, error) {
 	return b, nil
 }
 
-// decodeInputObject decodes one JSON object (numbers kept as written) and
+// DecodeInputObject decodes one JSON object (numbers kept as written) and
 // returns it with its compacted text.
 func DecodeInputObject(b []byte) (map[string]any, json.RawMessage, error) {
 	if len(b) > maxToolInput {

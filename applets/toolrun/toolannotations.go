@@ -1,6 +1,6 @@
 package toolrun
 
-// builtinAnnotations are the annotations controls bootstrap writes for the
+// BuiltinAnnotations are the annotations controls bootstrap writes for the
 // builtin tools (tool/NAME.d/annotations): the MCP hints ctxmcp serve
 // hands to clients, which may use them to decide what needs a person's
 // confirmation. They are honest about effects, never a grant: fs.read,

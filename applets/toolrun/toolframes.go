@@ -85,12 +85,12 @@ func (f *frameWriter) message(text string) {
 	f.frame(messageFrame{"message", f.run, "tool", []json.RawMessage{b}, nil})
 }
 
-// content writes content blocks as they came, and structured content.
+// Content writes content blocks as they came, and structured content.
 func (f *frameWriter) Content(blocks []json.RawMessage, structured json.RawMessage) {
 	f.frame(messageFrame{"message", f.run, "tool", blocks, structured})
 }
 
-// progress writes a progress frame (only asked for with CTX_TOOL_PROGRESS=1).
+// Progress writes a progress frame (only asked for with CTX_TOOL_PROGRESS=1).
 func (f *frameWriter) Progress(p mcpstdio.Progress) {
 	f.frame(progressFrame{"progress", f.run, p.Message, p.Progress, p.Total})
 }

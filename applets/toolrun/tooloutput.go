@@ -1,6 +1,6 @@
 package toolrun
 
-// builtinPrograms are the program controls bootstrap writes for the
+// BuiltinPrograms are the program controls bootstrap writes for the
 // builtin tools (tool/NAME.d/program): a JSON Schema of what a successful
 // call prints on standard output in terminal mode, the agentrc profile's
 // "output" of a self-describing tool. They describe, never constrain: the

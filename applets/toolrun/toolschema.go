@@ -27,7 +27,7 @@ func toolSchema(dir string, t *BuiltinTool) ([]byte, error) {
 	return []byte(t.Schema), nil
 }
 
-// printToolSchema answers `TOOL --agentrc-schema` with the tool's
+// PrintToolSchema answers `TOOL --agentrc-schema` with the tool's
 // toolspec: its input schema (the schema control, else the compiled-in
 // one) and its output schema, the same bytes as /mnt/tools/NAME.toolspec.json.
 func PrintToolSchema(e *cli.Env, name string) int {
@@ -66,7 +66,7 @@ func validateToolInput(dir string, t *BuiltinTool, input map[string]any) error {
 	return nil
 }
 
-// validateJSONInput checks a third-party tool's input, given as one JSON
+// ValidateJSONInput checks a third-party tool's input, given as one JSON
 // object argument, against its schema control; no control, no constraint.
 func ValidateJSONInput(dir string, raw json.RawMessage) error {
 	input, _, err := DecodeInputObject(raw)

@@ -82,7 +82,7 @@ func parseSelfSpec(b []byte) (selfSpec, error) {
 	return s, nil
 }
 
-// selfDescribed returns the description tool hit gives of itself, and
+// SelfDescribed returns the description tool hit gives of itself, and
 // where it came from ("flag" or "sibling"); ok is false when it gives
 // none that is valid.
 func SelfDescribed(hit fsops.ToolHit, uid, gid uint32) (selfSpec, string, bool) {
@@ -187,7 +187,7 @@ func runSelfSchema(hit fsops.ToolHit, uid, gid uint32) ([]byte, bool) {
 	return b, true
 }
 
-// selfToolSpec is the toolspec of a tool that described itself: its
+// SelfToolSpec is the toolspec of a tool that described itself: its
 // description control when it has one, and the schemas it gave.
 func SelfToolSpec(t policy.ProjectedTool, s selfSpec) []byte {
 	spec := struct {
@@ -202,7 +202,7 @@ func SelfToolSpec(t policy.ProjectedTool, s selfSpec) []byte {
 	return toolSpecJSON(spec)
 }
 
-// mntSelfSchema is, inside a run, the input schema tool hit described
+// MntSelfSchema is, inside a run, the input schema tool hit described
 // itself with, read from the toolspec its run host wrote; nil elsewhere.
 func MntSelfSchema(hit fsops.ToolHit) json.RawMessage {
 	p, ok := policy.MntToolSpecPath(hit.Name, func(p string) bool { _, err := os.Lstat(p); return err == nil })

@@ -50,7 +50,7 @@ func (tshTools) InProcess(c tsh.ToolCall) (int, bool) {
 	return runToolInProcess(c.Name, c.Object, c.Args, c.Env, c.Stdin, c.Stdout, c.Stderr)
 }
 
-// envFromList is an applet Env whose environment is the list env, not the
+// EnvFromList is an applet Env whose environment is the list env, not the
 // process's.
 func EnvFromList(name, argv0 string, env []string, stdin io.Reader, stdout, stderr io.Writer) *cli.Env {
 	vars := make(map[string]string, len(env))
@@ -73,7 +73,7 @@ func runToolInProcess(name, object string, args, env []string, stdin io.Reader, 
 	return RunTool(EnvFromList(name, object, env, stdin, stdout, stderr), t, args), true
 }
 
-// runTsh is the tsh applet, the tool shell; the work is in package tsh.
+// RunTsh is the tsh applet, the tool shell; the work is in package tsh.
 func RunTsh(e *cli.Env, args []string) int {
 	return tsh.Run(TshEnv(e), args)
 }
@@ -82,7 +82,7 @@ func TshEnv(e *cli.Env) *tsh.Env {
 	return &tsh.Env{Stdin: e.Stdin, Stdout: e.Stdout, Stderr: e.Stderr, Getenv: e.Getenv, Tools: tshTools{}}
 }
 
-// tshTool is the metadata bootstrap writes for tool/tsh.
+// TshTool is the metadata bootstrap writes for tool/tsh.
 var TshTool = &BuiltinTool{
 	Name:        "tsh",
 	Description: "The tool shell: resolve a tool through CTX_PATH and run it, or a builtin (help, tools, which, load, pin, ...).",

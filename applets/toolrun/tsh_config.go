@@ -34,13 +34,13 @@ const tshConfigSchema = `{
 }
 `
 
-// runTshConfig is the tsh.config tool applet, for the root CTX_ROOT (or
+// RunTshConfig is the tsh.config tool applet, for the root CTX_ROOT (or
 // /ctx).
 func RunTshConfig(e *cli.Env, args []string) int {
 	return TshConfig(e, fsops.SelectRoot("", e.Getenv), args)
 }
 
-// tshConfig reads or updates ROOT/tool/tsh.d/config. Input is one JSON
+// TshConfig reads or updates ROOT/tool/tsh.d/config. Input is one JSON
 // object, from the single argument or from stdin (none, or an empty
 // input, is {}). With no setting key it prints the current configuration;
 // with any, it merges them into the file and replaces it atomically. It
@@ -160,7 +160,7 @@ func ensureConfigDir(dir string) error {
 	return nil
 }
 
-// tshConfigTool is the metadata bootstrap writes for tool/tsh.config.
+// TshConfigTool is the metadata bootstrap writes for tool/tsh.config.
 var TshConfigTool = &BuiltinTool{
 	Name:        "tsh.config",
 	Description: "Read or update the tsh runtime configuration (tool/tsh.d/config) atomically.",
