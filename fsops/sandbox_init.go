@@ -8,7 +8,6 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -207,7 +206,7 @@ func buildSandbox(plan *policy.Plan) error {
 			return &SandboxError{"setting the hostname", err}
 		}
 	}
-	return dropPrivileges()
+	return dropPrivileges(plan.Namespaces.User)
 }
 
 // applyMounts builds the new root under plan.NewRoot and pivots into it.
@@ -275,12 +274,16 @@ func applyMounts(plan *policy.Plan) error {
 // them from the thread that forks it: RunSandboxInit keeps its goroutine on
 // one locked thread, drops them there, and forks the agent from it. (The
 // runtime's other threads never fork the agent.)
-func dropPrivileges() error {
+//
+// ownUserns says the init made a user namespace of its own (iso userns),
+// where it holds every capability and a refused drop is an error.
+func dropPrivileges(ownUserns bool) error {
 	for c := 0; c <= unix.CAP_LAST_CAP; c++ {
 		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
-		if err == unix.EPERM && os.Geteuid() != 0 && !inUserNamespace() {
-			// iso landlock run by a user: no capability to drop the set
-			// with, and none to gain either (no_new_privs below).
+		if err == unix.EPERM && os.Geteuid() != 0 && !ownUserns {
+			// iso landlock run by a user (on the host, or inside a
+			// container's user namespace): no capability to drop the
+			// set with, and none to gain either (no_new_privs below).
 			break
 		}
 		if err != nil && err != unix.EINVAL {
@@ -351,15 +354,4 @@ func reportEnd(status int) {
 	fmt.Fprintf(planFile, "%s%d\n", endReport, status)
 	planFile.Close()
 	planFile = nil
-}
-
-// inUserNamespace reports whether this process runs in a user namespace
-// other than the initial one.
-func inUserNamespace() bool {
-	b, err := os.ReadFile("/proc/self/uid_map")
-	if err != nil {
-		return false
-	}
-	f := strings.Fields(string(b))
-	return !(len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295")
 }

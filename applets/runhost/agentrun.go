@@ -74,6 +74,7 @@ type AgentRun struct {
 	budgets       *runBudgets
 	broker        *Broker                              // the run's tool broker, when it could be bound
 	isoAsked      policy.Iso                           // the iso the agent asked for (auto, or a mode)
+	earlyErr      error                                // why the early init could not be started (agentrun_early.go)
 	probe         func(full bool) policy.HostIsolation // fsops.ProbeIsolation, or its answer started ahead
 	agents        *authority.Agents                    // the start's one reading of the tree's agents
 	onTerminal    bool                                 // the program gets a terminal (ctxterm serves it): --terminal, --no-console, or a terminal on stdin

@@ -42,6 +42,10 @@ func (r *AgentRun) startCgroupAndInit(e *cli.Env) <-chan struct{} {
 type earlyInit struct {
 	sb  *fsops.Sandbox
 	pty *ptyterm.PTY
+	// startErr is why the init could not be started: for an explicit
+	// mode, whose namespaces are not probed beforehand, the first sign
+	// that the host refuses them (recheckMode).
+	startErr error
 }
 
 // startEarly starts the init, when this run allows it, on another
@@ -77,6 +81,7 @@ func (r *AgentRun) startEarly(e *cli.Env) {
 		}
 		r.letInitJoinCgroup(sb)
 		if err := r.startFirst(sb.Cmd); err != nil {
+			ei.startErr = err
 			sb.Abandon()
 			if pty != nil {
 				pty.Close()
@@ -86,7 +91,7 @@ func (r *AgentRun) startEarly(e *cli.Env) {
 		if pty != nil {
 			pty.Started()
 		}
-		ei = earlyInit{sb, pty}
+		ei = earlyInit{sb: sb, pty: pty}
 	}()
 }
 
@@ -98,6 +103,7 @@ func (r *AgentRun) takeEarly() *fsops.Sandbox {
 	}
 	ei := <-r.early
 	r.early = nil
+	r.earlyErr = ei.startErr
 	if ei.sb == nil {
 		return nil
 	}
@@ -144,4 +150,24 @@ func (r *AgentRun) abandonEarly() {
 // the agent only as pipes.
 func (r *AgentRun) shieldStdio(e *cli.Env, sb *fsops.Sandbox) {
 	sb.Cmd.Stdin, sb.Cmd.Stdout, sb.Cmd.Stderr = lifecycle.ShieldInput(e.Stdin), lifecycle.ShieldOutput(e.Stdout), lifecycle.ShieldOutput(e.Stderr)
+}
+
+// recheckMode refuses the start, before anything is logged, when the
+// early init could not be started because this host refuses the mode's
+// namespaces: an explicit iso userns or uid is not probed before the
+// start (the init's start is the probe), so this is where a mode that
+// cannot work here is found, and refused as checkStart refuses it. Any
+// other failure to start is left to the start proper, which says why.
+func (r *AgentRun) recheckMode(e *cli.Env) (int, bool) {
+	if r.earlyErr == nil || r.isoAsked == policy.IsoAuto {
+		return 0, true
+	}
+	probe := r.probe
+	if probe == nil {
+		probe = fsops.ProbeIsolation
+	}
+	if _, err := policy.ChooseIso(r.isoAsked, uint32(r.callerUID), probe(true)); err != nil {
+		return cli.Fail(e, cli.Unavailable, "agent %s: %v", r.Agent.Name, err), false
+	}
+	return 0, true
 }

@@ -188,6 +188,9 @@ func (r *AgentRun) dropCgroupJoin() {
 func (r *AgentRun) firstCommand(e *cli.Env, runcap *fsops.RunCapability) (*exec.Cmd, *fsops.Sandbox, int, bool) {
 	if r.plan != nil {
 		sandbox := r.takeEarly()
+		if code, ok := r.recheckMode(e); !ok {
+			return nil, nil, code, false
+		}
 		if sandbox == nil {
 			var err error
 			if sandbox, err = fsops.NewSandbox(r.plan); err != nil {
