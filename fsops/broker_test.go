@@ -1,6 +1,7 @@
 package fsops
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,5 +46,50 @@ func TestBrokerLongSocketPath(t *testing.T) {
 	var got BrokerReply
 	if _, err := RecvBrokerMessage(a, &got, 0); err != nil || got.Exit != 7 {
 		t.Fatalf("received %+v, %v", got, err)
+	}
+}
+
+// A hostile local user who swaps a directory on a long broker socket
+// path's way for a symlink (to a directory of theirs, with a listener of
+// theirs) gets neither the dial nor the bind: the directory is opened
+// without following any symlink. Afterwards their listener has had no
+// connection and their directory holds no socket of ours.
+func TestBrokerLongPathRefusesSymlinkSwap(t *testing.T) {
+	base := t.TempDir()
+	long := filepath.Join(strings.Repeat("d", 60), strings.Repeat("e", 60))
+	theirs := filepath.Join(base, "theirs", long)
+	if err := os.MkdirAll(theirs, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	trap, err := ListenBroker(filepath.Join(theirs, BrokerSocketName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(trap)
+	if err := os.Symlink(filepath.Join(base, "theirs"), filepath.Join(base, "ours")); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(base, "ours", long, BrokerSocketName)
+	if len(path) <= maxSocketPath {
+		t.Fatalf("path of %d bytes is not long enough for the test", len(path))
+	}
+	if c, err := DialBroker(path); !errors.Is(err, unix.ELOOP) {
+		CloseFD(c)
+		t.Fatalf("broker dial through a symlink: %v, want ELOOP", err)
+	}
+	if err := unix.SetNonblock(trap, true); err != nil {
+		t.Fatal(err)
+	}
+	if c, _, err := unix.Accept4(trap, unix.SOCK_CLOEXEC); err == nil {
+		unix.Close(c)
+		t.Fatal("the attacker's listener got a connection")
+	}
+	fd, err := ListenBroker(filepath.Join(filepath.Dir(path), "ours.sock"))
+	CloseFD(fd)
+	if !errors.Is(err, unix.ELOOP) {
+		t.Fatalf("bind through a symlink: %v, want ELOOP", err)
+	}
+	if _, err := os.Lstat(filepath.Join(theirs, "ours.sock")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a socket was bound in the attacker's directory: %v", err)
 	}
 }

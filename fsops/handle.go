@@ -18,26 +18,6 @@ import (
 // (DialBroker, OpenNoSymlinks).
 func CloseFD(fd int) { unix.Close(fd) }
 
-// CancelBroker shuts a broker connection down in both directions: the run
-// host sees the call's connection end and ends the call's process tree,
-// while this process still holds (and later closes) the descriptor.
-func CancelBroker(conn int) { unix.Shutdown(conn, unix.SHUT_RDWR) }
-
-// CancelBrokerCall ends this process's side of a call's connection only:
-// the run host sees it end and ends the call's process tree, and can still
-// answer once that tree is gone.
-func CancelBrokerCall(conn int) { unix.Shutdown(conn, unix.SHUT_WR) }
-
-// BrokerPeerPid is the pid of the process that listens at the other end of
-// conn (SO_PEERCRED, as the kernel recorded it at connect).
-func BrokerPeerPid(conn int) (int, error) {
-	cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED)
-	if err != nil {
-		return 0, err
-	}
-	return int(cred.Pid), nil
-}
-
 // Writable reports whether this process may write in path (access(2) with
 // W_OK: the real uid's permission, as a shell's test -w).
 func Writable(path string) bool { return unix.Access(path, unix.W_OK) == nil }
@@ -155,3 +135,59 @@ func (p *Process) Wait(timeout time.Duration) bool {
 
 // Close lets go of the process.
 func (p *Process) Close() { unix.Close(p.fd) }
+
+// CheckAppendable opens path for appending and closes it again: nil when
+// a line could be appended now. It follows no symlink in the last
+// component and never waits (a FIFO put there is not a way to block).
+func CheckAppendable(path string) error {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return err
+	}
+	unix.Close(fd)
+	return nil
+}
+
+// Stat is stat(2): the record of the inode path leads to (symlinks
+// followed), with the fields os.FileInfo leaves in Sys.
+func Stat(path string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Stat(path, &st)
+	return st, err
+}
+
+// SameInode reports whether paths a and b lead to the same inode (both
+// followed through symlinks); false when either cannot be looked at.
+func SameInode(a, b string) bool {
+	sa, errA := Stat(a)
+	if errA != nil {
+		return false
+	}
+	sb, errB := Stat(b)
+	return errB == nil && sa.Dev == sb.Dev && sa.Ino == sb.Ino
+}
+
+// StatNoSymlinks is the record of the inode at path (absolute), reached
+// without following a symlink in any component (OpenNoSymlinks: a
+// symlink on the way is ELOOP).
+func StatNoSymlinks(path string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := OpenNoSymlinks(path)
+	if err != nil {
+		return st, err
+	}
+	err = unix.Fstat(fd, &st)
+	unix.Close(fd)
+	return st, err
+}
+
+// MayCreateIn reports whether this process may make entries in directory
+// dir (access(2) with W_OK and X_OK: the real uid's permission).
+func MayCreateIn(dir string) bool { return unix.Access(dir, unix.W_OK|unix.X_OK) == nil }
+
+// SignalProcess sends sig to process pid (kill(2)).
+func SignalProcess(pid int, sig syscall.Signal) error { return syscall.Kill(pid, sig) }
+
+// SignalGroup sends sig to every process of the process group pgid
+// (kill(2) of -pgid).
+func SignalGroup(pgid int, sig syscall.Signal) error { return syscall.Kill(-pgid, sig) }

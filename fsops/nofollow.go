@@ -91,33 +91,6 @@ func explainNoSymlinks(err error) error {
 // /proc/self/fd/N mounts exactly the object the descriptor holds.
 func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
-// openMountOver opens path without following a symlink and checks that
-// it is not the directory fd was opened on but a mount made over it; it
-// returns the descriptor of what path leads to.
-func openMountOver(path string, fd int) (int, error) {
-	now, err := OpenNoSymlinks(path)
-	if err != nil {
-		return -1, err
-	}
-	var under, over unix.Statx_t
-	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &under); err != nil {
-		unix.Close(now)
-		return -1, err
-	}
-	if err := unix.Statx(now, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &over); err != nil {
-		unix.Close(now)
-		return -1, err
-	}
-	if under.Mask&unix.STATX_MNT_ID == 0 {
-		return now, nil // a kernel before 5.8 does not say; the mount was made through fd
-	}
-	if under.Mnt_id == over.Mnt_id {
-		unix.Close(now)
-		return -1, errors.New("the path does not lead to the mount just made")
-	}
-	return now, nil
-}
-
 // CloseInheritedOnExec marks every descriptor from 3 up close-on-exec, so
 // that descriptors a caller left open (a shell's 7</, a leaked socket)
 // never pass through ctx into a program it starts. Descriptors ctx hands a
@@ -137,4 +110,30 @@ func CloseInheritedOnExec() {
 			unix.CloseOnExec(fd)
 		}
 	}
+}
+
+// openDirNoSymlinks opens directory path (O_PATH) without following any
+// symlink; kernels without openat2 walk it. Errors are bare errnos:
+// ENOENT (a component is missing), ELOOP (a symlink on the way, or path
+// itself), ENOTDIR (a component is not a directory).
+func openDirNoSymlinks(path string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
+	if err == unix.ENOSYS || err == unix.EPERM {
+		fd, err = openNoSymlinksByComponent(path)
+		if err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				unix.Close(fd)
+				fd, err = -1, unix.ENOTDIR
+			}
+		}
+	}
+	if err != nil {
+		if pe, ok := err.(*os.PathError); ok {
+			err = pe.Err
+		}
+		return -1, err
+	}
+	return fd, nil
 }

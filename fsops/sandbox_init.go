@@ -2,6 +2,7 @@ package fsops
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -354,4 +355,31 @@ func reportEnd(status int) {
 	fmt.Fprintf(planFile, "%s%d\n", endReport, status)
 	planFile.Close()
 	planFile = nil
+}
+
+// openMountOver opens path without following a symlink and checks that
+// it is not the directory fd was opened on but a mount made over it; it
+// returns the descriptor of what path leads to.
+func openMountOver(path string, fd int) (int, error) {
+	now, err := OpenNoSymlinks(path)
+	if err != nil {
+		return -1, err
+	}
+	var under, over unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &under); err != nil {
+		unix.Close(now)
+		return -1, err
+	}
+	if err := unix.Statx(now, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &over); err != nil {
+		unix.Close(now)
+		return -1, err
+	}
+	if under.Mask&unix.STATX_MNT_ID == 0 {
+		return now, nil // a kernel before 5.8 does not say; the mount was made through fd
+	}
+	if under.Mnt_id == over.Mnt_id {
+		unix.Close(now)
+		return -1, errors.New("the path does not lead to the mount just made")
+	}
+	return now, nil
 }

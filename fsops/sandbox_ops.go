@@ -436,31 +436,6 @@ func dirNoSymlinks(path string) error {
 	return nil
 }
 
-// openDirNoSymlinks opens directory path (O_PATH) without following any
-// symlink; kernels without openat2 walk it. Errors are bare errnos, as
-// for dirNoSymlinks.
-func openDirNoSymlinks(path string) (int, error) {
-	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
-	if err == unix.ENOSYS || err == unix.EPERM {
-		fd, err = openNoSymlinksByComponent(path)
-		if err == nil {
-			var st unix.Stat_t
-			if unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFDIR {
-				unix.Close(fd)
-				fd, err = -1, unix.ENOTDIR
-			}
-		}
-	}
-	if err != nil {
-		if pe, ok := err.(*os.PathError); ok {
-			err = pe.Err
-		}
-		return -1, err
-	}
-	return fd, nil
-}
-
 // loopbackUp brings lo up in a new network namespace, so local servers work
 // without any route to the outside.
 func loopbackUp() error {

@@ -91,30 +91,15 @@ func TestUnixSocketLongPathRefusesSymlinkSwap(t *testing.T) {
 		}
 		t.Fatalf("dial through a symlink: %v, want ELOOP", err)
 	}
-	if c, err := DialBroker(path); err == nil || !errors.Is(err, unix.ELOOP) {
-		CloseFD(c)
-		t.Fatalf("broker dial through a symlink: %v, want ELOOP", err)
-	}
 	trap.SetDeadline(time.Now().Add(100 * time.Millisecond))
 	if c, err := trap.Accept(); err == nil {
 		c.Close()
 		t.Fatal("the attacker's listener got a connection")
 	}
-	for _, listen := range []func() error{
-		func() error {
-			l, err := ListenUnix(filepath.Join(filepath.Dir(path), "ours.sock"))
-			closeIf(l)
-			return err
-		},
-		func() error {
-			fd, err := ListenBroker(filepath.Join(filepath.Dir(path), "ours.sock"))
-			CloseFD(fd)
-			return err
-		},
-	} {
-		if err := listen(); !errors.Is(err, unix.ELOOP) {
-			t.Fatalf("bind through a symlink: %v, want ELOOP", err)
-		}
+	l, err := ListenUnix(filepath.Join(filepath.Dir(path), "ours.sock"))
+	closeIf(l)
+	if !errors.Is(err, unix.ELOOP) {
+		t.Fatalf("bind through a symlink: %v, want ELOOP", err)
 	}
 	if _, err := os.Lstat(filepath.Join(theirs, "ours.sock")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a socket was bound in the attacker's directory: %v", err)
