@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"testing"
 
-	"ctx/fsops"
+	"ctx/fsops/sandbox"
 )
 
 // TestBusyboxChroot is the main job where a minimal image puts ctx: a root
@@ -79,7 +79,7 @@ func TestBusyboxChroot(t *testing.T) {
 	// and ctx agent start must agree: either doctor names /proc as what
 	// keeps every agent from starting and the start refuses, naming
 	// /proc, or the start works.
-	landlock, _ := fsops.LandlockABI()
+	landlock, _ := sandbox.LandlockABI()
 	mode := "landlock"
 	if landlock == 0 {
 		mode = "cannot start"

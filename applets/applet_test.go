@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"ctx/applets/toolrun"
-	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/manual"
 	"ctx/policy"
 )
@@ -101,7 +101,7 @@ func TestManualSandboxListsEveryWall(t *testing.T) {
 	}
 	text := strings.Join(strings.Fields(string(page)), " ")
 	var want []string
-	for _, n := range fsops.SeccompDeniedNames() {
+	for _, n := range sandbox.SeccompDeniedNames() {
 		if name, flag, ok := strings.Cut(strings.TrimSuffix(n, ")"), "("); ok {
 			// clone(CLONE_NEWUSER) is listed as the flag; ioctl(TIOCSTI)
 			// as the request; personality(...) by its name.

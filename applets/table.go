@@ -11,7 +11,7 @@ import (
 	"ctx/applets/mcp"
 	"ctx/applets/runhost"
 	"ctx/applets/toolrun"
-	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/manual"
 )
 
@@ -50,11 +50,11 @@ func init() {
 
 	table = []cli.Applet{
 		{Name: "ctx", Run: runCtx, Verbs: ctxCommands},
-		{Name: fsops.SandboxInitApplet, Run: runhost.RunSandboxInit, Hidden: true},
-		{Name: fsops.UsernsHoldApplet, Run: runhost.RunUsernsHold, Hidden: true},
-		{Name: fsops.ConfineApplet, Run: runhost.RunConfine, Hidden: true},
-		{Name: fsops.ToolWorkerApplet, Run: runToolWorker, Hidden: true},
-		{Name: fsops.UnixConnectorApplet, Run: func(*cli.Env, []string) int { return fsops.RunUnixConnector() }, Hidden: true},
+		{Name: sandbox.InitApplet, Run: runhost.RunSandboxInit, Hidden: true},
+		{Name: sandbox.UsernsHoldApplet, Run: runhost.RunUsernsHold, Hidden: true},
+		{Name: sandbox.ConfineApplet, Run: runhost.RunConfine, Hidden: true},
+		{Name: sandbox.ToolWorkerApplet, Run: runToolWorker, Hidden: true},
+		{Name: sandbox.UnixConnectorApplet, Run: func(*cli.Env, []string) int { return sandbox.RunUnixConnector() }, Hidden: true},
 		{Name: mcp.McpKeeperApplet, Run: mcp.RunMCPKeeper, Hidden: true},
 		{Name: toolrun.HookedToolApplet, Run: toolrun.RunHookedTool, Hidden: true},
 		toolApplet(toolrun.FsReadTool),

@@ -8,7 +8,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/applets/toolrun"
-	"ctx/fsops"
+	"ctx/fsops/broker"
 )
 
 // TestDecidedByHostIsTheEnvs: the authority check a warm worker's call
@@ -23,7 +23,7 @@ func TestDecidedByHostIsTheEnvs(t *testing.T) {
 	}
 	// CTX_BROKERED: the init started this call, so nothing is brokered;
 	// CTX_AGENT alone: a partial agent context, which the check refuses.
-	vars := map[string]string{fsops.BrokeredEnv: "t", "CTX_AGENT": "a", "CTX_ROOT": dir}
+	vars := map[string]string{broker.BrokeredEnv: "t", "CTX_AGENT": "a", "CTX_ROOT": dir}
 	for _, decided := range []bool{false, true} {
 		e, out, errb := cli.BufferEnv("", vars)
 		e.DecidedByHost = decided

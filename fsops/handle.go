@@ -15,7 +15,7 @@ import (
 // short loop of one) with the flags that make it safe here.
 
 // CloseFD closes a descriptor that an fsops call returned as a number
-// (DialBroker, OpenNoSymlinks).
+// (broker.Dial, OpenNoSymlinks).
 func CloseFD(fd int) { unix.Close(fd) }
 
 // Writable reports whether this process may write in path (access(2) with

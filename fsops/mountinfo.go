@@ -24,7 +24,7 @@ func MountTable() ([]policy.Mount, error) {
 		if len(fields) < 6 {
 			continue
 		}
-		mp := unescapeMountinfo(fields[4])
+		mp := UnescapeMountinfo(fields[4])
 		m := policy.Mount{Source: mp, Target: mp}
 		for _, opt := range strings.Split(fields[5], ",") {
 			switch opt {
@@ -43,9 +43,9 @@ func MountTable() ([]policy.Mount, error) {
 	return out, nil
 }
 
-// unescapeMountinfo decodes the octal escapes (\040 for a space) of a
+// UnescapeMountinfo decodes the octal escapes (\040 for a space) of a
 // mountinfo path field.
-func unescapeMountinfo(s string) string {
+func UnescapeMountinfo(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

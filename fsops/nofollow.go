@@ -78,18 +78,18 @@ func openNoSymlinksByComponent(path string) (int, error) {
 	return fd, nil
 }
 
-// explainNoSymlinks turns ELOOP from OpenNoSymlinks into the refusal it
+// ExplainNoSymlinks turns ELOOP from OpenNoSymlinks into the refusal it
 // stands for.
-func explainNoSymlinks(err error) error {
+func ExplainNoSymlinks(err error) error {
 	if errors.Is(err, unix.ELOOP) {
 		return errors.New("a symlink on the way to the source (bind sources are never followed through symlinks; give the real path)")
 	}
 	return err
 }
 
-// fdPath names descriptor fd for syscalls that take a path: mounting
+// FDPath names descriptor fd for syscalls that take a path: mounting
 // /proc/self/fd/N mounts exactly the object the descriptor holds.
-func fdPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
+func FDPath(fd int) string { return "/proc/self/fd/" + strconv.Itoa(fd) }
 
 // CloseInheritedOnExec marks every descriptor from 3 up close-on-exec, so
 // that descriptors a caller left open (a shell's 7</, a leaked socket)
@@ -112,11 +112,11 @@ func CloseInheritedOnExec() {
 	}
 }
 
-// openDirNoSymlinks opens directory path (O_PATH) without following any
+// OpenDirNoSymlinks opens directory path (O_PATH) without following any
 // symlink; kernels without openat2 walk it. Errors are bare errnos:
 // ENOENT (a component is missing), ELOOP (a symlink on the way, or path
 // itself), ENOTDIR (a component is not a directory).
-func openDirNoSymlinks(path string) (int, error) {
+func OpenDirNoSymlinks(path string) (int, error) {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
 	if err == unix.ENOSYS || err == unix.EPERM {

@@ -31,7 +31,7 @@ type Original struct {
 // returns the new path relative to ws.
 func QuarantineAside(ws, rel, suffix string) (string, error) {
 	dir, name := filepath.Split(filepath.Join(ws, rel))
-	fd, err := openDirNoSymlinks(filepath.Clean(dir))
+	fd, err := OpenDirNoSymlinks(filepath.Clean(dir))
 	if err != nil {
 		return "", err
 	}
@@ -94,10 +94,10 @@ func writableDir(fd int, do func() error) error {
 	if unix.Fstat(fd, &st) != nil || st.Uid != uint32(os.Geteuid()) || st.Mode&0o300 == 0o300 {
 		return err
 	}
-	if unix.Chmod(fdPath(fd), st.Mode&0o7777|0o300) != nil {
+	if unix.Chmod(FDPath(fd), st.Mode&0o7777|0o300) != nil {
 		return err
 	}
-	defer unix.Chmod(fdPath(fd), st.Mode&0o7777)
+	defer unix.Chmod(FDPath(fd), st.Mode&0o7777)
 	return do()
 }
 
@@ -131,7 +131,7 @@ func restoreAt(fd int, name string, o Original) error {
 // openParentMaking opens ws/dir (O_PATH) without following a symlink,
 // making the directories that are missing.
 func openParentMaking(ws, dir string, o Original) (int, error) {
-	fd, err := openDirNoSymlinks(ws)
+	fd, err := OpenDirNoSymlinks(ws)
 	if err != nil {
 		return -1, err
 	}
@@ -177,5 +177,5 @@ func GiveOwnerSearch(path string) bool {
 	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uint32(os.Geteuid()) || st.Mode&0o500 == 0o500 {
 		return false
 	}
-	return unix.Chmod(fdPath(fd), st.Mode&0o7777|0o500) == nil
+	return unix.Chmod(FDPath(fd), st.Mode&0o7777|0o500) == nil
 }

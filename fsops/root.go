@@ -1,8 +1,9 @@
 // Package fsops acts on the on-disk /ctx tree: it selects the root, reads
 // control files bounded and without following symlinks, writes atomically
-// and durably, appends events, and (in its sub-files) installs objects, runs
-// the shared queue and applies sandbox plans. It never decides authority:
-// that is package policy's job.
+// and durably, appends events, and keeps sessions and run directories. Its
+// sub-packages install objects (object), run the shared queue (queue) and
+// processes (proc), apply sandbox plans (sandbox) and carry the run host's
+// wire (broker). It never decides authority: that is package policy's job.
 package fsops
 
 import (

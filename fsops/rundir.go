@@ -34,7 +34,7 @@ func MakeHeldDir(parent, name string, mode uint32) (*os.File, error) {
 	tmp := heldPrefix + name
 	pfd, err := OpenNoSymlinks(parent)
 	if err != nil {
-		return nil, &os.PathError{Op: "open", Path: parent, Err: explainNoSymlinks(err)}
+		return nil, &os.PathError{Op: "open", Path: parent, Err: ExplainNoSymlinks(err)}
 	}
 	defer unix.Close(pfd)
 	if err := unix.Mkdirat(pfd, tmp, mode); err != nil {

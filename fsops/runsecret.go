@@ -55,7 +55,7 @@ func WriteRunSecret(path, secret string) error {
 	}
 	dir, err := OpenNoSymlinks(filepath.Dir(path))
 	if err != nil {
-		return &os.PathError{Op: "open", Path: filepath.Dir(path), Err: explainNoSymlinks(err)}
+		return &os.PathError{Op: "open", Path: filepath.Dir(path), Err: ExplainNoSymlinks(err)}
 	}
 	defer unix.Close(dir)
 	var st unix.Stat_t

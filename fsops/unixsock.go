@@ -22,22 +22,22 @@ import (
 // fits is used as it is: one system call fewer on the dial of every tool
 // call, and the same resolution as the kernel's own.
 
-// maxSocketPath keeps a socket path within sun_path (108 bytes, NUL included).
-const maxSocketPath = 107
+// MaxSocketPath keeps a socket path within sun_path (108 bytes, NUL included).
+const MaxSocketPath = 107
 
 // SocketAddress is the address that reaches the socket at path: path
 // itself when it fits a socket address, else /proc/self/fd/N/NAME through
 // a descriptor of its directory, valid until done is called.
 func SocketAddress(path string) (addr string, done func(), err error) {
-	if len(path) <= maxSocketPath {
+	if len(path) <= MaxSocketPath {
 		return path, func() {}, nil
 	}
 	dir, err := OpenNoSymlinks(filepath.Dir(path))
 	if err != nil {
 		return "", nil, &os.PathError{Op: "open", Path: filepath.Dir(path), Err: err}
 	}
-	addr = fdPath(dir) + "/" + filepath.Base(path)
-	if len(addr) > maxSocketPath {
+	addr = FDPath(dir) + "/" + filepath.Base(path)
+	if len(addr) > MaxSocketPath {
 		unix.Close(dir)
 		return "", nil, fmt.Errorf("%s: the socket name is too long", path)
 	}

@@ -25,7 +25,7 @@ func longDir(t *testing.T, base string) string {
 // an MCP keeper), and its errors name the path, with their errno.
 func TestUnixSocketPastSunPath(t *testing.T) {
 	path := filepath.Join(longDir(t, t.TempDir()), "main.sock")
-	if len(path) <= maxSocketPath {
+	if len(path) <= MaxSocketPath {
 		t.Fatalf("path of %d bytes is not long enough for the test", len(path))
 	}
 	if _, err := DialUnix(path, time.Second); !errors.Is(err, unix.ENOENT) || !strings.Contains(err.Error(), path) {
@@ -82,7 +82,7 @@ func TestUnixSocketLongPathRefusesSymlinkSwap(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(base, "ours", strings.TrimPrefix(theirs, filepath.Join(base, "theirs")+"/"), "main.sock")
-	if len(path) <= maxSocketPath {
+	if len(path) <= MaxSocketPath {
 		t.Fatalf("path of %d bytes is not long enough for the test", len(path))
 	}
 	if c, err := DialUnix(path, time.Second); err == nil || !errors.Is(err, unix.ELOOP) {

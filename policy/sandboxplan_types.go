@@ -166,7 +166,7 @@ type Plan struct {
 	// UnixGate (iso landlock with a broker) has the init hand every
 	// connect(2) of the run to the run host where Landlock cannot keep
 	// pathname unix sockets closed (ABI below 9): the broker socket alone
-	// is reached (fsops/unixgate.go).
+	// is reached (fsops/sandbox/unixgate.go).
 	UnixGate bool `json:"unix_gate,omitempty"`
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"ctx/fsops"
+	"ctx/fsops/broker"
 )
 
 // RunMessage is one message on the run capability: a SOCK_SEQPACKET
@@ -30,7 +31,7 @@ const reportTimeout = 5 * time.Second
 // when this process holds no run capability (no CTX_RUN_FD, or not a
 // socket), and the caller then logs the event itself.
 func Report(getenv func(string) string, ev fsops.Event) bool {
-	fd, ok := fsops.RunFDFromEnv(getenv)
+	fd, ok := broker.RunFDFromEnv(getenv)
 	if !ok {
 		return false
 	}
@@ -38,7 +39,7 @@ func Report(getenv func(string) string, ev fsops.Event) bool {
 	if err != nil || len(msg) > MaxRunMessage {
 		return false
 	}
-	return fsops.SendToRun(fd, msg, reportTimeout)
+	return broker.SendToRun(fd, msg, reportTimeout)
 }
 
 // RecordToolCall records one tool.call event, the one every call (allowed,

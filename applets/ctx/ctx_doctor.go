@@ -14,6 +14,7 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/fsops/queue"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 )
 
@@ -63,7 +64,7 @@ func RunDoctor(e *cli.Env, args []string) int {
 	findings = append(findings, checkHostRoot(root)...)
 	findings = append(findings, checkSharedSpaces(root)...)
 	fixes := map[fsops.Finding]string{}
-	host := fsops.ProbeHost()
+	host := sandbox.ProbeHost()
 	starts, agents := checkAgentStarts(root, host, fixes)
 	findings = append(findings, starts...)
 	findings = append(findings, checkGrantedRefused(root, fixes)...)

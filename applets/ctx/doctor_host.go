@@ -11,6 +11,7 @@ import (
 	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 )
 
@@ -20,7 +21,7 @@ import (
 // (policy.ChooseIso on the probed host). An agent that cannot start is a
 // problem, its fix recorded in fixes. agents is the summary: one word or
 // two per agent.
-func checkAgentStarts(root fsops.Root, host fsops.HostReport, fixes map[fsops.Finding]string) (out []fsops.Finding, agents []string) {
+func checkAgentStarts(root fsops.Root, host sandbox.HostReport, fixes map[fsops.Finding]string) (out []fsops.Finding, agents []string) {
 	caller := uint32(os.Geteuid())
 	if !host.Proc {
 		// Bootstrap, doctor and the tools work without it; a run's start
@@ -123,7 +124,7 @@ func foreignAgent(root fsops.Root, a *policy.Agent, caller uint32) (fsops.Findin
 
 // startFix is what makes an agent that cannot start startable: another
 // mode that works here, or a host that offers one.
-func startFix(root fsops.Root, name string, asked policy.Iso, host fsops.HostReport) string {
+func startFix(root fsops.Root, name string, asked policy.Iso, host sandbox.HostReport) string {
 	if asked != policy.IsoAuto {
 		if iso, err := policy.ChooseIso(policy.IsoAuto, uint32(os.Geteuid()), host.Isolation); err == nil {
 			return fmt.Sprintf("ctx set%s agent/%s.d/iso auto (iso %s works here)", rootOpt(root), name, iso)
@@ -139,7 +140,7 @@ func rootOpt(root fsops.Root) string { return root.Option() }
 func shellQuote(s string) string { return fsops.ShellQuote(s) }
 
 // hostLine is the one-line account of the host in doctor's summary.
-func hostLine(h fsops.HostReport) string {
+func hostLine(h sandbox.HostReport) string {
 	yes := func(ok bool, why string) string {
 		if ok {
 			return "yes"
@@ -171,7 +172,7 @@ func hostLine(h fsops.HostReport) string {
 		// What keeps iso landlock off the host's unix sockets (ctx man
 		// sandbox, UNIX SOCKETS).
 		gate := "iso landlock's unix sockets: the run host's gate, below ABI 9"
-		if iso.Landlock >= fsops.LandlockABIResolveUnix {
+		if iso.Landlock >= sandbox.LandlockABIResolveUnix {
 			gate = "iso landlock's unix sockets: Landlock"
 		}
 		parts = append(parts, "Landlock ABI "+strconv.Itoa(iso.Landlock)+" ("+gate+")")
@@ -235,7 +236,7 @@ func fixFor(root fsops.Root, f fsops.Finding, fixes map[fsops.Finding]string) st
 // printDoctor prints doctor's report. verbose: every check, each problem
 // followed by its fix, then the summary; quiet: the problem lines only;
 // else the summary first, then only the problems, each with its fix.
-func printDoctor(w io.Writer, root fsops.Root, findings []fsops.Finding, fixes map[fsops.Finding]string, host fsops.HostReport, agents []string, verbose, quiet bool) int {
+func printDoctor(w io.Writer, root fsops.Root, findings []fsops.Finding, fixes map[fsops.Finding]string, host sandbox.HostReport, agents []string, verbose, quiet bool) int {
 	problems := 0
 	for _, f := range findings {
 		if f.Status != "ok" && f.Status != "note" {

@@ -11,6 +11,7 @@ import (
 	"ctx/applets/cli"
 	"ctx/applets/toolrun"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/policy"
 )
 
@@ -88,11 +89,11 @@ func FindLiveRun(e *cli.Env, root fsops.Root, a *policy.Agent, pid int) (*LiveRu
 		if err != nil || id.Agent != a.Name {
 			continue
 		}
-		conn, err := fsops.DialBroker(filepath.Join(dir, fsops.BrokerSocketName))
+		conn, err := broker.Dial(filepath.Join(dir, broker.SocketName))
 		if err != nil {
 			continue
 		}
-		if peer, err := fsops.BrokerPeerPid(conn); err != nil || peer != pid {
+		if peer, err := broker.PeerPid(conn); err != nil || peer != pid {
 			fsops.CloseFD(conn)
 			continue
 		}
@@ -143,7 +144,7 @@ func (r *LiveRun) Call(e *cli.Env, a *policy.Agent, tool string, args []string) 
 	}
 	env := policy.SandboxEnv(a, policy.RunSettings{Session: r.Id.Session, Run: r.Id.Run,
 		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
-	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: env, Cwd: cwd, Secret: r.Secret}
+	req := broker.Request{Tool: tool, Args: args, Env: env, Cwd: cwd, Secret: r.Secret}
 	return toolrun.CallBroker(e, r.Conn, req, fds, relay, "agent "+a.Name+"'s run host")
 }
 

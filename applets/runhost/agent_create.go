@@ -11,6 +11,7 @@ import (
 	"ctx/applets/lifecycle"
 	"ctx/applets/toolrun"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/policy"
 )
 
@@ -178,7 +179,7 @@ func decodeCreateMount(raw json.RawMessage) ([]string, error) {
 // includes keeping the caller's subject: a label is honoured only when its
 // type is the caller's subject. The child is written whole or not at all,
 // with parent=agent:CALLER session:S run:R.
-func (b *Broker) AgentCreate(input []byte) fsops.BrokerReply {
+func (b *Broker) AgentCreate(input []byte) broker.Reply {
 	in, err := DecodeCreateRequest(input)
 	if err != nil {
 		return invalid("agent.create", "input: %v", err)
@@ -192,15 +193,15 @@ func (b *Broker) AgentCreate(input []byte) fsops.BrokerReply {
 	r := b.R
 	parent, err := authority.LoadAgent(r.Root, r.Agent.Name)
 	if err != nil {
-		return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EIO", Error: "agent.create: " + err.Error()}
+		return broker.Reply{Exit: cli.Unavailable, Errno: "EIO", Error: "agent.create: " + err.Error()}
 	}
 	if !parent.Policy.Allows(parent.Subject, policy.Object{Class: policy.ClassAgent, Name: in.Name}, policy.PermCreate) {
-		return fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES",
+		return broker.Reply{Exit: cli.Denied, Errno: "EACCES",
 			Error: fmt.Sprintf("agent.create: permission denied (agent-policy): %s's policy has no allow %s agent:%s create; nothing written", parent.Name, parent.Subject, in.Name)}
 	}
 	if in.Label != "" {
 		if subj, err := policy.LabelSubject(in.Label); err == nil && subj != parent.Subject {
-			return fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES", Error: fmt.Sprintf(
+			return broker.Reply{Exit: cli.Denied, Errno: "EACCES", Error: fmt.Sprintf(
 				"agent.create: agent %s would not be an attenuation of %s: child widens label: subject %s is not the parent's %s "+
 					"(a child keeps its parent's subject; omit label, or give one whose type is %s); nothing written",
 				in.Name, parent.Name, subj, parent.Subject, parent.Subject)}
@@ -211,9 +212,9 @@ func (b *Broker) AgentCreate(input []byte) fsops.BrokerReply {
 		Meta: "created by agent.create of agent " + parent.Name, ParentSession: r.Session, ParentRun: r.RunID}
 	child, te := lifecycle.CreateAgent(r.Root, spec)
 	if te != nil {
-		return fsops.BrokerReply{Exit: te.Exit, Errno: toolrun.ErrnoName(te.Errno), Error: "agent.create: " + te.Msg}
+		return broker.Reply{Exit: te.Exit, Errno: toolrun.ErrnoName(te.Errno), Error: "agent.create: " + te.Msg}
 	}
 	r.recordEvent(fsops.Event{Type: "agent.create", Object: "agent/" + child.Name, Status: "ok",
 		Detail: fmt.Sprintf("parent=%s perm=%s subject=%s", parent.Name, child.Ceiling, child.Subject)})
-	return fsops.BrokerReply{Output: fmt.Sprintf("created agent/%s (subject %s, perm %s, parent %s)", child.Name, child.Subject, child.Ceiling, parent.Name)}
+	return broker.Reply{Output: fmt.Sprintf("created agent/%s (subject %s, perm %s, parent %s)", child.Name, child.Subject, child.Ceiling, parent.Name)}
 }

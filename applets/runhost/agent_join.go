@@ -8,6 +8,7 @@ import (
 	"ctx/applets/lifecycle"
 	"ctx/applets/toolrun"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/policy"
 )
 
@@ -56,7 +57,7 @@ func joinRun(e *cli.Env, root fsops.Root, a *policy.Agent, session string, argv 
 	if err != nil {
 		return cli.Fail(e, cli.Internal, "%v", err)
 	}
-	req := fsops.BrokerRequest{Join: &fsops.BrokerJoin{Argv: argv}, Secret: run.Secret}
+	req := broker.Request{Join: &broker.Join{Argv: argv}, Secret: run.Secret}
 	return toolrun.CallBroker(e, run.Conn, req, fds, relay, "agent "+a.Name+"'s run host")
 }
 

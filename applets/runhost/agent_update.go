@@ -7,7 +7,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/applets/toolrun"
-	"ctx/fsops"
+	"ctx/fsops/broker"
 )
 
 // AgentUpdateTool is the self-iteration endpoint (seed "Agent Self
@@ -30,14 +30,14 @@ var AgentUpdateTool = &toolrun.BuiltinTool{
 // prints the host's answer. Outside a brokered call there is no host to do
 // it: the call is refused (69).
 func hostOperation(c *toolrun.ToolCall, op string) error {
-	if c.Env.Getenv(fsops.BrokeredEnv) == "" || toolrun.CallChannel < 0 {
+	if c.Env.Getenv(broker.BrokeredEnv) == "" || toolrun.CallChannel < 0 {
 		return toolrun.ToolErr(syscall.EAGAIN, cli.Unavailable, "%s runs only through the run host of an agent's run (ctx agent start)", op)
 	}
 	input, err := json.Marshal(c.Input)
 	if err != nil {
 		return toolrun.ToolErr(syscall.EINVAL, cli.Usage, "%v", err)
 	}
-	reply, err := toolrun.AskCallHost(fsops.BrokerRequest{HostOp: &fsops.BrokerHostOp{Op: op, Input: input}})
+	reply, err := toolrun.AskCallHost(broker.Request{HostOp: &broker.HostOp{Op: op, Input: input}})
 	if err != nil {
 		return toolrun.ToolErr(syscall.EIO, cli.Unavailable, "the run host did not answer: %v", err)
 	}

@@ -21,6 +21,7 @@ import (
 	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/fsops/object"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 	"ctx/ptyterm"
 )
@@ -75,7 +76,7 @@ type AgentRun struct {
 	broker        *Broker                              // the run's tool broker, when it could be bound
 	isoAsked      policy.Iso                           // the iso the agent asked for (auto, or a mode)
 	earlyErr      error                                // why the early init could not be started (agentrun_early.go)
-	probe         func(full bool) policy.HostIsolation // fsops.ProbeIsolation, or its answer started ahead
+	probe         func(full bool) policy.HostIsolation // sandbox.ProbeIsolation, or its answer started ahead
 	agents        *authority.Agents                    // the start's one reading of the tree's agents
 	onTerminal    bool                                 // the program gets a terminal (ctxterm serves it): --terminal, --no-console, or a terminal on stdin
 	early         chan earlyInit                       // the init started while the run is prepared (none if it could not be), until run takes it
@@ -285,7 +286,7 @@ func (r *AgentRun) sweepRunDirs(parent string) {
 		os.Remove(fsops.RunSecretPath(r.runtime, name)) // its host died before removing it
 	}
 	if len(swept) > 0 && r.iso != policy.IsoLandlock {
-		fsops.RemoveRunCgroups(swept)
+		sandbox.RemoveRunCgroups(swept)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"ctx/applets/lifecycle"
 	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 )
 
@@ -22,7 +23,7 @@ const budgetPoll = 500 * time.Millisecond
 // limits, the cgroup that holds the run (if any), and what was exceeded.
 type runBudgets struct {
 	limits    policy.Budgets
-	cgroup    *fsops.RunCgroup
+	cgroup    *sandbox.RunCgroup
 	cgroupWhy string // why there is no cgroup
 
 	ended sync.Once // endBudgets' work, done once: at the run's end, or by the start's cleanup
@@ -30,7 +31,7 @@ type runBudgets struct {
 	mu       sync.Mutex
 	logBytes uint64          // event bytes written for the run
 	capped   map[string]bool // keys already reported exceeded
-	last     fsops.CgroupUsage
+	last     sandbox.CgroupUsage
 	disk     diskBudget
 }
 
@@ -71,7 +72,7 @@ func (r *AgentRun) startBudgets(planOnly bool) {
 		return
 	}
 	b := r.budgets
-	b.cgroup, b.cgroupWhy = fsops.NewRunCgroup(r.RunID, fsops.CgroupLimits{
+	b.cgroup, b.cgroupWhy = sandbox.NewRunCgroup(r.RunID, sandbox.CgroupLimits{
 		MemoryBytes: limitOrZero(b.limits.Get("memory_bytes")),
 		Pids:        limitOrZero(b.limits.Get("pids")),
 	})

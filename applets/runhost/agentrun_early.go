@@ -3,7 +3,7 @@ package runhost
 import (
 	"ctx/applets/cli"
 	"ctx/applets/lifecycle"
-	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 	"ctx/ptyterm"
 )
@@ -16,7 +16,7 @@ import (
 // the start's critical path; now it happens beside the preparation, and
 // the init waits for its plan. The descriptors it needs that do not exist
 // yet (the broker's channel, the idmapped workspace) come with the plan
-// (fsops.Sandbox.SendPlan).
+// (sandbox.Sandbox.SendPlan).
 //
 // Nothing of the run starts before the plan: the init only waits. A
 // preparation that fails kills it (abandonEarly); one whose plan needs
@@ -40,7 +40,7 @@ func (r *AgentRun) startCgroupAndInit(e *cli.Env) <-chan struct{} {
 // earlyInit is an init started early, and the PTY it was started on (a
 // run on a terminal).
 type earlyInit struct {
-	sb  *fsops.Sandbox
+	sb  *sandbox.Sandbox
 	pty *ptyterm.PTY
 	// startErr is why the init could not be started: for an explicit
 	// mode, whose namespaces are not probed beforehand, the first sign
@@ -56,7 +56,7 @@ func (r *AgentRun) startEarly(e *cli.Env) {
 		return
 	}
 	a := r.Agent
-	start := fsops.SandboxStart{
+	start := sandbox.Start{
 		Namespaces: policy.SandboxNamespaces(string(r.iso), networkGranted(a)),
 		UID:        a.UID, GID: a.GID, OuterUID: uint32(r.callerUID), OuterGID: uint32(r.callerGID),
 	}
@@ -65,7 +65,7 @@ func (r *AgentRun) startEarly(e *cli.Env) {
 	go func() {
 		var ei earlyInit
 		defer func() { done <- ei }()
-		sb, err := fsops.NewSandboxFor(start)
+		sb, err := sandbox.NewFor(start)
 		if err != nil {
 			return
 		}
@@ -97,7 +97,7 @@ func (r *AgentRun) startEarly(e *cli.Env) {
 
 // takeEarly hands the early init to the run with its plan, or nil when
 // there is none or the plan needs another (it is then ended).
-func (r *AgentRun) takeEarly() *fsops.Sandbox {
+func (r *AgentRun) takeEarly() *sandbox.Sandbox {
 	if r.early == nil {
 		return nil
 	}
@@ -129,7 +129,7 @@ func (ei earlyInit) abandon() {
 // sendEarly sends an early init its plan and descriptors at once: it
 // builds the sandbox while the run host records the start, and waits
 // for the release (onStarted) to start the program.
-func (r *AgentRun) sendEarly(sb *fsops.Sandbox) {
+func (r *AgentRun) sendEarly(sb *sandbox.Sandbox) {
 	if sb.Cmd.Process != nil {
 		sb.SendPlan()
 	}
@@ -148,7 +148,7 @@ func (r *AgentRun) abandonEarly() {
 // shieldStdio gives the init the caller's standard files the way every
 // run without a terminal gets them: the caller's terminal or files reach
 // the agent only as pipes.
-func (r *AgentRun) shieldStdio(e *cli.Env, sb *fsops.Sandbox) {
+func (r *AgentRun) shieldStdio(e *cli.Env, sb *sandbox.Sandbox) {
 	sb.Cmd.Stdin, sb.Cmd.Stdout, sb.Cmd.Stderr = lifecycle.ShieldInput(e.Stdin), lifecycle.ShieldOutput(e.Stdout), lifecycle.ShieldOutput(e.Stderr)
 }
 
@@ -164,7 +164,7 @@ func (r *AgentRun) recheckMode(e *cli.Env) (int, bool) {
 	}
 	probe := r.probe
 	if probe == nil {
-		probe = fsops.ProbeIsolation
+		probe = sandbox.ProbeIsolation
 	}
 	if _, err := policy.ChooseIso(r.isoAsked, uint32(r.callerUID), probe(true)); err != nil {
 		return cli.Fail(e, cli.Unavailable, "agent %s: %v", r.Agent.Name, err), false

@@ -16,7 +16,9 @@ import (
 	"ctx/applets/lifecycle"
 	"ctx/applets/toolrun"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/fsops/proc"
+	fssandbox "ctx/fsops/sandbox"
 )
 
 // Hosting a run (ctx agent start, once prepared): the run host starts the
@@ -25,7 +27,7 @@ import (
 
 // run starts the program and hosts the run until it ends.
 func (r *AgentRun) run(e *cli.Env) int {
-	runcap, err := fsops.NewRunCapability()
+	runcap, err := broker.NewRunCapability()
 	if err != nil {
 		return cli.Fail(e, cli.Unavailable, "run capability: %v", err)
 	}
@@ -35,7 +37,7 @@ func (r *AgentRun) run(e *cli.Env) int {
 		defer close(served)
 		runcap.Serve(authority.MaxRunMessage, func(pid int, msg []byte, ack *os.File) {
 			err := r.handleRunMessage(pid, msg)
-			fsops.Acknowledge(ack, err == nil)
+			broker.Acknowledge(ack, err == nil)
 			if err != nil {
 				cli.Errorf(e.Stderr, "ctx agent", "run capability: %v", err)
 			}
@@ -97,7 +99,7 @@ func (r *AgentRun) run(e *cli.Env) int {
 // closeRun is what comes between the program's end and the stop's
 // record: the run capability and the watches closed, the sub-agents
 // ended, the budgets' last look, the last events awaited.
-func (r *AgentRun) closeRun(e *cli.Env, runcap *fsops.RunCapability, stopWatch chan struct{}, served <-chan struct{}) {
+func (r *AgentRun) closeRun(e *cli.Env, runcap *broker.RunCapability, stopWatch chan struct{}, served <-chan struct{}) {
 	runcap.CloseChild()
 	close(stopWatch)
 	r.settleBroker()
@@ -123,10 +125,10 @@ func (r *AgentRun) closeRun(e *cli.Env, runcap *fsops.RunCapability, stopWatch c
 // awaitEnd waits for the end of the run started as cmd and returns the
 // program's status, and a channel closed once cmd has exited and been
 // reaped. A sandbox's init reports the status once every process of the
-// run has ended (fsops.Sandbox.Ended), before it exits itself: the run
+// run has ended (sandbox.Sandbox.Ended), before it exits itself: the run
 // host records the end while the kernel tears the sandbox's namespaces
 // down instead of after.
-func (r *AgentRun) awaitEnd(cmd *exec.Cmd, sandbox *fsops.Sandbox) (int, <-chan struct{}) {
+func (r *AgentRun) awaitEnd(cmd *exec.Cmd, sandbox *fssandbox.Sandbox) (int, <-chan struct{}) {
 	exited := make(chan struct{})
 	var waited int
 	go func() {
@@ -152,7 +154,7 @@ func (r *AgentRun) awaitEnd(cmd *exec.Cmd, sandbox *fsops.Sandbox) (int, <-chan 
 // of the run to join the cgroup itself, and to leave it once they have all
 // ended, before the init reports the end: the run host then removes the
 // cgroup without waiting for the init's exit, which every start waited
-// for (fsops cgroup_thread.go). Without them (cgroup v2, no
+// for (fsops/sandbox/cgroup_thread.go). Without them (cgroup v2, no
 // cgroup) the init is born inside or moved in, as before.
 //
 // It is called for each init a run prepares: an early init that could not
@@ -160,7 +162,7 @@ func (r *AgentRun) awaitEnd(cmd *exec.Cmd, sandbox *fsops.Sandbox) (int, <-chan 
 // prepared later, which gets tasks files of its own; the state is always
 // the last init's, so no init is ever started as if it joined when it
 // was not given the files to.
-func (r *AgentRun) letInitJoinCgroup(sb *fsops.Sandbox) {
+func (r *AgentRun) letInitJoinCgroup(sb *fssandbox.Sandbox) {
 	r.dropCgroupJoin()
 	cg := r.budgets.cgroup
 	if cg == nil || sb.Cmd.Process != nil {
@@ -185,7 +187,7 @@ func (r *AgentRun) dropCgroupJoin() {
 // firstCommand is the run's first process, not yet started: the
 // sandbox's init with the plan (sandbox), or, without a plan (iso
 // shared), the program behind ctx's confining trampoline.
-func (r *AgentRun) firstCommand(e *cli.Env, runcap *fsops.RunCapability) (*exec.Cmd, *fsops.Sandbox, int, bool) {
+func (r *AgentRun) firstCommand(e *cli.Env, runcap *broker.RunCapability) (*exec.Cmd, *fssandbox.Sandbox, int, bool) {
 	if r.plan != nil {
 		sandbox := r.takeEarly()
 		if code, ok := r.recheckMode(e); !ok {
@@ -193,7 +195,7 @@ func (r *AgentRun) firstCommand(e *cli.Env, runcap *fsops.RunCapability) (*exec.
 		}
 		if sandbox == nil {
 			var err error
-			if sandbox, err = fsops.NewSandbox(r.plan); err != nil {
+			if sandbox, err = fssandbox.New(r.plan); err != nil {
 				return nil, nil, cli.Fail(e, cli.Unavailable, "%v", err), false
 			}
 			r.letInitJoinCgroup(sandbox)
@@ -225,11 +227,11 @@ func (r *AgentRun) firstCommand(e *cli.Env, runcap *fsops.RunCapability) (*exec.
 	if err != nil {
 		return nil, nil, cli.Fail(e, cli.Unavailable, "agent %s: cannot find ctx itself to confine the program: %v", r.Agent.Name, err), false
 	}
-	network := fsops.ConfineNoNetwork
+	network := fssandbox.ConfineNoNetwork
 	if networkGranted(r.Agent) {
-		network = fsops.ConfineNetwork
+		network = fssandbox.ConfineNetwork
 	}
-	cmd = &exec.Cmd{Path: self, Args: append([]string{fsops.ConfineApplet, network, cmd.Path}, cmd.Args...)}
+	cmd = &exec.Cmd{Path: self, Args: append([]string{fssandbox.ConfineApplet, network, cmd.Path}, cmd.Args...)}
 	cmd.Env, cmd.Dir = r.env, r.workspace
 	cmd.ExtraFiles = []*os.File{runcap.Child}
 	// A session of its own: never the caller's controlling terminal.
@@ -241,7 +243,7 @@ func (r *AgentRun) firstCommand(e *cli.Env, runcap *fsops.RunCapability) (*exec.
 // started (pid): the plan to the init, the process into the run's
 // cgroup, the release, and then the budgets watch, the broker's knowledge
 // of its init, the status ready and the forwarding of sigs.
-func (r *AgentRun) onStarted(e *cli.Env, sandbox *fsops.Sandbox, runcap *fsops.RunCapability, stopWatch chan struct{}, sigs <-chan os.Signal) func(pid int) {
+func (r *AgentRun) onStarted(e *cli.Env, sandbox *fssandbox.Sandbox, runcap *broker.RunCapability, stopWatch chan struct{}, sigs <-chan os.Signal) func(pid int) {
 	return func(pid int) {
 		if r.broker != nil {
 			// Before the program can run: the broker knows the run's
@@ -278,7 +280,7 @@ func (r *AgentRun) onStarted(e *cli.Env, sandbox *fsops.Sandbox, runcap *fsops.R
 
 // startFirst starts the run's first process (the sandbox's init, or the
 // confined program) inside the run's cgroup when it can (see
-// fsops.RunCgroup.StartInside); started moves it in otherwise.
+// sandbox.RunCgroup.StartInside); started moves it in otherwise.
 func (r *AgentRun) startFirst(cmd *exec.Cmd) error {
 	if cmd.Process != nil {
 		return nil // started early (startEarly)

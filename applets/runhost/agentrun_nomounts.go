@@ -8,6 +8,7 @@ import (
 	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/policy"
 )
 
@@ -86,7 +87,7 @@ func (r *AgentRun) prepareLandlock(e *cli.Env, exe, home string, extra []policy.
 		os.Lchown(tmp, int(a.UID), int(a.GID))
 	}
 	r.env = append(r.hostPathEnv(home), "CTX_RUN_DIR="+r.runDir,
-		"CTX_BROKER="+filepath.Join(r.runDir, fsops.BrokerSocketName), "TMPDIR="+tmp)
+		"CTX_BROKER="+filepath.Join(r.runDir, broker.SocketName), "TMPDIR="+tmp)
 	if exe != "" {
 		exe = r.Root.Path("bin", "ctx")
 	}
@@ -106,7 +107,7 @@ func (r *AgentRun) prepareLandlock(e *cli.Env, exe, home string, extra []policy.
 	}
 	r.plan.Worker = r.workerPath(r.Root.Path("bin", "ctx"))
 	// Where Landlock cannot keep the host's unix sockets closed, the
-	// init hands the run's connects to this host (fsops/unixgate.go),
+	// init hands the run's connects to this host (fsops/sandbox/unixgate.go),
 	// which has the broker to let them reach.
 	r.plan.UnixGate = r.broker != nil
 	return 0, true

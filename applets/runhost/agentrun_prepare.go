@@ -12,6 +12,7 @@ import (
 	"ctx/applets/lifecycle"
 	"ctx/applets/toolrun"
 	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 )
 
@@ -154,7 +155,7 @@ func (r *AgentRun) checkStart(e *cli.Env) (int, bool) {
 	req := a.Isolation(uint32(r.callerUID))
 	probe := r.probe
 	if probe == nil {
-		probe = fsops.ProbeIsolation
+		probe = sandbox.ProbeIsolation
 	}
 	iso, err := policy.ChooseIso(req, uint32(r.callerUID), probe(req == policy.IsoAuto))
 	if err != nil {
@@ -293,7 +294,7 @@ func (r *AgentRun) gatherGrants(e *cli.Env) (runGrants, []string, int, bool) {
 func (r *AgentRun) programEnv(e *cli.Env, command []string) (exe string) {
 	r.env = policy.SandboxEnv(r.Agent, policy.RunSettings{Session: r.Session, Run: r.RunID,
 		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
-	r.env = append(r.env, "CTX_RUN_FD="+strconv.Itoa(fsops.RunFD))
+	r.env = append(r.env, "CTX_RUN_FD="+strconv.Itoa(sandbox.RunFD))
 	r.argv = command
 	if len(r.argv) == 0 {
 		r.argv, exe = []string{"tsh"}, policy.SandboxRoot+"/bin/ctx"

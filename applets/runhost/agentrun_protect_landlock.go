@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 )
 
@@ -49,7 +49,7 @@ func (r *AgentRun) protectLandlockLines(g *protectGather, absent []string) ([]st
 	mode := "Landlock"
 	if shared {
 		mode = "Landlock, iso shared"
-		if abi, err := fsops.LandlockABI(); abi == 0 && len(st.targets) > 0 {
+		if abi, err := sandbox.LandlockABI(); abi == 0 && len(st.targets) > 0 {
 			st.targets = nil
 			return []string{"workspace protect not enforced: iso shared without Landlock (" + err.Error() +
 				"); protected paths the run creates or changes are reported when it ends"}, nil
@@ -210,7 +210,7 @@ func (r *AgentRun) protectLandlockPlan() error {
 
 // protectShared prepares iso shared's protection: the write rules go to
 // a file of the caller's runtime directory that ctx-confine applies
-// (fsops.ConfineLandlockEnv) and removes; the lines, with no policy file
+// (sandbox.ConfineLandlockEnv) and removes; the lines, with no policy file
 // in this mode, go to the agent.start event.
 func (r *AgentRun) protectShared(lines []string) error {
 	st := r.protect
@@ -219,10 +219,10 @@ func (r *AgentRun) protectShared(lines []string) error {
 		return nil
 	}
 	st.rulesFile = filepath.Join(r.runtime, "protect-"+r.RunID)
-	if err := fsops.WriteConfineRules(st.rulesFile, st.sharedRules); err != nil {
+	if err := sandbox.WriteConfineRules(st.rulesFile, st.sharedRules); err != nil {
 		return fmt.Errorf("protect: %v", err)
 	}
-	r.env = append(r.env, fsops.ConfineLandlockEnv+"="+st.rulesFile)
+	r.env = append(r.env, sandbox.ConfineLandlockEnv+"="+st.rulesFile)
 	return nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 )
 
@@ -64,11 +65,11 @@ func (r *AgentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string
 	if err != nil {
 		return nil, nil, err.Error()
 	}
-	m := fsops.IDMapping{DiskUID: st.Uid, DiskGID: st.Gid, UID: r.Agent.UID, GID: r.Agent.GID}
+	m := sandbox.IDMapping{DiskUID: st.Uid, DiskGID: st.Gid, UID: r.Agent.UID, GID: r.Agent.GID}
 	// The kept user namespaces are the user's, above the tree's level of
 	// the runtime directory: each is named by its mapping and holds
 	// nothing of a run, and one kept per tree would leave a mount per tree.
-	tree, err := fsops.IDMappedTree(r.workspace, m, fsops.MountAttrs(op), filepath.Dir(r.runtime))
+	tree, err := sandbox.IDMappedTree(r.workspace, m, sandbox.MountAttrs(op), filepath.Dir(r.runtime))
 	if err != nil {
 		return nil, nil, err.Error()
 	}
@@ -80,7 +81,7 @@ func (r *AgentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string
 func (r *AgentRun) wallLines(idmapWhy string) []string {
 	lines := []string{"sandbox seccomp enforced (denied: see ctx man sandbox)"}
 	if networkGranted(r.Agent) {
-		lines = append(lines, "sandbox sockets "+fsops.SocketFamilies(true)+"; other families EPERM")
+		lines = append(lines, "sandbox sockets "+sandbox.SocketFamilies(true)+"; other families EPERM")
 	} else {
 		lines = append(lines, "sandbox sockets AF_UNIX only, without the network grant; other families EPERM")
 	}
@@ -91,7 +92,7 @@ func (r *AgentRun) wallLines(idmapWhy string) []string {
 			lines = append(lines, "sandbox network refused: seccomp allows AF_UNIX sockets only, Landlock denies TCP")
 		}
 	}
-	abi, err := fsops.LandlockABI()
+	abi, err := sandbox.LandlockABI()
 	if r.iso == policy.IsoLandlock {
 		lines = append(lines, landlockUnixLine(abi))
 	}
@@ -113,7 +114,7 @@ func (r *AgentRun) wallLines(idmapWhy string) []string {
 // landlockUnixLine says what keeps an iso landlock run off the host's
 // pathname unix sockets (ctx man sandbox, UNIX SOCKETS).
 func landlockUnixLine(abi int) string {
-	if abi >= fsops.LandlockABIResolveUnix {
+	if abi >= sandbox.LandlockABIResolveUnix {
 		return "sandbox unix sockets: connect reaches the run's broker and the places it may write, nothing else (Landlock RESOLVE_UNIX, abi " + strconv.Itoa(abi) + ")"
 	}
 	return "sandbox unix sockets: connect reaches the run's broker and the places it may write, nothing else (the run host's unix gate, Landlock abi " + strconv.Itoa(abi) + " < 9); no unix datagram sockets"

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 )
 
@@ -21,7 +22,7 @@ func TestInitJoinFollowsTheLastInit(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("a run cgroup needs root")
 	}
-	cg, why := fsops.NewRunCgroup("ctx-test-"+fsops.NewRunID(), fsops.CgroupLimits{Pids: 64})
+	cg, why := sandbox.NewRunCgroup("ctx-test-"+fsops.NewRunID(), sandbox.CgroupLimits{Pids: 64})
 	if cg == nil {
 		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
 			t.Fatalf("a run cgroup is required (CTX_REQUIRE_SANDBOX) but: %s", why)
@@ -32,15 +33,15 @@ func TestInitJoinFollowsTheLastInit(t *testing.T) {
 	if cg.Version != 1 {
 		t.Skip("cgroup v2: the init is moved in whole, never joins by thread")
 	}
-	start := fsops.SandboxStart{Namespaces: policy.Namespaces{Mount: true, PID: true}}
-	newInit := func() *fsops.Sandbox {
-		sb, err := fsops.NewSandboxFor(start)
+	start := sandbox.Start{Namespaces: policy.Namespaces{Mount: true, PID: true}}
+	newInit := func() *sandbox.Sandbox {
+		sb, err := sandbox.NewFor(start)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return sb
 	}
-	joins := func(sb *fsops.Sandbox) bool {
+	joins := func(sb *sandbox.Sandbox) bool {
 		return slices.ContainsFunc(sb.Cmd.Args, func(a string) bool { return strings.HasPrefix(a, "cgroup-tasks=") })
 	}
 	r := &AgentRun{budgets: &runBudgets{cgroup: cg}}

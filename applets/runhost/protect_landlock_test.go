@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 )
 
@@ -102,7 +102,7 @@ func TestGatherProtectLandlock(t *testing.T) {
 }
 
 func TestGatherProtectShared(t *testing.T) {
-	if abi, _ := fsops.LandlockABI(); abi == 0 {
+	if abi, _ := sandbox.LandlockABI(); abi == 0 {
 		t.Skip("no Landlock here")
 	}
 	base, ws, main := protectTree(t)
@@ -143,7 +143,7 @@ func TestGatherProtectShared(t *testing.T) {
 	if err != nil || strings.Count(string(data), "\x00") != len(r.protect.sharedRules) {
 		t.Errorf("rules file: %v", err)
 	}
-	if !hasEnv(r.env, fsops.ConfineLandlockEnv) || !strings.HasPrefix(r.protectEventNote(), " workspace protect .git ") {
+	if !hasEnv(r.env, sandbox.ConfineLandlockEnv) || !strings.HasPrefix(r.protectEventNote(), " workspace protect .git ") {
 		t.Errorf("env %q, note %q", r.env, r.protectEventNote())
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"ctx/applets/cli"
 	"ctx/applets/lifecycle"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/policy"
 )
 
@@ -35,7 +36,7 @@ var selfUpdatable = map[string]bool{"system.md": true, "prompt.template.md": tru
 // the call's process holds, for the call's own tool, once: the call can do
 // no more than it was already allowed to. Everything is decided and
 // validated again here, on the host, never taken from the tool.
-func (b *Broker) hostOperation(c *brokerCall, op *fsops.BrokerHostOp) fsops.BrokerReply {
+func (b *Broker) hostOperation(c *brokerCall, op *broker.HostOp) broker.Reply {
 	b.mu.Lock()
 	valid := c.tool == op.Op && !c.opDone
 	if valid {
@@ -43,7 +44,7 @@ func (b *Broker) hostOperation(c *brokerCall, op *fsops.BrokerHostOp) fsops.Brok
 	}
 	b.mu.Unlock()
 	if !valid {
-		return fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES", Error: op.Op + ": permission denied: not the operation of this call, or not its first"}
+		return broker.Reply{Exit: cli.Denied, Errno: "EACCES", Error: op.Op + ": permission denied: not the operation of this call, or not its first"}
 	}
 	switch op.Op {
 	case "agent.update":
@@ -55,7 +56,7 @@ func (b *Broker) hostOperation(c *brokerCall, op *fsops.BrokerHostOp) fsops.Brok
 	case "agent.stop":
 		return b.agentStop(op.Input)
 	}
-	return fsops.BrokerReply{Exit: cli.Usage, Errno: "EINVAL", Error: op.Op + ": not an operation of the run host"}
+	return broker.Reply{Exit: cli.Usage, Errno: "EINVAL", Error: op.Op + ": not an operation of the run host"}
 }
 
 // strictDecode decodes one JSON object into v, refusing unknown fields and
@@ -72,14 +73,14 @@ func strictDecode(data []byte, v any) error {
 	return nil
 }
 
-func invalid(tool, format string, args ...any) fsops.BrokerReply {
-	return fsops.BrokerReply{Exit: cli.Usage, Errno: "EINVAL", Error: tool + ": " + fmt.Sprintf(format, args...)}
+func invalid(tool, format string, args ...any) broker.Reply {
+	return broker.Reply{Exit: cli.Usage, Errno: "EINVAL", Error: tool + ": " + fmt.Sprintf(format, args...)}
 }
 
 // agentUpdate replaces system.md or prompt.template.md of the calling
 // agent, atomically, in its own control directory. The request names no
 // agent: it is the run's.
-func (b *Broker) agentUpdate(input []byte) fsops.BrokerReply {
+func (b *Broker) agentUpdate(input []byte) broker.Reply {
 	var in struct {
 		Control   string `json:"control"`
 		Content   string `json:"content"`
@@ -105,23 +106,23 @@ func (b *Broker) agentUpdate(input []byte) fsops.BrokerReply {
 		b.requestIDs[in.RequestID] = true
 		b.mu.Unlock()
 		if replay {
-			return fsops.BrokerReply{Exit: cli.Failure, Errno: "EALREADY", Error: "agent.update: request " + in.RequestID + " was already applied; nothing written"}
+			return broker.Reply{Exit: cli.Failure, Errno: "EALREADY", Error: "agent.update: request " + in.RequestID + " was already applied; nothing written"}
 		}
 	}
 	r := b.R
 	path := filepath.Join(r.Root.AgentControl(r.Agent.Name), in.Control)
 	if err := fsops.WriteAtomic(path, []byte(in.Content), 0o644); err != nil {
-		return fsops.BrokerReply{Exit: cli.Failure, Errno: "EIO", Error: "agent.update: " + err.Error()}
+		return broker.Reply{Exit: cli.Failure, Errno: "EIO", Error: "agent.update: " + err.Error()}
 	}
 	sum := sha256.Sum256([]byte(in.Content))
 	r.recordEvent(fsops.Event{Type: "agent.update", Object: "agent/" + r.Agent.Name, Status: "ok",
 		Detail: fmt.Sprintf("control=%s bytes=%d sha256=%s", in.Control, len(in.Content), hex.EncodeToString(sum[:8]))})
-	return fsops.BrokerReply{Output: fmt.Sprintf("updated agent/%s.d/%s (%d bytes); the next run renders it", r.Agent.Name, in.Control, len(in.Content))}
+	return broker.Reply{Output: fmt.Sprintf("updated agent/%s.d/%s (%d bytes); the next run renders it", r.Agent.Name, in.Control, len(in.Content))}
 }
 
 // childOf loads agent name and checks it is a child of the calling agent
 // that the caller's policy lets it perm (start or stop).
-func (b *Broker) childOf(tool, name string, perm policy.Permission) (*policy.Agent, *fsops.BrokerReply) {
+func (b *Broker) childOf(tool, name string, perm policy.Permission) (*policy.Agent, *broker.Reply) {
 	if err := policy.ValidName(name); err != nil {
 		r := invalid(tool, "name: %v", err)
 		return nil, &r
@@ -129,18 +130,18 @@ func (b *Broker) childOf(tool, name string, perm policy.Permission) (*policy.Age
 	r := b.R
 	caller, err := authority.LoadAgent(r.Root, r.Agent.Name)
 	if err != nil {
-		return nil, &fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EIO", Error: tool + ": " + err.Error()}
+		return nil, &broker.Reply{Exit: cli.Unavailable, Errno: "EIO", Error: tool + ": " + err.Error()}
 	}
 	if !caller.Policy.Allows(caller.Subject, policy.Object{Class: policy.ClassAgent, Name: name}, perm) {
-		return nil, &fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES",
+		return nil, &broker.Reply{Exit: cli.Denied, Errno: "EACCES",
 			Error: fmt.Sprintf("%s: permission denied (agent-policy): %s's policy has no allow %s agent:%s %s", tool, caller.Name, caller.Subject, name, perm)}
 	}
 	child, err := authority.LoadAgent(r.Root, name)
 	if err != nil {
-		return nil, &fsops.BrokerReply{Exit: cli.NotFound, Errno: "ENOENT", Error: tool + ": " + err.Error()}
+		return nil, &broker.Reply{Exit: cli.NotFound, Errno: "ENOENT", Error: tool + ": " + err.Error()}
 	}
 	if child.Parent.Agent != caller.Name {
-		return nil, &fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES",
+		return nil, &broker.Reply{Exit: cli.Denied, Errno: "EACCES",
 			Error: fmt.Sprintf("%s: permission denied (agent-policy): agent %s is not a child of %s", tool, name, caller.Name)}
 	}
 	return child, nil
@@ -152,7 +153,7 @@ const childReady = 10 * time.Second
 // agentStart starts a child of the calling agent: its own run host (ctx
 // agent start CHILD --no-console), a child process of this run host, so
 // the child's sandbox is built from the child's own, attenuated definition.
-func (b *Broker) agentStart(input []byte) fsops.BrokerReply {
+func (b *Broker) agentStart(input []byte) broker.Reply {
 	var in struct {
 		Name    string   `json:"name"`
 		Session string   `json:"session"`
@@ -174,16 +175,16 @@ func (b *Broker) agentStart(input []byte) fsops.BrokerReply {
 	_, running := b.children[child.Name]
 	b.mu.Unlock()
 	if running {
-		return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EBUSY", Error: "agent.start: agent " + child.Name + " is already running"}
+		return broker.Reply{Exit: cli.Unavailable, Errno: "EBUSY", Error: "agent.start: agent " + child.Name + " is already running"}
 	}
 	if max := r.budgets.limits.Get("children"); uint64(live) >= max {
 		r.budgetExceeded("children", "agent.start of "+child.Name+" refused")
-		return fsops.BrokerReply{Exit: cli.Denied, Errno: "EAGAIN",
+		return broker.Reply{Exit: cli.Denied, Errno: "EAGAIN",
 			Error: fmt.Sprintf("agent.start: budget children=%d reached; agent %s not started", max, child.Name)}
 	}
 	self, err := fsops.Executable()
 	if err != nil {
-		return fsops.BrokerReply{Exit: cli.Internal, Errno: "EIO", Error: "agent.start: " + err.Error()}
+		return broker.Reply{Exit: cli.Internal, Errno: "EIO", Error: "agent.start: " + err.Error()}
 	}
 	args := []string{"ctx", "agent", "start", "--root", r.Root.Dir, child.Name, "--no-console", "--cwd", r.workspace}
 	if in.Session != "" {
@@ -195,7 +196,7 @@ func (b *Broker) agentStart(input []byte) fsops.BrokerReply {
 	cmd := &exec.Cmd{Path: self, Args: args, Env: []string{"PATH=/usr/bin:/bin"}}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EIO", Error: "agent.start: " + err.Error()}
+		return broker.Reply{Exit: cli.Unavailable, Errno: "EIO", Error: "agent.start: " + err.Error()}
 	}
 	b.mu.Lock()
 	if b.children == nil {
@@ -217,17 +218,17 @@ func (b *Broker) agentStart(input []byte) fsops.BrokerReply {
 	for time.Now().Before(deadline) {
 		select {
 		case err := <-exited:
-			return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "EIO",
+			return broker.Reply{Exit: cli.Unavailable, Errno: "EIO",
 				Error: fmt.Sprintf("agent.start: agent %s ended before it was ready (%s); see its log", child.Name, waitText(err))}
 		case <-time.After(50 * time.Millisecond):
 		}
 		if st, _ := fsops.ReadControl(filepath.Join(r.Root.AgentControl(child.Name), "status")); strings.TrimSpace(string(st)) == "ready" {
 			r.recordEvent(fsops.Event{Type: "agent.start", Object: "agent/" + child.Name, Status: "ok",
 				Detail: fmt.Sprintf("started by agent %s, run host pid %d", r.Agent.Name, cmd.Process.Pid)})
-			return fsops.BrokerReply{Output: fmt.Sprintf("started agent/%s (run host pid %d)", child.Name, cmd.Process.Pid)}
+			return broker.Reply{Output: fmt.Sprintf("started agent/%s (run host pid %d)", child.Name, cmd.Process.Pid)}
 		}
 	}
-	return fsops.BrokerReply{Output: fmt.Sprintf("starting agent/%s (run host pid %d; not ready after %s)", child.Name, cmd.Process.Pid, childReady)}
+	return broker.Reply{Output: fmt.Sprintf("starting agent/%s (run host pid %d; not ready after %s)", child.Name, cmd.Process.Pid, childReady)}
 }
 
 func waitText(err error) string {
@@ -239,7 +240,7 @@ func waitText(err error) string {
 
 // agentStop stops a child this run started, and its owned and temp
 // descendants first.
-func (b *Broker) agentStop(input []byte) fsops.BrokerReply {
+func (b *Broker) agentStop(input []byte) broker.Reply {
 	var in struct {
 		Name string `json:"name"`
 	}
@@ -254,7 +255,7 @@ func (b *Broker) agentStop(input []byte) fsops.BrokerReply {
 	cmd, ours := b.children[child.Name]
 	b.mu.Unlock()
 	if !ours {
-		return fsops.BrokerReply{Exit: cli.Unavailable, Errno: "ESRCH", Error: "agent.stop: agent " + child.Name + " was not started by this run"}
+		return broker.Reply{Exit: cli.Unavailable, Errno: "ESRCH", Error: "agent.stop: agent " + child.Name + " was not started by this run"}
 	}
 	var out bytes.Buffer
 	e := &cli.Env{Name: "agent.stop", Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }}
@@ -272,9 +273,9 @@ func (b *Broker) agentStop(input []byte) fsops.BrokerReply {
 	b.R.recordEvent(fsops.Event{Type: "agent.stop", Object: "agent/" + child.Name, Status: "ok",
 		Detail: "stopped by agent " + b.R.Agent.Name})
 	if code != cli.OK {
-		return fsops.BrokerReply{Exit: code, Errno: "EIO", Error: "agent.stop: " + strings.TrimSpace(out.String())}
+		return broker.Reply{Exit: code, Errno: "EIO", Error: "agent.stop: " + strings.TrimSpace(out.String())}
 	}
-	return fsops.BrokerReply{Output: strings.TrimSpace(out.String())}
+	return broker.Reply{Output: strings.TrimSpace(out.String())}
 }
 
 // endChildren ends, with the caller's run, the children it started whose

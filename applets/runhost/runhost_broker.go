@@ -18,13 +18,15 @@ import (
 	"ctx/applets/cli"
 	"ctx/applets/toolrun"
 	"ctx/fsops"
+	"ctx/fsops/broker"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 )
 
-// Broker is the run host's side of the tool broker (fsops/broker.go): it
+// Broker is the run host's side of the tool broker (fsops/broker/broker.go): it
 // accepts calls on the socket /mnt/proc shows, decides each against the
 // tree as it is on disk at that moment, has the sandbox's init run it, and
-// records it. The init's side is fsops/sandbox_broker.go.
+// records it. The init's side is fsops/sandbox/initbroker.go.
 type Broker struct {
 	R      *AgentRun
 	listen int
@@ -33,7 +35,7 @@ type Broker struct {
 
 	mu      sync.Mutex
 	nextID  uint64
-	waiting map[uint64]chan fsops.BrokerOrder
+	waiting map[uint64]chan broker.InitReport
 	// requestIDs are the agent.update request ids this run applied.
 	requestIDs map[string]bool
 	// children are the run hosts of the children this run started.
@@ -72,18 +74,18 @@ type Broker struct {
 // the run goes on with tools executing in the caller's process, and
 // /mnt/proc/policy says so.
 func (r *AgentRun) startBroker(static []string) error {
-	path := filepath.Join(r.runDir, fsops.BrokerSocketName)
-	fd, err := fsops.ListenBroker(path)
+	path := filepath.Join(r.runDir, broker.SocketName)
+	fd, err := broker.Listen(path)
 	if err != nil {
 		return err
 	}
-	host, init, err := fsops.NewBrokerChannel()
+	host, init, err := broker.NewOrderChannel()
 	if err != nil {
 		fsops.CloseFD(fd)
 		return err
 	}
 	r.broker = &Broker{R: r, listen: fd, host: host, init: init,
-		waiting: map[uint64]chan fsops.BrokerOrder{}, gate: newBrokerGate(), static: static,
+		waiting: map[uint64]chan broker.InitReport{}, gate: newBrokerGate(), static: static,
 		readDone: make(chan struct{})}
 	go r.broker.readInit()
 	go r.broker.serve()
@@ -132,7 +134,7 @@ func descendsFrom(pid, ancestor int) bool {
 
 // stopListening closes the listener, once: no call starts after it.
 func (b *Broker) stopListening() {
-	b.stopListen.Do(func() { fsops.CloseBrokerListener(b.listen) })
+	b.stopListen.Do(func() { broker.CloseListener(b.listen) })
 }
 
 // settleBroker lets the calls in flight when the run ended have their
@@ -150,7 +152,7 @@ func (r *AgentRun) settleBroker() {
 	}
 	b.stopListening()
 	b.gate.dropPending() // a connection that never spoke is not waited for
-	fsops.StopBrokerReads(b.host)
+	broker.StopReads(b.host)
 	settled := make(chan struct{})
 	go func() {
 		<-b.readDone
@@ -185,8 +187,8 @@ func (b *Broker) startUnixGate(listener, connector *os.File) {
 		connector.Close()
 		return
 	}
-	rules := fsops.UnixGateRules{
-		Broker:  filepath.Join(b.R.runDir, fsops.BrokerSocketName),
+	rules := sandbox.UnixGateRules{
+		Broker:  filepath.Join(b.R.runDir, broker.SocketName),
 		Network: networkGranted(b.R.Agent),
 		Hand: func(conn, pid int) {
 			p := brokerPeer{pid: pid, uid: -1, inside: descendsFrom(pid, int(b.initPid.Load()))}
@@ -196,8 +198,8 @@ func (b *Broker) startUnixGate(listener, connector *os.File) {
 			b.enter(conn, p)
 		},
 	}
-	abi, _ := fsops.LandlockABI()
-	rules.Abstract = abi >= fsops.LandlockABIScope
+	abi, _ := sandbox.LandlockABI()
+	rules.Abstract = abi >= sandbox.LandlockABIScope
 	for _, a := range b.R.plan.Access {
 		if a.Write {
 			if real, err := filepath.EvalSymlinks(a.Path); err == nil {
@@ -205,32 +207,32 @@ func (b *Broker) startUnixGate(listener, connector *os.File) {
 			}
 		}
 	}
-	fsops.ServeUnixGate(listener, connector, rules)
+	sandbox.ServeUnixGate(listener, connector, rules)
 }
 
 // readInit dispatches the init's exit reports to the calls waiting.
 func (b *Broker) readInit() {
 	defer close(b.readDone)
 	for {
-		var o fsops.BrokerOrder
-		files, err := fsops.RecvBrokerMessage(int(b.host.Fd()), &o, 2)
-		if err == nil && o.Op == fsops.UnixGateOp && len(files) == 2 {
+		var o broker.InitReport
+		files, err := broker.Recv(int(b.host.Fd()), &o, 2)
+		if err == nil && o.Op == broker.OpUnixGate && len(files) == 2 {
 			b.startUnixGate(files[0], files[1])
 			continue
 		}
 		for _, f := range files {
 			f.Close()
 		}
-		if err == fsops.ErrBrokerClosed || err == unix.EBADF {
+		if err == broker.ErrClosed || err == unix.EBADF {
 			b.mu.Lock()
 			for id, ch := range b.waiting {
-				ch <- fsops.BrokerOrder{Op: "exit", ID: id, Status: cli.Unavailable, Error: "the sandbox is gone"}
+				ch <- broker.InitReport{Op: broker.OpExit, ID: id, Status: cli.Unavailable, Error: "the sandbox is gone"}
 				delete(b.waiting, id)
 			}
 			b.mu.Unlock()
 			return
 		}
-		if err != nil || o.Op != "exit" {
+		if err != nil || o.Op != broker.OpExit {
 			continue
 		}
 		b.mu.Lock()

@@ -11,6 +11,7 @@ import (
 	"ctx/applets/cli"
 	"ctx/applets/toolrun"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/policy"
 )
 
@@ -30,23 +31,23 @@ const cancelWait = 5 * time.Second
 func (b *Broker) handle(conn int, p brokerPeer) {
 	defer fsops.CloseFD(conn)
 	began := time.Now()
-	fsops.SetBrokerRecvTimeout(conn, handshakeTimeout)
-	var req fsops.BrokerRequest
-	files, err := fsops.RecvBrokerMessage(conn, &req, 3)
+	broker.SetRecvTimeout(conn, handshakeTimeout)
+	var req broker.Request
+	files, err := broker.Recv(conn, &req, 3)
 	b.gate.spoke(p, conn)
-	fsops.SetBrokerRecvTimeout(conn, 0)
+	broker.SetRecvTimeout(conn, 0)
 	// A call closes them as soon as the sandbox has them (closing an
 	// *os.File again does nothing).
 	defer closeFiles(files)
 	if err != nil {
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Usage, Error: err.Error()}, nil)
+		broker.Send(conn, broker.Reply{Exit: cli.Usage, Error: err.Error()}, nil)
 		return
 	}
 	if req.Report != nil || req.HostOp != nil {
 		// A call's own process speaks for it on the call's channel
 		// (runhost_callchannel.go); on the socket every process of the
 		// run reaches, nobody does.
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Denied, Errno: "EACCES",
+		broker.Send(conn, broker.Reply{Exit: cli.Denied, Errno: "EACCES",
 			Error: "broker: permission denied: a report or host operation is taken only on the call's own channel"}, nil)
 		return
 	}
@@ -54,7 +55,7 @@ func (b *Broker) handle(conn int, p brokerPeer) {
 		return
 	}
 	if !b.gate.take(p) {
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Unavailable, Error: "too many tool calls in flight"}, nil)
+		broker.Send(conn, broker.Reply{Exit: cli.Unavailable, Error: "too many tool calls in flight"}, nil)
 		return
 	}
 	defer b.gate.release(p)
@@ -111,13 +112,13 @@ func (c *callReply) send(exit int, msg string) {
 	if c.ran {
 		b.inFlight.Add(-1)
 	}
-	fsops.SendBrokerMessage(c.conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
+	broker.Send(c.conn, broker.Reply{Exit: exit, Error: msg}, nil)
 }
 
 // call serves a tool call from a caller handle has let in: decided
 // (admit), given a token, run by the sandbox's init with the caller's
 // descriptors, and answered with its exit.
-func (b *Broker) call(c *callReply, req *fsops.BrokerRequest, files []*os.File, fromRun bool) {
+func (b *Broker) call(c *callReply, req *broker.Request, files []*os.File, fromRun bool) {
 	dec, ok := b.admit(c, req, files)
 	if !ok {
 		return
@@ -157,7 +158,7 @@ func (b *Broker) call(c *callReply, req *fsops.BrokerRequest, files []*os.File, 
 // agent may run now (decide), a host that can record it, input its schema
 // accepts. A caller that only asks for the decision (req.Decide) is
 // answered here. It returns false once it has replied.
-func (b *Broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File) (decision, bool) {
+func (b *Broker) admit(c *callReply, req *broker.Request, files []*os.File) (decision, bool) {
 	if policy.ValidName(req.Tool) != nil || (len(files) != 3 && req.Decide == nil) {
 		c.ev.Object = "tool/-"
 		c.send(cli.Usage, "a broker request names a valid tool and passes three descriptors")
@@ -209,7 +210,7 @@ func (b *Broker) admit(c *callReply, req *fsops.BrokerRequest, files []*os.File)
 // the tool's file as decided, in the caller's working directory and
 // environment (bounded), directly, in a warm worker, or through
 // ctx-hooked-tool.
-func (b *Broker) execOrder(req *fsops.BrokerRequest, dec decision, id uint64, fromRun bool) fsops.BrokerOrder {
+func (b *Broker) execOrder(req *broker.Request, dec decision, id uint64, fromRun bool) broker.Order {
 	cwd := req.Cwd
 	if b.R.iso == policy.IsoLandlock && within(cwd, policy.SandboxWorkspace) {
 		// A caller outside the run (ctx run from the host) names the
@@ -222,7 +223,7 @@ func (b *Broker) execOrder(req *fsops.BrokerRequest, dec decision, id uint64, fr
 		// whose paths are the host's (a caller outside names the sandbox's).
 		env = b.R.env
 	}
-	order := fsops.BrokerOrder{Op: "exec", ID: id, Path: dec.path, Argv: append([]string{req.Tool}, req.Args...),
+	order := broker.Order{Op: broker.OpExec, ID: id, Path: dec.path, Argv: append([]string{req.Tool}, req.Args...),
 		Env: env, Cwd: cwd, Warm: dec.warm}
 	if dec.warm && !dec.builtin {
 		// An MCP-projected tool finds its control directory beside the
@@ -241,11 +242,11 @@ func (b *Broker) execOrder(req *fsops.BrokerRequest, dec decision, id uint64, fr
 
 // expect makes a new order id and the channel its exit report (readInit)
 // arrives on.
-func (b *Broker) expect() (uint64, chan fsops.BrokerOrder) {
+func (b *Broker) expect() (uint64, chan broker.InitReport) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.nextID++
-	done := make(chan fsops.BrokerOrder, 1)
+	done := make(chan broker.InitReport, 1)
 	b.waiting[b.nextID] = done
 	return b.nextID, done
 }
@@ -254,12 +255,12 @@ func (b *Broker) expect() (uint64, chan fsops.BrokerOrder) {
 // call's channel) to the sandbox's init, and closes this process's copies
 // once the init has them (the tool's pipes end when the tool's ends
 // close). An order the init cannot take is no longer waited for.
-func (b *Broker) sendOrder(order fsops.BrokerOrder, files []*os.File) error {
+func (b *Broker) sendOrder(order broker.Order, files []*os.File) error {
 	var fds []int
 	for _, f := range files {
 		fds = append(fds, int(f.Fd()))
 	}
-	if err := fsops.SendBrokerMessage(int(b.host.Fd()), order, fds); err != nil {
+	if err := broker.Send(int(b.host.Fd()), order, fds); err != nil {
 		b.mu.Lock()
 		delete(b.waiting, order.ID)
 		b.mu.Unlock()
@@ -281,23 +282,23 @@ func closeFiles(files []*os.File) {
 // init kills the order's whole process group, and the report that it has
 // ended (or, after cancelWait, a SIGKILL status) is returned with
 // cancelled true.
-func (b *Broker) await(conn int, id uint64, done chan fsops.BrokerOrder) (o fsops.BrokerOrder, cancelled bool) {
+func (b *Broker) await(conn int, id uint64, done chan broker.InitReport) (o broker.InitReport, cancelled bool) {
 	gone := make(chan struct{})
 	go func() {
-		fsops.AwaitBrokerHangup(conn)
+		broker.AwaitHangup(conn)
 		close(gone)
 	}()
 	select {
 	case o := <-done:
 		return o, false
 	case <-gone:
-		fsops.SendBrokerMessage(int(b.host.Fd()), fsops.BrokerOrder{Op: "kill", ID: id}, nil)
+		broker.Send(int(b.host.Fd()), broker.Order{Op: broker.OpKill, ID: id}, nil)
 		select {
 		case o := <-done:
 			o.Error = ""
 			return o, true
 		case <-time.After(cancelWait):
-			return fsops.BrokerOrder{Op: "exit", ID: id, Status: cli.Signaled(unix.SIGKILL)}, true
+			return broker.InitReport{Op: broker.OpExit, ID: id, Status: cli.Signaled(unix.SIGKILL)}, true
 		}
 	}
 }
@@ -307,7 +308,7 @@ func (b *Broker) await(conn int, id uint64, done chan fsops.BrokerOrder) (o fsop
 func brokerEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
-		if strings.HasPrefix(kv, fsops.BrokeredEnv+"=") || strings.IndexByte(kv, 0) >= 0 {
+		if strings.HasPrefix(kv, broker.BrokeredEnv+"=") || strings.IndexByte(kv, 0) >= 0 {
 			continue
 		}
 		if len(out) == 1024 {

@@ -8,6 +8,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 )
 
 // maxJoinArgs bounds the argv of a program joining a run.
@@ -21,7 +22,7 @@ const maxJoinArgs = 1024
 // it. One agent.join event records it, with its exit. Only the person who
 // started the run gets this far (broker.admitted: their uid and the run's
 // secret).
-func (b *Broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, p brokerPeer) {
+func (b *Broker) join(conn int, j *broker.Join, files []*os.File, p brokerPeer) {
 	began := time.Now()
 	ev := fsops.Event{Type: "agent.join", Object: "agent/" + b.R.Agent.Name, PID: p.pid}
 	reply := func(exit int, msg string) {
@@ -34,7 +35,7 @@ func (b *Broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, p brokerP
 			}
 		}
 		b.R.recordEvent(ev)
-		fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: exit, Error: msg}, nil)
+		broker.Send(conn, broker.Reply{Exit: exit, Error: msg}, nil)
 	}
 	switch {
 	case p.inside:
@@ -55,7 +56,7 @@ func (b *Broker) join(conn int, j *fsops.BrokerJoin, files []*os.File, p brokerP
 		}
 	}
 	id, done := b.expect()
-	order := fsops.BrokerOrder{Op: "run", ID: id, Argv: j.Argv, Env: env, Cwd: b.R.plan.Cwd}
+	order := broker.Order{Op: broker.OpRun, ID: id, Argv: j.Argv, Env: env, Cwd: b.R.plan.Cwd}
 	if err := b.sendOrder(order, files); err != nil {
 		reply(cli.Unavailable, fmt.Sprintf("the sandbox cannot take the program: %v", err))
 		return

@@ -8,6 +8,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 )
 
 // Who the broker serves, and how much of it each may hold (DESIGN §16
@@ -71,7 +72,7 @@ func (g *brokerGate) wait(p brokerPeer, conn int) {
 	defer g.mu.Unlock()
 	q := g.pending[p.side()]
 	if len(q) >= maxPendingPerSide {
-		fsops.ShutdownBroker(q[0])
+		broker.Shutdown(q[0])
 		q = q[1:]
 	}
 	g.pending[p.side()] = append(q, conn)
@@ -97,7 +98,7 @@ func (g *brokerGate) dropPending() {
 	defer g.mu.Unlock()
 	for _, q := range g.pending {
 		for _, c := range q {
-			fsops.ShutdownBroker(c)
+			broker.Shutdown(c)
 		}
 	}
 }
@@ -119,7 +120,7 @@ func (g *brokerGate) release(p brokerPeer) { <-g.slots[p.side()] }
 // in a goroutine of its own from the moment it is accepted.
 func (b *Broker) serve() {
 	for {
-		conn, err := fsops.AcceptBroker(b.listen)
+		conn, err := broker.Accept(b.listen)
 		if err == unix.EMFILE || err == unix.ENFILE || err == unix.ENOMEM || err == unix.ENOBUFS {
 			time.Sleep(50 * time.Millisecond) // out of descriptors: back off, do not stop
 			continue
@@ -128,10 +129,10 @@ func (b *Broker) serve() {
 			return
 		}
 		p := brokerPeer{uid: -1}
-		if pid, uid, err := fsops.BrokerPeer(conn); err == nil {
+		if pid, uid, err := broker.Peer(conn); err == nil {
 			p.pid, p.uid = pid, uid
 			init := int(b.initPid.Load())
-			p.inside = fsops.BrokerPeerStill(conn, pid, func(pid int) bool { return descendsFrom(pid, init) })
+			p.inside = broker.PeerStill(conn, pid, func(pid int) bool { return descendsFrom(pid, init) })
 		}
 		b.enter(conn, p)
 	}
@@ -152,7 +153,7 @@ func (b *Broker) enter(conn int, p brokerPeer) {
 // admitted says whether p, which sent req, is served: a process of the
 // run, or the person who started it (their uid, or root) presenting the
 // run's secret. It answers a refusal itself.
-func (b *Broker) admitted(conn int, p brokerPeer, req *fsops.BrokerRequest) bool {
+func (b *Broker) admitted(conn int, p brokerPeer, req *broker.Request) bool {
 	if p.inside {
 		return true
 	}
@@ -161,7 +162,7 @@ func (b *Broker) admitted(conn int, p brokerPeer, req *fsops.BrokerRequest) bool
 	}
 	// Not recorded: a process that cannot prove anything must not spend
 	// the run's log budget.
-	fsops.SendBrokerMessage(conn, fsops.BrokerReply{Exit: cli.Denied,
+	broker.Send(conn, broker.Reply{Exit: cli.Denied,
 		Error: "the broker serves only the processes of its own run, and the person who started it with the run's secret"}, nil)
 	return false
 }

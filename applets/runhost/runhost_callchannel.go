@@ -9,14 +9,14 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/applets/toolrun"
-	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/policy"
 )
 
 // A call's channel: the only way a tool process speaks for its call
 // (issue 30, finding 3). The host makes a socket pair per call and passes
 // one end with the exec order; the init hands it to the tool process as
-// fsops.CallChannelFD, which the tool makes close-on-exec before anything
+// broker.CallChannelFD, which the tool makes close-on-exec before anything
 // else. No token exists that another process of the run could read from
 // the tool's environment and use: the broker socket refuses reports and
 // host operations, and the channel's end lives in that one process (its
@@ -27,9 +27,9 @@ import (
 type brokerCall struct {
 	tool   string
 	conn   *os.File
-	report *fsops.BrokerReport // under the broker's mu
-	opDone bool                // under the broker's mu
-	done   chan struct{}       // closed when the channel has ended
+	report *broker.Report // under the broker's mu
+	opDone bool           // under the broker's mu
+	done   chan struct{}  // closed when the channel has ended
 	b      *Broker
 }
 
@@ -41,7 +41,7 @@ const callChannelWait = 2 * time.Second
 // openCallChannel makes the channel of a call of tool and starts serving
 // the host's end; the other end goes with the order.
 func (b *Broker) openCallChannel(tool string) (*brokerCall, *os.File, error) {
-	host, tools, err := fsops.NewBrokerChannel()
+	host, tools, err := broker.NewOrderChannel()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -56,10 +56,10 @@ func (c *brokerCall) serve() {
 	defer close(c.done)
 	defer c.conn.Close()
 	for {
-		var req fsops.BrokerRequest
-		files, err := fsops.RecvBrokerMessage(int(c.conn.Fd()), &req, 0)
+		var req broker.Request
+		files, err := broker.Recv(int(c.conn.Fd()), &req, 0)
 		closeFiles(files)
-		if err == fsops.ErrBrokerClosed || err == unix.EBADF || err == unix.ECONNRESET {
+		if err == broker.ErrClosed || err == unix.EBADF || err == unix.ECONNRESET {
 			return
 		}
 		switch {
@@ -73,20 +73,20 @@ func (c *brokerCall) serve() {
 			}
 			c.b.mu.Unlock()
 		case req.HostOp != nil:
-			fsops.SendBrokerMessage(int(c.conn.Fd()), c.b.hostOperation(c, req.HostOp), nil)
+			broker.Send(int(c.conn.Fd()), c.b.hostOperation(c, req.HostOp), nil)
 		}
 	}
 }
 
 // finish waits (bounded) for the channel to end and returns the report.
-func (c *brokerCall) finish() *fsops.BrokerReport {
+func (c *brokerCall) finish() *broker.Report {
 	select {
 	case <-c.done:
 	case <-time.After(callChannelWait):
 		// A holder outlived the call: stop reading (shutdown wakes a
 		// blocked receive; close alone would not).
 		if rc, err := c.conn.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { fsops.CancelBroker(int(fd)) })
+			rc.Control(func(fd uintptr) { broker.Cancel(int(fd)) })
 		}
 		<-c.done
 	}
@@ -106,8 +106,8 @@ const (
 // the kernel has, a layer of ctx's checks, and a detail of valid UTF-8 cut
 // at a character boundary within maxReportDetail bytes. The escaping of
 // control characters is the event encoder's and the printer's.
-func sanitizeReport(rep fsops.BrokerReport) fsops.BrokerReport {
-	var out fsops.BrokerReport
+func sanitizeReport(rep broker.Report) broker.Report {
+	var out broker.Report
 	if len(rep.Errno) <= maxReportErrno && toolrun.ErrnoByName(rep.Errno) != 0 {
 		out.Errno = rep.Errno
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"ctx/fsops"
+	"ctx/fsops/broker"
 )
 
 // TestSanitizeReport: what a tool reports for its call is kept only as
@@ -16,18 +16,18 @@ import (
 func TestSanitizeReport(t *testing.T) {
 	long := strings.Repeat("é", 400) + "\u202e"
 	for _, tc := range []struct {
-		in, want fsops.BrokerReport
+		in, want broker.Report
 	}{
-		{fsops.BrokerReport{Errno: "ENOENT", Layer: "hook", Detail: "d"}, fsops.BrokerReport{Errno: "ENOENT", Layer: "hook", Detail: "d"}},
-		{fsops.BrokerReport{Errno: "EFORGED", Layer: "forged\u0085layer"}, fsops.BrokerReport{}},
-		{fsops.BrokerReport{Errno: "ENOENT" + strings.Repeat(" ", 40), Layer: "agent-policy\u202e"}, fsops.BrokerReport{}},
-		{fsops.BrokerReport{Layer: "tool-trust", Detail: "bad \xff byte"}, fsops.BrokerReport{Layer: "tool-trust", Detail: "bad \uFFFD byte"}},
+		{broker.Report{Errno: "ENOENT", Layer: "hook", Detail: "d"}, broker.Report{Errno: "ENOENT", Layer: "hook", Detail: "d"}},
+		{broker.Report{Errno: "EFORGED", Layer: "forged\u0085layer"}, broker.Report{}},
+		{broker.Report{Errno: "ENOENT" + strings.Repeat(" ", 40), Layer: "agent-policy\u202e"}, broker.Report{}},
+		{broker.Report{Layer: "tool-trust", Detail: "bad \xff byte"}, broker.Report{Layer: "tool-trust", Detail: "bad \uFFFD byte"}},
 	} {
 		if got := sanitizeReport(tc.in); got != tc.want {
 			t.Errorf("sanitizeReport(%+q) = %+q, want %+q", tc.in, got, tc.want)
 		}
 	}
-	got := sanitizeReport(fsops.BrokerReport{Detail: long})
+	got := sanitizeReport(broker.Report{Detail: long})
 	if len(got.Detail) > maxReportDetail || !utf8.ValidString(got.Detail) || !strings.HasPrefix(long, got.Detail) {
 		t.Errorf("a long detail kept as %d bytes, valid %v", len(got.Detail), utf8.ValidString(got.Detail))
 	}

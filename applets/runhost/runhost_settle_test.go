@@ -6,7 +6,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"ctx/fsops"
+	"ctx/fsops/broker"
 )
 
 // TestSettleBrokerAnswersTheLastCalls: a call's exit that the init
@@ -17,7 +17,7 @@ import (
 // reader here starts only after the run's end has begun; without the
 // settling step the channel is closed under it and the call hears 69.
 func TestSettleBrokerAnswersTheLastCalls(t *testing.T) {
-	host, init, err := fsops.NewBrokerChannel()
+	host, init, err := broker.NewOrderChannel()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,10 +26,10 @@ func TestSettleBrokerAnswersTheLastCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &Broker{host: host, listen: listen, waiting: map[uint64]chan fsops.BrokerOrder{}, readDone: make(chan struct{})}
+	b := &Broker{host: host, listen: listen, waiting: map[uint64]chan broker.InitReport{}, readDone: make(chan struct{})}
 	r := &AgentRun{broker: b}
 	id, done := b.expect()
-	if err := fsops.SendBrokerMessage(int(init.Fd()), fsops.BrokerOrder{Op: "exit", ID: id, Status: 7}, nil); err != nil {
+	if err := broker.Send(int(init.Fd()), broker.InitReport{Op: broker.OpExit, ID: id, Status: 7}, nil); err != nil {
 		t.Fatal(err)
 	}
 	go func() {

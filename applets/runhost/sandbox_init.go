@@ -2,24 +2,24 @@ package runhost
 
 import (
 	"ctx/applets/cli"
-	"ctx/fsops"
+	"ctx/fsops/sandbox"
 )
 
 // RunSandboxInit is the hidden applet the sandbox child runs as (see
-// fsops.RunSandboxInit). It is reached only through argv[0].
+// sandbox.RunInit). It is reached only through argv[0].
 func RunSandboxInit(e *cli.Env, args []string) int {
-	return fsops.RunSandboxInit(e.Stderr)
+	return sandbox.RunInit(e.Stderr)
 }
 
 // RunUsernsHold is the hidden applet that holds a user namespace open
-// while the run host takes a descriptor of it (fsops.IDMappedTree).
+// while the run host takes a descriptor of it (sandbox.IDMappedTree).
 func RunUsernsHold(e *cli.Env, args []string) int {
-	return fsops.RunUsernsHold()
+	return sandbox.RunUsernsHold()
 }
 
 // RunConfine is the hidden applet an iso shared run starts its program
-// through (fsops.RunConfine): no_new_privs and the seccomp filter, then
+// through (sandbox.RunConfine): no_new_privs and the seccomp filter, then
 // the program.
 func RunConfine(e *cli.Env, args []string) int {
-	return fsops.RunConfine(args, e.Stderr)
+	return sandbox.RunConfine(args, e.Stderr)
 }

@@ -13,6 +13,7 @@ import (
 	"ctx/applets/cli"
 	"ctx/applets/lifecycle"
 	"ctx/fsops"
+	"ctx/fsops/sandbox"
 	"ctx/ptyterm"
 )
 
@@ -62,7 +63,7 @@ func Start(e *cli.Env, o Options) int {
 	// while the agent is loaded: the isolation probe (an auto iso needs
 	// it) and the Go runtime's one check of pidfd support, which it makes
 	// before its first process start, the init's.
-	probe := fsops.ProbeAhead()
+	probe := sandbox.ProbeAhead()
 	go fsops.WarmProcessStart()
 	a, code, ok := lifecycle.LoadAgent(e, o.Root, o.Agent)
 	if !ok {

@@ -5,17 +5,17 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"ctx/fsops"
+	"ctx/fsops/broker"
 )
 
 // AskCallHost sends req on this process's call channel and returns the
 // host's reply: a host operation, asked for the call this process runs.
-func AskCallHost(req fsops.BrokerRequest) (fsops.BrokerReply, error) {
-	var reply fsops.BrokerReply
-	if err := fsops.SendBrokerMessage(CallChannel, req, nil); err != nil {
+func AskCallHost(req broker.Request) (broker.Reply, error) {
+	var reply broker.Reply
+	if err := broker.Send(CallChannel, req, nil); err != nil {
 		return reply, err
 	}
-	_, err := fsops.RecvBrokerMessage(CallChannel, &reply, 0)
+	_, err := broker.Recv(CallChannel, &reply, 0)
 	return reply, err
 }
 

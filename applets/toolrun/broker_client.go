@@ -14,18 +14,19 @@ import (
 	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/policy"
 )
 
 // BrokeredCall is how a tool applet started inside a sandbox runs: it asks
-// the run host (fsops.BrokerSocket, found by path) to run the call, passing
+// the run host (broker.Socket, found by path) to run the call, passing
 // its standard descriptors, and exits with the status the host answers. The
 // host decides, has the sandbox's init execute the tool, and records the
 // call. It reports false when there is nothing to ask: outside a sandbox,
 // in the process the init started for the call (BrokeredEnv), or in a run
 // without a broker.
 func BrokeredCall(e *cli.Env, tool string, args []string) (int, bool) {
-	if e.Getenv(fsops.BrokeredEnv) != "" {
+	if e.Getenv(broker.BrokeredEnv) != "" {
 		return 0, false
 	}
 	conn, code, ok := dialRunBroker(e)
@@ -39,7 +40,7 @@ func BrokeredCall(e *cli.Env, tool string, args []string) (int, bool) {
 		return cli.Fail(e, cli.Internal, "%v", err), true
 	}
 	cwd, _ := os.Getwd()
-	req := fsops.BrokerRequest{Tool: tool, Args: args, Env: e.Environ(), Cwd: cwd}
+	req := broker.Request{Tool: tool, Args: args, Env: e.Environ(), Cwd: cwd}
 	return CallBroker(e, conn, req, fds, relay, "the run host"), true
 }
 
@@ -48,7 +49,7 @@ func BrokeredCall(e *cli.Env, tool string, args []string) (int, bool) {
 // whose broker could not be bound) conn is -1 and ok false; when it cannot
 // be reached conn is -1, ok true and code the failure, already printed.
 func dialRunBroker(e *cli.Env) (conn, code int, ok bool) {
-	socket := fsops.BrokerSocket
+	socket := broker.Socket
 	if _, err := os.Stat(policy.IdentityPath); err != nil {
 		// No sandbox identity: an iso landlock run names its broker (a
 		// host path) instead; anything else has none.
@@ -56,7 +57,7 @@ func dialRunBroker(e *cli.Env) (conn, code int, ok bool) {
 			return -1, 0, false
 		}
 	}
-	conn, err := fsops.DialBroker(socket)
+	conn, err := broker.Dial(socket)
 	if err != nil {
 		if os.IsNotExist(err) || err == unix.ENOENT {
 			return -1, 0, false // a run without a broker
@@ -68,7 +69,7 @@ func dialRunBroker(e *cli.Env) (conn, code int, ok bool) {
 
 // AskDecision has the run host decide and record a call of tool that this
 // process runs itself (terminal, a terminal tool on the caller's terminal)
-// or has refused itself (tsh, ctxmcp serve): fsops.BrokerDecide. It
+// or has refused itself (tsh, ctxmcp serve): broker.Decide. It
 // returns the host's answer, already printed when it refuses; ok is false
 // when there is no broker to ask.
 func AskDecision(e *cli.Env, tool string, terminal bool) (code int, ok bool) {
@@ -77,7 +78,7 @@ func AskDecision(e *cli.Env, tool string, terminal bool) (code int, ok bool) {
 		return code, ok
 	}
 	defer fsops.CloseFD(conn)
-	req := fsops.BrokerRequest{Tool: tool, Decide: &fsops.BrokerDecide{Terminal: terminal}}
+	req := broker.Request{Tool: tool, Decide: &broker.Decide{Terminal: terminal}}
 	return CallBroker(e, conn, req, nil, &descriptorRelay{}, "the run host"), true
 }
 
@@ -92,8 +93,8 @@ const cancelAnswerWait = 6 * time.Second
 // returns the call's exit status. SIGINT, SIGTERM or SIGHUP meanwhile
 // ends our side of the connection, which cancels the call on the host:
 // the tool's whole process tree ends. host names the run host in errors.
-func CallBroker(e *cli.Env, conn int, req fsops.BrokerRequest, fds []int, relay *descriptorRelay, host string) int {
-	err := fsops.SendBrokerMessage(conn, req, fds)
+func CallBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *descriptorRelay, host string) int {
+	err := broker.Send(conn, req, fds)
 	relay.closeChildEnds()
 	if err != nil {
 		return cli.Fail(e, cli.Unavailable, "%s did not take the call: %v", host, err)
@@ -101,11 +102,11 @@ func CallBroker(e *cli.Env, conn int, req fsops.BrokerRequest, fds []int, relay 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
-	answer := make(chan fsops.BrokerReply, 1)
+	answer := make(chan broker.Reply, 1)
 	go func() {
-		var reply fsops.BrokerReply
-		if _, err := fsops.RecvBrokerMessage(conn, &reply, 0); err != nil {
-			reply = fsops.BrokerReply{Exit: cli.Unavailable, Error: host + " went away: " + err.Error()}
+		var reply broker.Reply
+		if _, err := broker.Recv(conn, &reply, 0); err != nil {
+			reply = broker.Reply{Exit: cli.Unavailable, Error: host + " went away: " + err.Error()}
 		}
 		answer <- reply
 	}()
@@ -134,7 +135,7 @@ func CallBroker(e *cli.Env, conn int, req fsops.BrokerRequest, fds []int, relay 
 		// of what our caller writes next: tsh's prompt, the person's shell
 		// prompt. A second signal, or a host that does not answer within
 		// its own bound, ends the wait.
-		fsops.CancelBrokerCall(conn)
+		broker.CancelCall(conn)
 		select {
 		case <-answer:
 			relay.wait()
@@ -199,7 +200,7 @@ func StandardDescriptors(e *cli.Env) ([]int, *descriptorRelay, error) {
 	return fds, relay, nil
 }
 
-// CallChannel is this process's call channel (fsops.CallChannelFD), -1
+// CallChannel is this process's call channel (broker.CallChannelFD), -1
 // when it has none: claimed once at the start of a process the init
 // started for a call (Main, a warm worker given its order).
 var CallChannel = -1
@@ -207,7 +208,7 @@ var CallChannel = -1
 // ClaimCallChannel claims the process's call channel, if it has one.
 func ClaimCallChannel() {
 	if CallChannel < 0 {
-		CallChannel = fsops.ClaimCallChannel()
+		CallChannel = broker.ClaimCallChannel()
 	}
 }
 
@@ -218,5 +219,5 @@ func reportBrokeredCall(ev fsops.Event) {
 	if CallChannel < 0 {
 		return
 	}
-	fsops.SendBrokerMessage(CallChannel, fsops.BrokerRequest{Report: &fsops.BrokerReport{Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail}}, nil)
+	broker.Send(CallChannel, broker.Request{Report: &broker.Report{Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail}}, nil)
 }

@@ -4,6 +4,7 @@ import (
 	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 )
 
 // recordToolEvent appends the tool.call event of this call. Inside an agent
@@ -12,7 +13,7 @@ import (
 // authority.RecordToolCall, which tsh's own refusals go through too). A log
 // that cannot be written is reported on stderr; the call's result stands.
 func recordToolEvent(e *cli.Env, dir string, ev fsops.Event) {
-	if e.Getenv(fsops.BrokeredEnv) != "" {
+	if e.Getenv(broker.BrokeredEnv) != "" {
 		// The run host records the call it brokered; the tool adds what
 		// only it knows, on the call's channel.
 		if ev.Errno != "" || ev.Layer != "" || ev.Detail != "" {

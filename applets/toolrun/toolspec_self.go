@@ -13,6 +13,7 @@ import (
 
 	"ctx/fsops"
 	"ctx/fsops/proc"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 	"ctx/policy/schema"
 )
@@ -153,7 +154,7 @@ func runSelfSchema(hit fsops.ToolHit, uid, gid uint32) ([]byte, bool) {
 	}
 	rules.Close()
 	defer os.Remove(rules.Name())
-	if fsops.WriteConfineRules(rules.Name(), nil) != nil {
+	if sandbox.WriteConfineRules(rules.Name(), nil) != nil {
 		return nil, false
 	}
 	// A session of its own, killed with the run host; as root also a pid
@@ -167,8 +168,8 @@ func runSelfSchema(hit fsops.ToolHit, uid, gid uint32) ([]byte, bool) {
 		attr.Cloneflags = syscall.CLONE_NEWPID
 	}
 	out := &proc.Capped{Limit: selfSchemaOutput}
-	cmd := &exec.Cmd{Path: self, Args: []string{fsops.ConfineApplet, fsops.ConfineNoNetwork, hit.Path, hit.Name, "--agentrc-schema"},
-		Env: []string{"PATH=/usr/bin:/bin", fsops.ConfineLandlockEnv + "=" + rules.Name()}, Dir: "/",
+	cmd := &exec.Cmd{Path: self, Args: []string{sandbox.ConfineApplet, sandbox.ConfineNoNetwork, hit.Path, hit.Name, "--agentrc-schema"},
+		Env: []string{"PATH=/usr/bin:/bin", sandbox.ConfineLandlockEnv + "=" + rules.Name()}, Dir: "/",
 		Stdout: out, SysProcAttr: attr, WaitDelay: 100 * time.Millisecond}
 	// Not proc.StartTree: its sweep takes every new child of the run host
 	// for the tree's, and the sandbox's init starts beside this.

@@ -67,7 +67,7 @@ type Tools interface {
 	// are executed.
 	Brokered(c ToolCall) (int, bool)
 	// HostRecords has the run host decide and record a call tsh refused
-	// (fsops.BrokerDecide); false without a broker.
+	// (broker.Decide); false without a broker.
 	HostRecords(getenv func(string) string, tool string) bool
 }
 

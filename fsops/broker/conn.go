@@ -1,0 +1,120 @@
+package broker
+
+import (
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The acts on the broker's connections, the run host's (its listener,
+// its callers, the order channel) and a caller's (cancelling, its peer),
+// so that no applet calls the kernel itself. Each is one system call (or
+// a short loop of one) with the flags the run host used inline.
+
+// Accept waits for the next connection on the broker's listening
+// socket (Listen) and returns it close-on-exec. A signal or a caller
+// that went away before it was taken is not an end: it waits on. Any other
+// error (the socket shut down by CloseListener) is returned.
+func Accept(listen int) (int, error) {
+	for {
+		conn, _, err := unix.Accept4(listen, unix.SOCK_CLOEXEC)
+		if err == unix.EINTR || err == unix.ECONNABORTED {
+			continue
+		}
+		return conn, err
+	}
+}
+
+// CloseListener shuts the broker's listening socket down, which
+// wakes an Accept blocked on it, and closes it.
+func CloseListener(listen int) {
+	unix.Shutdown(listen, unix.SHUT_RDWR)
+	unix.Close(listen)
+}
+
+// StopReads shuts the reading side of the host's end of the order
+// channel: a receive takes the messages queued and then sees the end,
+// and one blocked wakes (the run's end lets its last reports be read).
+func StopReads(host *os.File) {
+	unix.Shutdown(int(host.Fd()), unix.SHUT_RD)
+}
+
+// SetRecvTimeout bounds every later receive on conn to d
+// (SO_RCVTIMEO, to the microsecond); zero waits without a bound again.
+func SetRecvTimeout(conn int, d time.Duration) {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+}
+
+// Shutdown wakes whoever waits on conn (a receive returns end of
+// file) without closing the descriptor, which its owner still does.
+func Shutdown(conn int) { unix.Shutdown(conn, unix.SHUT_RDWR) }
+
+// Peer is the pid and uid of the process at the other end of conn
+// (SO_PEERCRED, as the kernel recorded them at connect).
+func Peer(conn int) (pid, uid int, err error) {
+	cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return 0, 0, err
+	}
+	return int(cred.Pid), int(cred.Uid), nil
+}
+
+// soPeerPidfd is SO_PEERPIDFD (Linux 6.5, the asm-generic value that
+// amd64 and arm64 use), which x/sys does not name yet.
+const soPeerPidfd = 77
+
+// PeerStill calls check with the pid of the process at the other
+// end of conn and reports whether check held and that very process was
+// still unreaped afterwards, so its pid had not been reused by another
+// process meanwhile (a pidfd from SO_PEERPIDFD pins it; a kernel without
+// one leaves the pid alone to decide).
+func PeerStill(conn, pid int, check func(pid int) bool) bool {
+	pidfd, err := unix.GetsockoptInt(conn, unix.SOL_SOCKET, soPeerPidfd)
+	if err != nil {
+		return check(pid)
+	}
+	defer unix.Close(pidfd)
+	if !check(pid) {
+		return false
+	}
+	err = unix.PidfdSendSignal(pidfd, 0, nil, 0)
+	return err == nil || err == unix.EPERM // EPERM: it exists, as another uid
+}
+
+// AwaitHangup returns when the caller at the other end of conn has
+// gone: it closed its end, or the connection failed. Anything it sends
+// meanwhile is read and dropped.
+func AwaitHangup(conn int) {
+	buf := make([]byte, 1)
+	for {
+		n, _, err := unix.Recvfrom(conn, buf, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil {
+			return
+		}
+	}
+}
+
+// Cancel shuts a broker connection down in both directions: the run
+// host sees the call's connection end and ends the call's process tree,
+// while this process still holds (and later closes) the descriptor.
+func Cancel(conn int) { unix.Shutdown(conn, unix.SHUT_RDWR) }
+
+// CancelCall ends this process's side of a call's connection only:
+// the run host sees it end and ends the call's process tree, and can still
+// answer once that tree is gone.
+func CancelCall(conn int) { unix.Shutdown(conn, unix.SHUT_WR) }
+
+// PeerPid is the pid of the process that listens at the other end of
+// conn (SO_PEERCRED, as the kernel recorded it at connect).
+func PeerPid(conn int) (int, error) {
+	cred, err := unix.GetsockoptUcred(conn, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return 0, err
+	}
+	return int(cred.Pid), nil
+}

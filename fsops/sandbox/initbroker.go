@@ -1,0 +1,184 @@
+package sandbox
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"ctx/fsops/broker"
+	"ctx/policy"
+)
+
+// initBroker is the sandbox init's side of the run host's broker: it
+// executes tool calls on the host's order, from the init's locked thread,
+// so every tool process carries the same walls as the agent's program
+// (Landlock, seccomp, limits, the agent's uid), and reports how each ended.
+type initBroker struct {
+	ch     *os.File
+	plan   *policy.Plan
+	orders chan brokerDelivery
+	byPid  map[int]uint64 // running tool process -> call id
+	pgid   map[uint64]int // call id -> its process group
+	// worker is the idle warm worker (worker.go), if any;
+	// retired are workers that died before taking an order.
+	worker  *toolWorker
+	retired map[int]bool
+	// joined are the programs started into the run by a later ctx agent
+	// start (the run host's "run" order): the run lasts while any lives.
+	joined map[int]bool
+}
+
+// cancelGrace is how long a cancelled tool has to end its own children
+// before its process group is killed.
+const cancelGrace = 2 * time.Second
+
+type brokerDelivery struct {
+	order broker.Order
+	files []*os.File
+}
+
+// newInitBroker returns the init's broker when the host passed its order
+// channel, else nil (a sandbox started without a broker: tests).
+func newInitBroker(plan *policy.Plan) *initBroker {
+	ch := brokerChannel
+	if ch == nil {
+		return nil
+	}
+	if st, err := ch.Stat(); err != nil || st.Mode()&os.ModeSocket == 0 {
+		return nil
+	}
+	b := &initBroker{ch: ch, plan: plan, orders: make(chan brokerDelivery, 16),
+		byPid: map[int]uint64{}, pgid: map[uint64]int{}, retired: map[int]bool{}, joined: map[int]bool{}}
+	go b.read()
+	return b
+}
+
+// read forwards the host's orders to the init's loop, which acts on them
+// on its locked thread. It ends when the host closes the channel.
+func (b *initBroker) read() {
+	for {
+		var o broker.Order
+		files, err := broker.Recv(int(b.ch.Fd()), &o, 4)
+		if err == broker.ErrClosed {
+			close(b.orders)
+			return
+		}
+		if err != nil {
+			continue
+		}
+		b.orders <- brokerDelivery{o, files}
+	}
+}
+
+// handle carries out one order.
+func (b *initBroker) handle(d brokerDelivery) {
+	defer func() {
+		for _, f := range d.files {
+			f.Close()
+		}
+	}()
+	o := d.order
+	switch o.Op {
+	case broker.OpKill:
+		// SIGTERM first: ctx's tools end their own child trees on it
+		// (shell.exec's command and whatever that started, setsid'd and
+		// double-forked ones included, through its subreaper); then the
+		// call's process group is killed outright.
+		if pg, ok := b.pgid[o.ID]; ok {
+			syscall.Kill(pg, syscall.SIGTERM)
+			time.AfterFunc(cancelGrace, func() { syscall.Kill(-pg, syscall.SIGKILL) })
+		}
+	case broker.OpRun:
+		// A program joining the run: started like the agent's own
+		// program (its environment, no token).
+		path := o.Argv0()
+		if !strings.Contains(path, "/") {
+			path = agentPath(path, o.Env)
+		}
+		if pid, ok := b.startOrder(o, d.files, path, o.Env); ok {
+			b.joined[pid] = true
+		}
+	case broker.OpExec:
+		// The fourth descriptor, when the host passed one, is the call's
+		// channel: it becomes the tool's broker.CallChannelFD.
+		if o.Warm && len(d.files) >= 3 && len(o.Argv) > 0 && b.giveWorker(o, d.files) {
+			return
+		}
+		b.startOrder(o, d.files, o.Path, append(o.Env, broker.BrokeredEnv+"=1"))
+	}
+}
+
+// startOrder starts the process of an exec or run order as the agent, with
+// the caller's three descriptors, in a process group of its own so that a
+// cancel ends it whole, and registers it for its exit report; it reports
+// a failure to start as an exec would (126, 127 when not found).
+func (b *initBroker) startOrder(o broker.Order, files []*os.File, path string, env []string) (int, bool) {
+	if len(files) < 3 || len(o.Argv) == 0 || (o.Op == broker.OpRun && len(files) != 3) {
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: 70, Error: "an " + string(o.Op) + " order without three descriptors"})
+		return 0, false
+	}
+	cmd := &exec.Cmd{Path: path, Args: o.Argv, Env: env, Dir: o.Cwd, Stdin: files[0], Stdout: files[1], Stderr: files[2],
+		ExtraFiles: files[3:]}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(b.plan)}
+	if err := cmd.Start(); err != nil {
+		status := 126
+		if os.IsNotExist(err) {
+			status = 127
+		}
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: status, Error: err.Error()})
+		return 0, false
+	}
+	b.byPid[cmd.Process.Pid] = o.ID
+	b.pgid[o.ID] = cmd.Process.Pid
+	return cmd.Process.Pid, true
+}
+
+// exited reports a reaped tool process; false when pid is none of ours.
+func (b *initBroker) exited(pid, status int) bool {
+	if b == nil {
+		return false
+	}
+	if b.worker != nil && b.worker.pid == pid {
+		// The idle worker died (killed by the agent, a limit): the next
+		// call is executed cold and starts a new one.
+		b.worker.conn.Close()
+		b.worker = nil
+		return true
+	}
+	if b.retired[pid] {
+		delete(b.retired, pid)
+		return true
+	}
+	id, ok := b.byPid[pid]
+	if !ok {
+		return false
+	}
+	delete(b.byPid, pid)
+	delete(b.pgid, id)
+	delete(b.joined, pid)
+	b.report(broker.InitReport{Op: broker.OpExit, ID: id, Status: status})
+	// The next call's worker starts now, between calls: a warm order
+	// finds it waiting (or queues on its socket while it starts).
+	b.startWorker()
+	return true
+}
+
+func (b *initBroker) report(o broker.InitReport) {
+	broker.Send(int(b.ch.Fd()), o, nil)
+}
+
+// holding reports whether a joined program still runs: the run goes on
+// after its own program has ended until the last of them has too.
+func (b *initBroker) holding() bool {
+	return b != nil && len(b.joined) > 0
+}
+
+// deliveries is the order channel, nil (never ready) without a broker.
+func (b *initBroker) deliveries() <-chan brokerDelivery {
+	if b == nil {
+		return nil
+	}
+	return b.orders
+}

@@ -1,0 +1,141 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"reflect"
+	"testing"
+
+	"ctx/policy"
+)
+
+// wireOps are ops with every field of Op and FillEntry set somewhere.
+func wireOps() []policy.Op {
+	return []policy.Op{
+		{Kind: policy.OpBind, Source: "/usr", Target: "/usr", ReadOnly: true, NoSuid: true, NoDev: true, Recursive: true, Why: "system directory"},
+		{Kind: policy.OpBind, Source: "/opt/x", Target: "/opt/x", NoExec: true, Optional: true, IDMap: true, Why: "mount line 3"},
+		{Kind: policy.OpTmpfs, Target: "/mnt", Mode: 0o755, Size: "16m", Fill: []policy.FillEntry{
+			{Path: "tools", Kind: policy.FillDir},
+			{Path: "tools/fs.read", Kind: policy.FillLink, Link: "/ctx/bin/ctx"},
+			{Path: "SOP", Kind: policy.FillFile, Data: []byte("be careful\n\x00\xff"), Mode: 0o444},
+		}},
+		{Kind: policy.OpFile, Target: "/mnt/proc/identity", Data: []byte("agent=t\n"), Mode: 0o1644},
+		{Kind: policy.OpPivotRoot},
+	}
+}
+
+// Every field survives the wire, and the wire covers every field: a
+// field added to Op or FillEntry fails here until the codec carries it.
+func TestPlanWireRoundTrip(t *testing.T) {
+	for _, c := range []struct {
+		v any
+		n int
+	}{{policy.Op{}, 15}, {policy.FillEntry{}, 5}, {policy.Plan{}, 24}, {policy.AccessRule{}, 7}, {policy.Namespaces{}, 6}, {policy.IDMap{}, 2}} {
+		if got := reflect.TypeOf(c.v).NumField(); got != c.n {
+			t.Fatalf("%T has %d fields; the wire (planwire.go, planwire_plan.go) carries %d: add the new one there and here", c.v, got, c.n)
+		}
+	}
+	// Every field set, each boolean on somewhere and off somewhere.
+	plan := &policy.Plan{Iso: "uid", Namespaces: policy.Namespaces{User: true, PID: true, Net: true}, NewRoot: "/r",
+		RootFS: true, Ops: wireOps(), UID: 60101, GID: 60102, Groups: []uint32{7, 1 << 31}, OuterUID: 1, OuterGID: 1<<32 - 1,
+		Hostname: "ctx-coder", Cwd: "/workspace", Env: []string{"A=b", ""}, Argv: []string{"sh", "-c", "x"}, Exe: "/ctx/bin/ctx",
+		Worker: "/ctx/bin/ctx", Access: []policy.AccessRule{{Path: "/workspace", Write: true, Dev: true, Connect: true}, {Path: "/", Exec: true, Optional: true, KeepDirs: true}},
+		ExecAll: true, ExecPaths: []string{"/ctx/bin"}, DenyTCP: true, IDMap: &policy.IDMap{DiskUID: 5, DiskGID: 6},
+		Limits: map[string]uint64{"nofile": 1024, "cpu": 1<<64 - 1}, NoNetwork: true, UnixGate: true}
+	plan2 := &policy.Plan{Iso: "userns", Namespaces: policy.Namespaces{Mount: true, UTS: true, IPC: true}}
+	for _, p := range []*policy.Plan{plan, plan2} {
+		b, err := encodePlan(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = append(b, 'g') // what follows the plan stays for the reader
+		rd := bufio.NewReader(bytes.NewReader(b))
+		got, err := decodePlan(rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, p) {
+			t.Fatalf("round trip:\n got %+v\nwant %+v", got, p)
+		}
+		if c, err := rd.ReadByte(); err != nil || c != 'g' {
+			t.Fatalf("after the plan: %q %v", c, err)
+		}
+	}
+	// A plan without ops.
+	empty := &policy.Plan{Iso: "uid"}
+	b, _ := encodePlan(empty)
+	if got, err := decodePlan(bufio.NewReader(bytes.NewReader(b))); err != nil || !reflect.DeepEqual(got, empty) {
+		t.Fatalf("empty plan: %+v %v", got, err)
+	}
+}
+
+// Bad input is refused with an error, never a panic or a partial plan.
+func TestPlanWireRefusals(t *testing.T) {
+	good := encodeOps(wireOps())
+	for name, b := range map[string][]byte{
+		"truncated":          good[:len(good)-1],
+		"trailing":           append(append([]byte{}, good...), 0),
+		"count beyond input": {0xff, 0xff, 0x03},
+		"length beyond":      {1, 200, 1},
+		"unknown flag":       append([]byte{1, 0, 0, 0, 0, 0}, 0x80, 0x01, 0, 0, 0),
+		"overlong varint":    {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
+		"mode out of range":  {1, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0},
+	} {
+		if ops, err := decodeOps(b); err == nil {
+			t.Errorf("%s: decoded %+v", name, ops)
+		}
+	}
+	// The rest of the plan: truncated, trailing, unknown flags, an idmap
+	// neither absent nor present, a count beyond the input.
+	rest := encodePlanRest(&policy.Plan{Iso: "uid", Argv: []string{"sh"}})
+	for name, b := range map[string][]byte{
+		"truncated":       rest[:len(rest)-1],
+		"trailing":        append(append([]byte{}, rest...), 0),
+		"namespace flags": append([]byte{0, 0x40}, rest[2:]...),
+		"plan flags":      append([]byte{0, 0, 0, 0x10}, rest[4:]...),
+		"idmap tag":       append(append([]byte{}, rest[:len(rest)-2]...), 2, 0),
+		"groups beyond":   append(append([]byte{}, rest[:8]...), 0xff, 0x7f),
+	} {
+		if p, err := decodePlanRest(b); err == nil {
+			t.Errorf("%s: decoded %+v", name, p)
+		}
+	}
+}
+
+// FuzzPlanWireOps: any input decodes or is refused without panicking, and
+// what decodes encodes back to the same ops.
+func FuzzPlanWireOps(f *testing.F) {
+	f.Add(encodeOps(wireOps()))
+	f.Add(encodeOps(nil))
+	f.Add([]byte{1, 4, 'b', 'i', 'n', 'd', 0, 0, 0, 0, 0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ops, err := decodeOps(b)
+		if err != nil {
+			return
+		}
+		// A number may come in a longer form than encodeOps writes, so
+		// the bytes may differ; the ops may not.
+		back, err := decodeOps(encodeOps(ops))
+		if err != nil || !reflect.DeepEqual(back, ops) {
+			t.Fatalf("re-encoding changed the ops: %v", err)
+		}
+	})
+}
+
+// FuzzPlanWireRest: any input decodes or is refused without panicking,
+// and what decodes encodes back to the same plan.
+func FuzzPlanWireRest(f *testing.F) {
+	f.Add(encodePlanRest(&policy.Plan{Iso: "uid", NewRoot: "/r", Argv: []string{"sh"}, Access: []policy.AccessRule{{Path: "/", Exec: true}},
+		IDMap: &policy.IDMap{DiskUID: 1}, Limits: map[string]uint64{"nofile": 8}}))
+	f.Add(encodePlanRest(&policy.Plan{}))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		p, err := decodePlanRest(b)
+		if err != nil {
+			return
+		}
+		back, err := decodePlanRest(encodePlanRest(p))
+		if err != nil || !reflect.DeepEqual(back, p) {
+			t.Fatalf("re-encoding changed the plan: %v", err)
+		}
+	})
+}
