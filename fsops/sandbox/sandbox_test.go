@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"ctx/fsops"
 	"ctx/policy"
 )
 
@@ -122,12 +123,31 @@ func runPlan(t *testing.T, plan *policy.Plan) (string, int) {
 	return out.String(), code
 }
 
+// mountinfo is the host's mount table, less the mounts other tests make
+// meanwhile: go test runs packages in parallel, and the root package's
+// chroot test mounts /proc and /dev under its scratch directory, its
+// agent starts pin user namespaces under the runtime directory. A mount a
+// sandbox leaked would be at a host path or under this test's own
+// directories (its new root is one), which are all kept.
 func mountinfo(t *testing.T) string {
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	own := filepath.Dir(t.TempDir()) + "/"
+	tmp := filepath.Clean(os.TempDir()) + "/"
+	var kept []string
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 {
+			at := fsops.UnescapeMountinfo(f[4]) + "/"
+			if strings.HasPrefix(at, tmp) && !strings.HasPrefix(at, own) || strings.Contains(at, "/cortexfs/") {
+				continue
+			}
+		}
+		kept = append(kept, line)
+	}
+	return strings.Join(kept, "")
 }
 
 // The checks every sandbox must pass, printed one per line by the script.
