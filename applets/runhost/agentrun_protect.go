@@ -36,7 +36,7 @@ type protectState struct {
 	// what it needs to be taken again at the end.
 	set    []policy.ProtectPattern
 	mounts map[string]bool
-	start  *protectCensus
+	start  *fsops.ProtectCensus
 	found  []string // what the end of the run found and did
 	// Under Landlock (iso landlock, iso shared): the host paths kept
 	// read-only, the directories listed for it (one snapshot for the
@@ -74,7 +74,7 @@ func (r *AgentRun) gatherProtect() ([]string, error) {
 		}
 	}
 	if a.Ceiling.Has(policy.CeilingWrite) {
-		st.start = takeCensus(g.ws, g.set, g.mounts, true)
+		st.start = fsops.TakeProtectCensus(g.ws, g.set, g.mounts, true)
 	}
 	r.protect = st
 

@@ -41,15 +41,15 @@ func (r *AgentRun) protectQuarantine() []protectChange {
 	start := st.start
 	q := &quarantine{ws: r.workspace, suffix: policy.QuarantineSuffix(r.RunID)}
 	byIno := map[inoKey]string{}
-	for rel, it := range start.items {
-		byIno[inoKey{it.st.Dev, it.st.Ino}] = rel
+	for rel, it := range start.Items {
+		byIno[inoKey{it.St.Dev, it.St.Ino}] = rel
 	}
 	seen, moved := map[string]bool{}, map[string]bool{}
-	end := &protectCensus{ws: r.workspace, set: st.set, mounts: st.mounts}
-	end.visit = func(rel string, now *protectItem) {
-		was := start.items[rel]
+	end := &fsops.ProtectCensus{Workspace: r.workspace, Set: st.set, Mounts: st.mounts}
+	end.Visit = func(rel string, now *fsops.ProtectItem) {
+		was := start.Items[rel]
 		switch {
-		case was != nil && was.same(now):
+		case was != nil && was.Same(now):
 			seen[rel] = true
 		case was != nil:
 			seen[rel] = true
@@ -59,7 +59,7 @@ func (r *AgentRun) protectQuarantine() []protectChange {
 		default:
 			// The start's object, unchanged, at a new path: a directory
 			// renamed around it.
-			if from, ok := byIno[inoKey{now.st.Dev, now.st.Ino}]; ok && start.items[from].same(now) {
+			if from, ok := byIno[inoKey{now.St.Dev, now.St.Ino}]; ok && start.Items[from].Same(now) {
 				moved[from] = true
 				q.note(rel, "moved here unchanged from "+from+", left in place")
 				return
@@ -67,18 +67,18 @@ func (r *AgentRun) protectQuarantine() []protectChange {
 			q.aside(rel, "created")
 		}
 	}
-	end.walk()
-	for _, p := range end.repaired {
+	end.Walk()
+	for _, p := range end.Repaired {
 		q.note(p, "the run took its owner's read or search permission away; given back (u+rx) to compare what it holds")
 	}
-	for _, rel := range sortedKeys(start.items) {
+	for _, rel := range sortedKeys(start.Items) {
 		if !seen[rel] && !moved[rel] {
 			q.note(rel, "removed")
-			q.restore(rel, start.items[rel])
+			q.restore(rel, start.Items[rel])
 		}
 	}
-	if start.truncated {
-		q.note(".", fmt.Sprintf("the start recorded the first %d protected paths only: any other was moved aside as created", maxProtectItems))
+	if start.Truncated {
+		q.note(".", fmt.Sprintf("the start recorded the first %d protected paths only: any other was moved aside as created", fsops.MaxProtectItems))
 	}
 	sort.SliceStable(q.changes, func(i, j int) bool { return q.changes[i].rel < q.changes[j].rel })
 	if q.more > 0 {
@@ -131,17 +131,17 @@ func (q *quarantine) aside(rel, why string) bool {
 
 // restore puts back the start's copy of rel, moving aside whatever stands
 // there now (a directory in place of a file).
-func (q *quarantine) restore(rel string, was *protectItem) {
+func (q *quarantine) restore(rel string, was *fsops.ProtectItem) {
 	last := q.last()
-	if was.orig == nil {
-		last.what += fmt.Sprintf("; the original was not kept (over %d bytes, or unreadable), nothing put back", maxProtectKeep)
+	if was.Orig == nil {
+		last.what += fmt.Sprintf("; the original was not kept (over %d bytes, or unreadable), nothing put back", fsops.MaxProtectKeep)
 		return
 	}
-	err := fsops.RestoreOriginal(q.ws, rel, *was.orig)
+	err := fsops.RestoreOriginal(q.ws, rel, *was.Orig)
 	if os.IsExist(err) {
 		if to, aerr := fsops.QuarantineAside(q.ws, rel, q.suffix); aerr == nil {
 			last.what += "; what stood there quarantined as " + to
-			err = fsops.RestoreOriginal(q.ws, rel, *was.orig)
+			err = fsops.RestoreOriginal(q.ws, rel, *was.Orig)
 		}
 	}
 	if err != nil {
@@ -151,7 +151,7 @@ func (q *quarantine) restore(rel string, was *protectItem) {
 	last.what += "; original restored"
 }
 
-func sortedKeys(m map[string]*protectItem) []string {
+func sortedKeys(m map[string]*fsops.ProtectItem) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"ctx/fsops"
 	"ctx/manual"
 	"ctx/policy"
 )
@@ -325,9 +326,9 @@ func BenchmarkProtectCensus(b *testing.B) {
 	set := policy.EffectiveProtect(nil)
 	b.ResetTimer()
 	for b.Loop() {
-		c := takeCensus(ws, set, nil, true)
-		if len(c.items) != 2 || c.truncated {
-			b.Fatalf("census %d items", len(c.items))
+		c := fsops.TakeProtectCensus(ws, set, nil, true)
+		if len(c.Items) != 2 || c.Truncated {
+			b.Fatalf("census %d items", len(c.Items))
 		}
 	}
 }

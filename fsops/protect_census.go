@@ -1,4 +1,4 @@
-package runhost
+package fsops
 
 import (
 	"errors"
@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"ctx/fsops"
 	"ctx/policy"
 )
 
@@ -29,59 +28,59 @@ import (
 // records nothing, and each path is dealt with as it is found, so no
 // number of decoys hides one.
 const (
-	maxProtectItems   = 100000
-	maxProtectKeep    = 1 << 20
+	MaxProtectItems   = 100000
+	MaxProtectKeep    = 1 << 20
 	maxProtectKeepAll = 32 << 20
 	maxGitNesting     = 8
 )
 
-// protectItem is one protected file or symlink as the census found it.
-type protectItem struct {
-	st   unix.Stat_t
+// ProtectItem is one protected file or symlink as the census found it.
+type ProtectItem struct {
+	St   unix.Stat_t
 	link string
-	orig *fsops.Original // the start's copy, nil when not kept
+	Orig *Original // the start's copy, nil when not kept
 }
 
-// same reports whether two looks found the same, unchanged object: any
+// Same reports whether two looks found the same, unchanged object: any
 // write, chmod, chown or rename changes its ctime.
-func (a *protectItem) same(b *protectItem) bool {
-	return a.st.Dev == b.st.Dev && a.st.Ino == b.st.Ino && a.st.Mode == b.st.Mode && a.st.Size == b.st.Size &&
-		a.st.Mtim == b.st.Mtim && a.st.Ctim == b.st.Ctim && a.st.Uid == b.st.Uid && a.st.Gid == b.st.Gid && a.link == b.link
+func (a *ProtectItem) Same(b *ProtectItem) bool {
+	return a.St.Dev == b.St.Dev && a.St.Ino == b.St.Ino && a.St.Mode == b.St.Mode && a.St.Size == b.St.Size &&
+		a.St.Mtim == b.St.Mtim && a.St.Ctim == b.St.Ctim && a.St.Uid == b.St.Uid && a.St.Gid == b.St.Gid && a.link == b.link
 }
 
-// protectCensus is one look at the workspace.
-type protectCensus struct {
-	ws        string
-	set       []policy.ProtectPattern
-	mounts    map[string]bool
+// ProtectCensus is one look at the workspace.
+type ProtectCensus struct {
+	Workspace string
+	Set       []policy.ProtectPattern
+	Mounts    map[string]bool
 	keep      bool // the start: keep content
 	kept      int64
-	items     map[string]*protectItem
-	truncated bool
-	// visit, at the end, takes each path as it is found instead of
+	Items     map[string]*ProtectItem
+	Truncated bool
+	// Visit, at the end, takes each path as it is found instead of
 	// items.
-	visit    func(rel string, it *protectItem)
-	repaired []string // directories given back their owner's r and x
+	Visit    func(rel string, it *ProtectItem)
+	Repaired []string // directories given back their owner's r and x
 }
 
 // takeCensus walks the whole workspace (no bound on directories: a new
 // repository may be anywhere), never following a symlink, never into
 // another mount (not in the sandbox) or a protected path (counted whole).
-func takeCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, keep bool) *protectCensus {
-	c := &protectCensus{ws: ws, set: set, mounts: mounts, keep: keep, items: map[string]*protectItem{}}
-	c.walk()
+func TakeProtectCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, keep bool) *ProtectCensus {
+	c := &ProtectCensus{Workspace: ws, Set: set, Mounts: mounts, keep: keep, Items: map[string]*ProtectItem{}}
+	c.Walk()
 	return c
 }
 
-func (c *protectCensus) walk() {
-	set := c.set
+func (c *ProtectCensus) Walk() {
+	set := c.Set
 	anyDepth, bare := false, false
 	for _, p := range set {
 		anyDepth = anyDepth || p.AnyDepth
 		bare = bare || p == policy.ProtectPattern{Path: ".git", AnyDepth: true}
 	}
 	stack := []string{""}
-	for len(stack) > 0 && !c.truncated {
+	for len(stack) > 0 && !c.Truncated {
 		dir := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
 		entries := c.list(dir)
@@ -123,7 +122,7 @@ func hasName(entries map[string]bool, name string) bool {
 // and whether it is a directory (a symlink is not). ok is false when it
 // could not be opened; uid and mode are the directory's.
 func readNames(dir string) (names map[string]bool, uid, mode uint32, ok bool) {
-	f, err := fsops.OpenDirNoFollow(dir)
+	f, err := OpenDirNoFollow(dir)
 	if err != nil {
 		return nil, 0, 0, false // unreadable to the host: not the agent's either
 	}
@@ -146,16 +145,16 @@ func readNames(dir string) (names map[string]bool, uid, mode uint32, ok bool) {
 // (the agent runs as the caller's uid in userns and landlock; root reads
 // it anyway) gets its owner's r and x back, and a finding says so: otherwise what it holds
 // would not be compared.
-func (c *protectCensus) list(rel string) map[string]bool {
-	host := filepath.Join(c.ws, rel)
+func (c *ProtectCensus) list(rel string) map[string]bool {
+	host := filepath.Join(c.Workspace, rel)
 	names, uid, mode, ok := readNames(host)
-	if c.visit == nil || os.Geteuid() == 0 || (ok && (uid != uint32(os.Geteuid()) || mode&0o500 == 0o500)) {
+	if c.Visit == nil || os.Geteuid() == 0 || (ok && (uid != uint32(os.Geteuid()) || mode&0o500 == 0o500)) {
 		return names
 	}
 	repaired := false
 	for _, p := range []string{filepath.Dir(rel), rel} {
-		if p != "." && p != "/" && fsops.GiveOwnerSearch(filepath.Join(c.ws, p)) {
-			c.repaired, repaired = append(c.repaired, p), true
+		if p != "." && p != "/" && GiveOwnerSearch(filepath.Join(c.Workspace, p)) {
+			c.Repaired, repaired = append(c.Repaired, p), true
 		}
 	}
 	if repaired {
@@ -164,9 +163,9 @@ func (c *protectCensus) list(rel string) map[string]bool {
 	return names
 }
 
-func (c *protectCensus) sameMount(rel string) bool {
-	for p := filepath.Join(c.ws, rel); p != c.ws && len(p) > len(c.ws); p = filepath.Dir(p) {
-		if c.mounts[p] {
+func (c *ProtectCensus) sameMount(rel string) bool {
+	for p := filepath.Join(c.Workspace, rel); p != c.Workspace && len(p) > len(c.Workspace); p = filepath.Dir(p) {
+		if c.Mounts[p] {
 			return false
 		}
 	}
@@ -176,11 +175,11 @@ func (c *protectCensus) sameMount(rel string) bool {
 // matched counts the protected path rel: a symlink (there or on the way)
 // is counted itself, a git directory by what git loads, another
 // directory by everything in it.
-func (c *protectCensus) matched(rel string) {
+func (c *ProtectCensus) matched(rel string) {
 	if !c.sameMount(rel) {
 		return
 	}
-	st, err := fsops.StatNoSymlinks(filepath.Join(c.ws, rel))
+	st, err := StatNoSymlinks(filepath.Join(c.Workspace, rel))
 	if errors.Is(err, unix.ELOOP) {
 		c.symlinkOnTheWay(rel)
 		return
@@ -199,11 +198,11 @@ func (c *protectCensus) matched(rel string) {
 }
 
 // symlinkOnTheWay counts the first symlink at or above rel.
-func (c *protectCensus) symlinkOnTheWay(rel string) {
+func (c *ProtectCensus) symlinkOnTheWay(rel string) {
 	cur := ""
 	for _, part := range strings.Split(rel, "/") {
 		cur = filepath.Join(cur, part)
-		if st, err := fsops.Lstat(filepath.Join(c.ws, cur)); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if st, err := Lstat(filepath.Join(c.Workspace, cur)); err == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
 			c.add(cur)
 			return
 		}
@@ -211,12 +210,12 @@ func (c *protectCensus) symlinkOnTheWay(rel string) {
 }
 
 // gitDir counts what git loads or runs from the git directory rel.
-func (c *protectCensus) gitDir(rel string, depth int) {
+func (c *ProtectCensus) gitDir(rel string, depth int) {
 	for _, n := range policy.GitWatched() {
 		c.addIfPresent(filepath.Join(rel, n))
 	}
 	hooks := filepath.Join(rel, "hooks")
-	if st, err := fsops.Lstat(filepath.Join(c.ws, hooks)); err == nil {
+	if st, err := Lstat(filepath.Join(c.Workspace, hooks)); err == nil {
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			c.add(hooks)
 		} else {
@@ -242,11 +241,11 @@ func (c *protectCensus) gitDir(rel string, depth int) {
 }
 
 // tree counts every file and symlink below the directory rel.
-func (c *protectCensus) tree(rel string) {
+func (c *ProtectCensus) tree(rel string) {
 	for name, isDir := range c.list(rel) {
 		p := filepath.Join(rel, name)
 		switch {
-		case c.truncated:
+		case c.Truncated:
 			return
 		case isDir && c.sameMount(p):
 			c.tree(p)
@@ -256,50 +255,50 @@ func (c *protectCensus) tree(rel string) {
 	}
 }
 
-func (c *protectCensus) addIfPresent(rel string) {
-	if _, err := fsops.Lstat(filepath.Join(c.ws, rel)); err == nil {
+func (c *ProtectCensus) addIfPresent(rel string) {
+	if _, err := Lstat(filepath.Join(c.Workspace, rel)); err == nil {
 		c.add(rel)
 	}
 }
 
 // add records rel (a file or a symlink) and, at the start, keeps its
 // content within the bounds.
-func (c *protectCensus) add(rel string) {
-	if c.visit == nil && len(c.items) >= maxProtectItems {
-		c.truncated = true
+func (c *ProtectCensus) add(rel string) {
+	if c.Visit == nil && len(c.Items) >= MaxProtectItems {
+		c.Truncated = true
 		return
 	}
-	host := filepath.Join(c.ws, rel)
-	st, err := fsops.Lstat(host)
+	host := filepath.Join(c.Workspace, rel)
+	st, err := Lstat(host)
 	if err != nil {
 		return
 	}
-	it := &protectItem{st: st}
+	it := &ProtectItem{St: st}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFLNK:
 		it.link, _ = os.Readlink(host)
 		if c.keep {
-			it.orig = &fsops.Original{Mode: st.Mode, UID: st.Uid, GID: st.Gid, Link: it.link}
+			it.Orig = &Original{Mode: st.Mode, UID: st.Uid, GID: st.Gid, Link: it.link}
 		}
 	case unix.S_IFREG:
-		if c.keep && st.Size <= maxProtectKeep && c.kept+st.Size <= maxProtectKeepAll {
+		if c.keep && st.Size <= MaxProtectKeep && c.kept+st.Size <= maxProtectKeepAll {
 			if data, err := readKept(host, st); err == nil {
 				c.kept += int64(len(data))
-				it.orig = &fsops.Original{Mode: st.Mode, UID: st.Uid, GID: st.Gid, Data: data}
+				it.Orig = &Original{Mode: st.Mode, UID: st.Uid, GID: st.Gid, Data: data}
 			}
 		}
 	}
-	if c.visit != nil {
-		c.visit(rel, it)
+	if c.Visit != nil {
+		c.Visit(rel, it)
 		return
 	}
-	c.items[rel] = it
+	c.Items[rel] = it
 }
 
 // readKept reads the regular file at host, which must still be the one
 // lstat found (st).
 func readKept(host string, st unix.Stat_t) ([]byte, error) {
-	f, err := fsops.OpenRegular(host)
+	f, err := OpenRegular(host)
 	if err != nil {
 		return nil, err
 	}
@@ -311,5 +310,5 @@ func readKept(host string, st unix.Stat_t) ([]byte, error) {
 	if now, ok := fi.Sys().(*syscall.Stat_t); !ok || now.Ino != st.Ino || now.Dev != st.Dev {
 		return nil, errors.New("changed while read")
 	}
-	return fsops.ReadLimited(f, host, maxProtectKeep)
+	return ReadLimited(f, host, MaxProtectKeep)
 }
