@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -207,23 +208,60 @@ func TestAppletsMakeNoSystemCalls(t *testing.T) {
 // EXIT STATUS) that must be written by name.
 var exitLiterals = map[string]bool{"13": true, "69": true, "70": true, "75": true, "126": true, "127": true, "128": true}
 
-// TestNoExitLiterals: under applets/ no exit status is written as a number
-// but in package cli, the one table.
+// exitNumbersHome are the packages that may write them as numbers:
+// fsops/proc, their one home, and applets/cli, the applets' table.
+var exitNumbersHome = map[string]bool{"fsops/proc": true, "applets/cli": true}
+
+// notExitStatuses are files where one of those numbers means something
+// else, and what.
+var notExitStatuses = map[string]string{
+	"ptyterm/secret.go":              "128 hex digits bound the secret line",
+	"fsops/sandbox/unixgate_host.go": "128 is sizeof(struct sockaddr_storage)",
+}
+
+// exitLiteralsOwed are files that still write exit statuses as numbers,
+// owed their names (issue 34: the broker's restructure rewrites them). An
+// entry with no literal left fails the test, so the list only shrinks.
+var exitLiteralsOwed = map[string]bool{
+	"fsops/sandbox/initbroker.go": true,
+	"fsops/sandbox/worker.go":     true,
+}
+
+// TestNoExitLiterals: no exit status is written as a number anywhere in
+// the module but in its home (exitNumbersHome): one table, one
+// start-failure mapping (proc.StartFailure), nothing to drift.
 func TestNoExitLiterals(t *testing.T) {
-	inspectSources(t, "applets", func(p string, fset *token.FileSet, n ast.Node) {
-		if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.INT && exitLiterals[lit.Value] &&
-			filepath.ToSlash(filepath.Dir(p)) != "applets/cli" {
-			t.Errorf("%s: exit status %s as a literal (use the names of package cli)", fset.Position(lit.Pos()), lit.Value)
+	found := map[string]bool{}
+	inspectSources(t, ".", func(p string, fset *token.FileSet, n ast.Node) {
+		lit, ok := n.(*ast.BasicLit)
+		p = filepath.ToSlash(p)
+		if !ok || lit.Kind != token.INT || !exitLiterals[lit.Value] || exitNumbersHome[path.Dir(p)] || notExitStatuses[p] != "" {
+			return
+		}
+		found[p] = true
+		if !exitLiteralsOwed[p] {
+			t.Errorf("%s: exit status %s as a literal (use the names of fsops/proc or applets/cli)", fset.Position(lit.Pos()), lit.Value)
 		}
 	})
+	for p := range exitLiteralsOwed {
+		if !found[p] {
+			t.Errorf("%s writes no exit status as a number now: take it off exitLiteralsOwed", p)
+		}
+	}
 }
 
 // inspectSources calls visit for every node of every non-test Go file under dir.
 func inspectSources(t *testing.T, dir string, visit func(path string, fset *token.FileSet, n ast.Node)) {
 	t.Helper()
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+		if err != nil {
 			return err
+		}
+		if d.IsDir() && p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+			return nil
 		}
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, p, nil, 0)

@@ -1,21 +1,23 @@
 package ptyterm
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"syscall"
+
+	"ctx/fsops/proc"
 )
 
 // startOnPTY starts cmd with a new PTY as its terminal and returns the
 // master, the pid and the terminal's EOF character. Our copy of the slave
 // is closed once the command holds it, so the master reads EOF (EIO) when
-// the last process using the terminal is gone.
+// the last process using the terminal is gone. The error is a *SetupError:
+// 1 when the PTY could not be opened, proc.StartFailure's status when cmd
+// could not be started.
 func startOnPTY(cmd *exec.Cmd, size Winsize, owner *[2]int, start func(*exec.Cmd) error) (*os.File, int, byte, error) {
 	p, err := openPTYFor(size, owner)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, 0, 0, &SetupError{proc.ExitFailure, err}
 	}
 	defer p.Started()
 	p.Prepare(cmd)
@@ -24,7 +26,7 @@ func startOnPTY(cmd *exec.Cmd, size Winsize, owner *[2]int, start func(*exec.Cmd
 	}
 	if err := start(cmd); err != nil {
 		p.Close()
-		return nil, 0, 0, err
+		return nil, 0, 0, &SetupError{proc.StartFailure(err), err}
 	}
 	return p.master, cmd.Process.Pid, p.veof, nil
 }
@@ -90,14 +92,4 @@ func (p *PTY) Started() {
 func (p *PTY) Close() {
 	p.Started()
 	p.master.Close()
-}
-
-func startErrorCode(err error) int {
-	switch {
-	case errors.Is(err, exec.ErrNotFound), errors.Is(err, fs.ErrNotExist):
-		return 127
-	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.ENOEXEC):
-		return 126
-	}
-	return 1
 }

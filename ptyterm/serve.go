@@ -92,8 +92,9 @@ type Config struct {
 }
 
 // SetupError is an error that happened before the command ran, with the
-// exit status ctxterm reports for it: 1 for the socket or the record, 127
-// when the command is not found, 126 when it cannot be executed.
+// exit status ctxterm reports for it: 1 for the socket, the record or the
+// PTY, and when the command cannot be started, proc.StartFailure's: 127
+// when it is not found, 126 when it cannot be executed.
 type SetupError struct {
 	Code int
 	Err  error
@@ -140,7 +141,11 @@ func Serve(cfg Config) (int, error) {
 			sock.close()
 		}
 		rec.discard()
-		return startErrorCode(err), &SetupError{startErrorCode(err), err}
+		var se *SetupError
+		if !errors.As(err, &se) {
+			se = &SetupError{proc.ExitFailure, err}
+		}
+		return se.Code, se
 	}
 	rec.Event(Event{Type: EventStart, Terminal: cfg.ID, PID: pid, Rows: size.Rows, Cols: size.Cols})
 

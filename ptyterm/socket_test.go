@@ -303,6 +303,10 @@ func TestCommandNotStarted(t *testing.T) {
 		{exec.Command("no-such-command-ctxterm"), 127},
 		{exec.Command(filepath.Join(dir, "missing")), 127},
 		{exec.Command(notExec), 126},
+		// Found, but the kernel refuses the start for another reason
+		// (E2BIG: one argument over MAX_ARG_STRLEN): 126 as well, never
+		// the 1 of a console that could not be set up.
+		{exec.Command("/bin/true", strings.Repeat("x", 256<<10)), 126},
 	} {
 		socket := filepath.Join(dir, "main.sock")
 		events := filepath.Join(dir, "events.jsonl")

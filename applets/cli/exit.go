@@ -16,17 +16,18 @@ import (
 )
 
 // Exit statuses shared by every applet and tsh. They are part of the tool
-// ABI (ctx man ctx.tool, EXIT STATUS).
+// ABI (ctx man ctx.tool, EXIT STATUS); the numbers live in fsops/proc,
+// where fsops and its sandbox use them too.
 const (
-	OK          = 0
-	Failure     = 1   // failure; the errno is in the message, frame and event
-	Usage       = 2   // bad arguments or bad input (EINVAL)
-	Denied      = 13  // denied (EACCES): by policy, or the kernel refused with EACCES/EPERM
-	Unavailable = 69  // the object exists but cannot run here (EX_UNAVAILABLE)
-	Internal    = 70  // internal error (EX_SOFTWARE)
-	TempFail    = 75  // nothing to do now, try again later (EX_TEMPFAIL): ctx queue claim/exec
-	NotExec     = 126 // found but not executable
-	NotFound    = 127 // unknown applet, command, agent or tool (POSIX shells use 127 too)
+	OK          = proc.ExitOK
+	Failure     = proc.ExitFailure     // failure; the errno is in the message, frame and event
+	Usage       = proc.ExitUsage       // bad arguments or bad input (EINVAL)
+	Denied      = proc.ExitDenied      // denied (EACCES): by policy, or the kernel refused with EACCES/EPERM
+	Unavailable = proc.ExitUnavailable // the object exists but cannot run here (EX_UNAVAILABLE)
+	Internal    = proc.ExitInternal    // internal error (EX_SOFTWARE)
+	TempFail    = proc.ExitTempFail    // nothing to do now, try again later (EX_TEMPFAIL): ctx queue claim/exec
+	NotExec     = proc.ExitNotExec     // found but not executable
+	NotFound    = proc.ExitNotFound    // unknown applet, command, agent or tool (POSIX shells use 127 too)
 )
 
 // Signaled is the status of a program killed by signal sig: 128+N (the
@@ -43,7 +44,7 @@ func Signaled(sig syscall.Signal) int { return proc.Signaled(sig) }
 //
 // Starting a program is not an errno question: a program that is not
 // found is NotFound, one that cannot be executed NotExec, whatever the
-// errno (as POSIX shells do).
+// errno (as POSIX shells do): proc.StartFailure, the one mapping.
 func ErrnoExit(errno syscall.Errno, otherwise int) int {
 	switch errno {
 	case 0:

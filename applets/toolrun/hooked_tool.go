@@ -48,7 +48,7 @@ func runProgram(c *ToolCall, path string) error {
 	tree, err := proc.StartTree(cmd)
 	if err != nil {
 		te := *FsErr(err)
-		te.Exit = cli.NotExec
+		te.Exit = proc.StartFailure(err)
 		return &te
 	}
 	// A cancel (SIGTERM from the init, Ctrl-C) ends the tool's whole tree.

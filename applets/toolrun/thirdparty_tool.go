@@ -3,6 +3,7 @@ package toolrun
 import (
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/proc"
 )
 
 // RunThirdPartyTool is /mnt/tools/NAME for a tool that is not ctx (a
@@ -17,5 +18,5 @@ func RunThirdPartyTool(e *cli.Env, name, exe string, args []string) int {
 		return code
 	}
 	err := fsops.ExecProgram(exe, append([]string{name}, args...), e.Environ())
-	return cli.Fail(e, cli.NotExec, "%s: %v", name, err)
+	return cli.Fail(e, proc.StartFailure(err), "%s: %v", name, err)
 }

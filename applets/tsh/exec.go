@@ -233,8 +233,9 @@ func (sh *Shell) startTool(hit fsops.ToolHit, args []string, exe *os.File, stdin
 		} else {
 			sh.errorf("cannot execute %s: %s", hit.Name, errnoName(err))
 		}
-		sh.refused(hit, "error", eventErrno(err), "", cli.NotExec, "tsh could not start the tool")
-		return cli.NotExec
+		code := proc.StartFailure(err)
+		sh.refused(hit, "error", eventErrno(err), "", code, "tsh could not start the tool")
+		return code
 	}
 	err := cmd.Wait()
 	var ee *exec.ExitError

@@ -117,6 +117,10 @@ func TestExecExitCodesAndSignals(t *testing.T) {
 	// Executable bit but not a program: 126, the errno named.
 	os.WriteFile(filepath.Join(f.sys, "garbage"), []byte("\x00\x01 not a program"), 0o755)
 	f.tsh(t, agent, "", "garbage").check(t, 126, "", "tsh: cannot execute garbage: ENOEXEC\n")
+	// A script whose #! interpreter is not there: 127, as a shell says
+	// (proc.StartFailure), though the tool itself was found.
+	os.WriteFile(filepath.Join(f.sys, "nointerp"), []byte("#!/no/such/interpreter\n"), 0o755)
+	f.tsh(t, agent, "", "nointerp").check(t, 127, "", "tsh: cannot execute nointerp: ENOENT\n")
 	// Plain output, inherited stdio: arguments and stdin reach the tool.
 	f.tsh(t, agent, "from stdin", "echoer", "a b", "").check(t, 0, "a b||from stdin", "")
 	// In the REPL a tool's status is the REPL's last status.

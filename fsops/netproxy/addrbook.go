@@ -26,6 +26,9 @@ type AddressBook struct {
 
 var loopback4 = netip.MustParsePrefix("127.0.0.0/8")
 
+// localhost4 is the IPv4 address of localhost.
+var localhost4 = netip.MustParseAddr("127.0.0.1")
+
 // NewAddressBook makes a book over prefix (inside 127.0.0.0/8, at most
 // /30) holding at most max names (0: as many as the prefix has).
 func NewAddressBook(prefix netip.Prefix, max int) (*AddressBook, error) {
@@ -58,7 +61,7 @@ func (b *AddressBook) Assign(name string) (netip.Addr, error) {
 		if !b.prefix.Contains(b.next) {
 			break // the prefix's last address is never handed out
 		}
-		if _, taken := b.byAddr[a]; taken || a == netip.AddrFrom4([4]byte{127, 0, 0, 1}) {
+		if _, taken := b.byAddr[a]; taken || a == localhost4 {
 			continue
 		}
 		b.byName[name], b.byAddr[a] = a, name

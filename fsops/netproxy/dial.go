@@ -221,7 +221,7 @@ func (p *Proxy) resolve(ctx context.Context, host string) ([]netip.Addr, *refusa
 		return []netip.Addr{a.Unmap()}, nil
 	}
 	if host == "localhost" {
-		return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}, nil
+		return []netip.Addr{localhost4, netip.IPv6Loopback()}, nil
 	}
 	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", host+".")
 	if err != nil || len(addrs) == 0 {

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
+	"ctx/fsops/proc"
 	"ctx/policy"
 )
 
@@ -55,7 +56,7 @@ func RunInit(stderr io.Writer) int {
 	// The run's cgroup, joined by this thread alone (cgroup_thread.go).
 	if err := joinRunCgroup(os.Args[1:]); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: joining the run's cgroup: %v\n", err)
-		return 69
+		return proc.ExitUnavailable
 	}
 	// The runtime's pidfd check, made before a process's first process
 	// start, is made on another goroutine while the plan is awaited. It
@@ -75,7 +76,7 @@ func RunInit(stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
-		return 69
+		return proc.ExitUnavailable
 	}
 	return runAgentProgram(plan, sigs, stderr)
 }

@@ -1,10 +1,8 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"strconv"
@@ -33,7 +31,7 @@ func runAgentProgram(plan *policy.Plan, sigs chan os.Signal, stderr io.Writer) i
 		return code
 	}
 	if sig, ok := pendingTermination(sigs); ok {
-		return 128 + int(sig) // asked to end before the program started
+		return proc.Signaled(sig) // asked to end before the program started
 	}
 	if !plan.Namespaces.PID {
 		// No pid namespace to hold the run (iso landlock): the init is
@@ -43,10 +41,7 @@ func runAgentProgram(plan *policy.Plan, sigs chan os.Signal, stderr io.Writer) i
 	}
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: starting %s: %v\n", plan.Argv[0], err)
-		if errors.Is(err, fs.ErrNotExist) {
-			return 127
-		}
-		return 126
+		return proc.StartFailure(err)
 	}
 	status := serveRun(plan, cmd.Process.Pid, sigs)
 	endRun(plan)
@@ -69,15 +64,15 @@ func agentCommand(plan *policy.Plan, stderr io.Writer) (*exec.Cmd, int) {
 	}
 	if err := applyLimits(plan.Limits); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
-		return nil, 69
+		return nil, proc.ExitUnavailable
 	}
 	if err := applyWalls(plan, exe); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
-		return nil, 69
+		return nil, proc.ExitUnavailable
 	}
 	if err := awaitRelease(); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: %v\n", err)
-		return nil, 69
+		return nil, proc.ExitUnavailable
 	}
 	cmd := &exec.Cmd{Path: exe, Args: plan.Argv, Env: plan.Env, Dir: plan.Cwd,
 		Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
+	"ctx/fsops/proc"
 	"ctx/policy"
 )
 
@@ -101,7 +101,7 @@ const (
 func RunConfine(argv []string, stderr io.Writer) int {
 	if len(argv) < 3 || (argv[0] != ConfineNetwork && argv[0] != ConfineNoNetwork) {
 		fmt.Fprintf(stderr, "ctx: %s: usage: %s %s|%s PATH ARGV0 [ARGS...]\n", ConfineApplet, ConfineApplet, ConfineNetwork, ConfineNoNetwork)
-		return 2
+		return proc.ExitUsage
 	}
 	opts := SeccompOptions{NoNetwork: argv[0] == ConfineNoNetwork}
 	argv = argv[1:]
@@ -117,26 +117,23 @@ func RunConfine(argv []string, stderr io.Writer) int {
 	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: setting no_new_privs: %v\n", err)
-		return 69
+		return proc.ExitUnavailable
 	}
 	env := os.Environ()
 	if file, ok := os.LookupEnv(ConfineLandlockEnv); ok {
 		env = withoutEnv(env, ConfineLandlockEnv)
 		if err := confineLandlock(file); err != nil {
 			fmt.Fprintf(stderr, "ctx: sandbox: protected paths: %v\n", err)
-			return 69
+			return proc.ExitUnavailable
 		}
 	}
 	if err := InstallSeccompWith(opts); err != nil {
 		fmt.Fprintf(stderr, "ctx: sandbox: installing the seccomp filter: %v\n", err)
-		return 69
+		return proc.ExitUnavailable
 	}
 	err := unix.Exec(argv[0], argv[1:], env)
 	fmt.Fprintf(stderr, "ctx: sandbox: starting %s: %v\n", argv[0], err)
-	if errors.Is(err, unix.ENOENT) {
-		return 127
-	}
-	return 126
+	return proc.StartFailure(err)
 }
 
 // ConfineLandlockEnv names, in ConfineApplet's environment, the file of
