@@ -139,6 +139,13 @@ func ctxCommandRows() []cli.Applet {
 			Missing: "missing verb (publish, claim, finish, recover, status, check, ingest, exec)",
 			Unknown: "unknown verb %q"},
 		{Name: "run", Run: ctx.RunRun},
+		{Name: "secret", NameVerb: true, Verbs: []cli.Applet{
+			{Name: "list", Run: ctx.RunSecretList},
+			{Name: "rm", Run: ctx.RunSecretRm},
+			{Name: "set", Run: ctx.RunSecretSet},
+		},
+			Missing: "missing verb: set, list or rm",
+			Unknown: "unknown verb %q (want set, list or rm)"},
 		{Name: "shared", NameVerb: true, Verbs: []cli.Applet{
 			{Name: "new", Run: ctx.RunSharedNew},
 		}, Unknown: "unknown verb %q (new)"},

@@ -11,7 +11,8 @@ import (
 
 // RunAgentEnv is `ctx agent env [--root DIR] [--session S] [--run R] AGENT`:
 // it prints the environment the agent's program would start with in its
-// sandbox, one KEY=VALUE per line, in order.
+// sandbox, one KEY=VALUE per line, in order; a secret's value is shown as
+// <secret>.
 func RunAgentEnv(e *cli.Env, args []string) int {
 	var rootFlag, session, run string
 	f := cli.NewFlags()
@@ -33,7 +34,14 @@ func RunAgentEnv(e *cli.Env, args []string) int {
 			return cli.UsageError(e, "--%s: %s", v[0], err)
 		}
 	}
-	a, code, ok := lifecycle.LoadAgent(e, fsops.SelectRoot(rootFlag, e.Getenv), pos[0])
+	root := fsops.SelectRoot(rootFlag, e.Getenv)
+	a, code, ok := lifecycle.LoadAgent(e, root, pos[0])
+	if !ok {
+		return code
+	}
+	// The secrets by name only (VAR=<secret>), read as a start reads
+	// them: an env a start would refuse is refused here too.
+	secrets, code, ok := lifecycle.LoadSecrets(e, root, a)
 	if !ok {
 		return code
 	}
@@ -43,6 +51,7 @@ func RunAgentEnv(e *cli.Env, args []string) int {
 		Term:    e.Getenv("TERM"),
 		Lang:    e.Getenv("LANG"),
 	})
+	env = policy.WithSecrets(env, secrets, true)
 	for _, kv := range env {
 		fmt.Fprintln(e.Stdout, kv)
 	}

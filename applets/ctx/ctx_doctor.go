@@ -21,6 +21,7 @@ import (
 // rootEntries are the only names allowed at the top of the tree.
 var rootEntries = map[string]bool{
 	"bin": true, "model": true, "agent": true, "tool": true, "home": true, "shared": true, "status": true,
+	fsops.SecretDirName: true,
 }
 
 // RunDoctor is `ctx doctor [--root DIR] [-v|-q]`: a summary of the tree,
@@ -68,6 +69,7 @@ func RunDoctor(e *cli.Env, args []string) int {
 	starts, agents := checkAgentStarts(root, host, fixes)
 	findings = append(findings, starts...)
 	findings = append(findings, checkGrantedRefused(root, fixes)...)
+	findings = append(findings, checkSecrets(root, fixes)...)
 	return printDoctor(e.Stdout, root, findings, fixes, host, agents, verbose, quiet)
 }
 
@@ -81,7 +83,7 @@ func checkRootEntries(root fsops.Root) []fsops.Finding {
 	var out []fsops.Finding
 	for _, en := range entries {
 		if !rootEntries[en.Name()] {
-			out = append(out, fsops.Finding{Status: "unexpected", Rel: en.Name(), Detail: "not a root ABI entry (bin model agent tool home shared status)"})
+			out = append(out, fsops.Finding{Status: "unexpected", Rel: en.Name(), Detail: "not a root ABI entry (bin model agent tool home shared status secret)"})
 		}
 	}
 	return out

@@ -30,6 +30,10 @@ func RunSet(e *cli.Env, args []string) int {
 	if err != nil {
 		return cli.Fail(e, cli.Usage, "%v", err)
 	}
+	if inSecretDir(root, p) {
+		// A value on the command line is in ps for every user to see.
+		return cli.Fail(e, cli.Usage, "%s: an agent's secrets are set with ctx secret set%s AGENT VAR, which reads the value from standard input", pos[0], root.Option())
+	}
 	value := pos[1]
 	if value != "" && !strings.HasSuffix(value, "\n") {
 		value += "\n"

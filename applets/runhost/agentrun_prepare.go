@@ -29,6 +29,12 @@ func (r *AgentRun) prepare(e *cli.Env, session, sharedSpace, cwd string, mountAr
 	if code, ok := r.checkStart(e); !ok {
 		return code, false
 	}
+	// The agent's secrets, before anything of the run is made: a run
+	// that cannot have them does not start (ctx man ctx-secret).
+	secrets, code, ok := lifecycle.LoadSecrets(e, r.Root, a)
+	if !ok {
+		return code, false
+	}
 	place, code, ok := r.resolveSession(e, session, sharedSpace)
 	if !ok {
 		return code, false
@@ -74,7 +80,7 @@ func (r *AgentRun) prepare(e *cli.Env, session, sharedSpace, cwd string, mountAr
 		return cli.Fail(e, cli.Unavailable, "session %s: %v", r.Session, err), false
 	}
 	// The program's environment first: the protected paths add to it.
-	exe := r.programEnv(e, command)
+	exe := r.programEnv(e, command, secrets)
 	g, grantLines, protectLines, code, ok := r.prepareBesideTools(e)
 	if !ok {
 		return code, false
@@ -290,11 +296,13 @@ func (r *AgentRun) gatherGrants(e *cli.Env) (runGrants, []string, int, bool) {
 
 // programEnv sets the program's environment and argv (the command, else
 // the tool shell), and returns the file to execute for the tool shell
-// ("" for a command, which is looked up).
-func (r *AgentRun) programEnv(e *cli.Env, command []string) (exe string) {
+// ("" for a command, which is looked up). The agent's secrets are in the
+// environment and nowhere else; a plan only printed shows VAR=<secret>.
+func (r *AgentRun) programEnv(e *cli.Env, command []string, secrets []policy.EnvVar) (exe string) {
 	r.env = policy.SandboxEnv(r.Agent, policy.RunSettings{Session: r.Session, Run: r.RunID,
 		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
 	r.env = append(r.env, "CTX_RUN_FD="+strconv.Itoa(sandbox.RunFD))
+	r.env = policy.WithSecrets(r.env, secrets, r.planOnly)
 	r.argv = command
 	if len(r.argv) == 0 {
 		r.argv, exe = []string{"tsh"}, policy.SandboxRoot+"/bin/ctx"

@@ -42,5 +42,11 @@ func (r *AgentRun) checkSecretHidden(e *cli.Env) (int, bool) {
 				r.Agent.Name, what, p), false
 		}
 	}
+	// The agents' secrets (API keys) too, every agent's: a mount of the
+	// tree, or of a directory above it, would show them.
+	if what := policy.PlanExposes(r.plan, r.Root.SecretDir()); what != "" {
+		return cli.Fail(e, cli.Unavailable, "agent %s: %s would show the agent %s, where the agents' secrets are kept (ctx man ctx-secret); mount a directory below it instead",
+			r.Agent.Name, what, r.Root.SecretDir()), false
+	}
 	return 0, true
 }
