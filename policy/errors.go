@@ -54,11 +54,14 @@ func (k ErrorKind) String() string {
 	return "kind(" + strconv.Itoa(int(k)) + ")"
 }
 
-// ControlError is a grammar error in one control file. It names the control
-// (the file name inside NAME.d/, or "identity"), the 1-based line (0 when
-// the error concerns the file as a whole, such as a missing required
-// control) and the field, so a user can find and fix the exact spot. Every
-// grammar error unwraps to EINVAL.
+// ControlError is a grammar error in what a person wrote for policy to
+// parse. In a control file it names the control (the file name inside
+// NAME.d/, or "identity"), the 1-based line (0 when the error concerns the
+// file as a whole, such as a missing required control) and the field, so
+// a user can find and fix the exact spot. In a tsh data file (tsh.d/config,
+// .tshrc) the control is empty, the caller names the file; in a request
+// (an object or permission as a command names it) only the reason is
+// set. Every grammar error unwraps to EINVAL.
 type ControlError struct {
 	Control string
 	Line    int
@@ -69,18 +72,30 @@ type ControlError struct {
 
 func (e *ControlError) Error() string {
 	var b strings.Builder
-	b.WriteString(e.Control)
-	if e.Line > 0 {
-		b.WriteString(": line ")
-		b.WriteString(strconv.Itoa(e.Line))
+	for _, part := range []string{e.Control, lineName(e.Line), e.Field} {
+		if part != "" {
+			b.WriteString(part)
+			b.WriteString(": ")
+		}
 	}
-	if e.Field != "" {
-		b.WriteString(": ")
-		b.WriteString(e.Field)
-	}
-	b.WriteString(": ")
 	b.WriteString(e.Reason)
 	return b.String()
+}
+
+// In is the error with file in place of the control: what a person who
+// named the file by its path reads.
+func (e *ControlError) In(file string) string {
+	named := *e
+	named.Control = file
+	return named.Error()
+}
+
+// lineName is "line N" for a 1-based line, empty for 0.
+func lineName(line int) string {
+	if line <= 0 {
+		return ""
+	}
+	return "line " + strconv.Itoa(line)
 }
 
 // Unwrap makes errors.Is(err, syscall.EINVAL) true for every grammar error.
@@ -122,4 +137,10 @@ func nameReason(err error) string {
 		return ne.Reason
 	}
 	return err.Error()
+}
+
+// syntaxErr is a grammar error the caller places: at a line of a tsh data
+// file (0 for the file as a whole), or in a request (line 0).
+func syntaxErr(line int, kind ErrorKind, format string, args ...any) *ControlError {
+	return controlErr("", line, "", kind, format, args...)
 }

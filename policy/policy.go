@@ -3,7 +3,6 @@ package policy
 import (
 	"bytes"
 	"strings"
-	"syscall"
 )
 
 // Policy v0 is a type-enforcement allowlist borrowed from SELinux, reduced to
@@ -171,28 +170,20 @@ type Object struct {
 
 func (o Object) String() string { return o.Class.String() + ":" + o.Name }
 
-// RequestError is a malformed authorization request (an unknown class or
-// permission, a bad object name). It unwraps to EINVAL, as the seed asks.
-type RequestError struct {
-	Kind   ErrorKind
-	Reason string
-}
-
-func (e *RequestError) Error() string { return e.Reason }
-func (e *RequestError) Unwrap() error { return syscall.EINVAL }
-
-// ParseObject parses "CLASS:NAME" as a request names it.
+// ParseObject parses "CLASS:NAME" as a request names it. A malformed one
+// (an unknown class, a bad object name) is a *ControlError with only its
+// kind and reason; it unwraps to EINVAL, as the seed asks.
 func ParseObject(s string) (Object, error) {
 	cls, name, ok := strings.Cut(s, ":")
 	if !ok || cls == "" {
-		return Object{}, &RequestError{KindInvalidObject, "object " + quote(s) + " is not CLASS:NAME"}
+		return Object{}, syntaxErr(0, KindInvalidObject, "object %s is not CLASS:NAME", quote(s))
 	}
 	c, ok := LookupClass(cls)
 	if !ok {
-		return Object{}, &RequestError{KindUnknownClass, "unknown class " + quote(cls)}
+		return Object{}, syntaxErr(0, KindUnknownClass, "unknown class %s", quote(cls))
 	}
 	if reason, ok := validObjectName(c, name); !ok {
-		return Object{}, &RequestError{KindInvalidName, c.String() + " name " + quote(name) + ": " + reason}
+		return Object{}, syntaxErr(0, KindInvalidName, "%s name %s: %s", c, quote(name), reason)
 	}
 	return Object{c, canonicalName(c, name)}, nil
 }
@@ -200,11 +191,11 @@ func ParseObject(s string) (Object, error) {
 // ParsePermission parses a permission of class c.
 func ParsePermission(c Class, s string) (Permission, error) {
 	if c == 0 || int(c) >= len(classPermissions) {
-		return 0, &RequestError{KindUnknownClass, "unknown class"}
+		return 0, syntaxErr(0, KindUnknownClass, "unknown class")
 	}
 	p, ok := lookupPermission(c, s)
 	if !ok {
-		return 0, &RequestError{KindUnknownPermission, "unknown permission " + quote(s) + " for class " + c.String() + " (" + permList(c) + ")"}
+		return 0, syntaxErr(0, KindUnknownPermission, "unknown permission %s for class %s (%s)", quote(s), c, permList(c))
 	}
 	return p, nil
 }

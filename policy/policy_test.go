@@ -252,7 +252,7 @@ func TestParseObjectAndPermission(t *testing.T) {
 			}
 			continue
 		}
-		var re *RequestError
+		var re *ControlError
 		if !errors.As(err, &re) || re.Kind != tt.kind || !errors.Is(err, syscall.EINVAL) {
 			t.Errorf("ParseObject(%q) = %v, want kind %v and EINVAL", tt.in, err, tt.kind)
 		}
@@ -261,7 +261,7 @@ func TestParseObjectAndPermission(t *testing.T) {
 		t.Errorf("ParsePermission(agent, stop) = %v, %v", p, err)
 	}
 	_, err := ParsePermission(ClassTool, "read")
-	var re *RequestError
+	var re *ControlError
 	if !errors.As(err, &re) || re.Kind != KindUnknownPermission || !errors.Is(err, syscall.EINVAL) {
 		t.Errorf("ParsePermission(tool, read) = %v", err)
 	}

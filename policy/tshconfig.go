@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"syscall"
 )
 
 // The tsh runtime configuration, tool/tsh.d/config. It is data, never shell
@@ -91,24 +90,6 @@ func (s TshSetting) Set(c *TshConfig, text string) error {
 	return err
 }
 
-// TshSyntaxError is a grammar error in a tsh data file (tsh.d/config or
-// .tshrc) at a 1-based line (0 when it concerns the whole file). The caller prefixes the file name. It unwraps
-// to EINVAL.
-type TshSyntaxError struct {
-	Line   int
-	Reason string
-}
-
-func (e *TshSyntaxError) Error() string {
-	if e.Line == 0 {
-		return e.Reason
-	}
-	return "line " + strconv.Itoa(e.Line) + ": " + e.Reason
-}
-
-// Unwrap makes errors.Is(err, syscall.EINVAL) true.
-func (e *TshSyntaxError) Unwrap() error { return syscall.EINVAL }
-
 // ParseTshConfig parses the tsh configuration file. Keys that are absent
 // keep their defaults.
 func ParseTshConfig(data []byte) (TshConfig, error) {
@@ -117,22 +98,22 @@ func ParseTshConfig(data []byte) (TshConfig, error) {
 	err := tshLines(data, func(num int, line string) error {
 		key, value, ok := strings.Cut(line, "=")
 		if !ok {
-			return &TshSyntaxError{num, fmt.Sprintf("%s: not KEY=VALUE", tshQuote(line))}
+			return syntaxErr(num, KindInvalidValue, "%s: not KEY=VALUE", tshQuote(line))
 		}
 		if strings.TrimRight(key, " \t") != key || strings.TrimLeft(value, " \t") != value {
-			return &TshSyntaxError{num, fmt.Sprintf("%s: no blanks around \"=\"", tshQuote(line))}
+			return syntaxErr(num, KindInvalidValue, "%s: no blanks around \"=\"", tshQuote(line))
 		}
 		s, ok := LookupTshSetting(key)
 		if !ok {
-			return &TshSyntaxError{num, fmt.Sprintf("unknown key %s (known: max_loaded_tools, cache_capacity, window_percent)", tshQuote(key))}
+			return syntaxErr(num, KindInvalidValue, "unknown key %s (known: max_loaded_tools, cache_capacity, window_percent)", tshQuote(key))
 		}
 		if first, dup := seen[key]; dup {
-			return &TshSyntaxError{num, fmt.Sprintf("%s given twice (first on line %d)", key, first)}
+			return syntaxErr(num, KindDuplicate, "%s given twice (first on line %d)", key, first)
 		}
 		seen[key] = num
 		v, err := s.Parse(value)
 		if err != nil {
-			return &TshSyntaxError{num, err.Error()}
+			return syntaxErr(num, KindInvalidValue, "%v", err)
 		}
 		*s.field(&c) = v
 		return nil
@@ -190,7 +171,7 @@ func tshLines(data []byte, fn func(num int, line string) error) error {
 			data = nil
 		}
 		if bytes.IndexByte(line, 0) >= 0 {
-			return &TshSyntaxError{num, "NUL byte in line"}
+			return syntaxErr(num, KindInvalidValue, "NUL byte in line")
 		}
 		text := strings.Trim(string(line), " \t\r")
 		if text == "" || text[0] == '#' {

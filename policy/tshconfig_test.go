@@ -58,9 +58,9 @@ func TestParseTshConfig(t *testing.T) {
 	}
 	for _, tc := range bad {
 		_, err := ParseTshConfig([]byte(tc.in))
-		var se *TshSyntaxError
+		var se *ControlError
 		if !errors.As(err, &se) {
-			t.Errorf("ParseTshConfig(%q) err = %v, want *TshSyntaxError", tc.in, err)
+			t.Errorf("ParseTshConfig(%q) err = %v, want *ControlError", tc.in, err)
 			continue
 		}
 		if se.Line != tc.line || !strings.Contains(se.Error(), tc.want) {
@@ -110,9 +110,9 @@ func FuzzTshConfig(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := ParseTshConfig(data)
 		if err != nil {
-			var se *TshSyntaxError
+			var se *ControlError
 			if !errors.As(err, &se) || se.Line < 1 {
-				t.Fatalf("error %v is not a TshSyntaxError with a line", err)
+				t.Fatalf("error %v is not a ControlError with a line", err)
 			}
 			return
 		}

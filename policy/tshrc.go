@@ -39,36 +39,36 @@ type TshrcScope struct {
 const defaultRootPrefix = "/ctx"
 
 // ParseTshrc parses a .tshrc and returns its CTX_PATH directories, re-rooted
-// under scope.Root. Errors are *TshSyntaxError naming the line (line 0 for
+// under scope.Root. Errors are *ControlError naming the line (line 0 for
 // a file without a CTX_PATH line).
 func ParseTshrc(data []byte, scope TshrcScope) ([]string, error) {
 	var dirs []string
 	found := 0
 	err := tshLines(data, func(num int, line string) error {
 		if strings.HasPrefix(line, "export ") || strings.HasPrefix(line, "export\t") {
-			return &TshSyntaxError{num, "\"export\" is shell syntax; .tshrc is data: write CTX_PATH=DIR:DIR"}
+			return syntaxErr(num, KindInvalidValue, "\"export\" is shell syntax; .tshrc is data: write CTX_PATH=DIR:DIR")
 		}
 		key, value, ok := strings.Cut(line, "=")
 		if !ok {
-			return &TshSyntaxError{num, fmt.Sprintf("%s: not CTX_PATH=DIR:DIR", tshQuote(line))}
+			return syntaxErr(num, KindInvalidValue, "%s: not CTX_PATH=DIR:DIR", tshQuote(line))
 		}
 		if key != "CTX_PATH" {
-			return &TshSyntaxError{num, fmt.Sprintf("unknown key %s (the only key is CTX_PATH)", tshQuote(key))}
+			return syntaxErr(num, KindInvalidValue, "unknown key %s (the only key is CTX_PATH)", tshQuote(key))
 		}
 		if found != 0 {
-			return &TshSyntaxError{num, fmt.Sprintf("CTX_PATH given twice (first on line %d)", found)}
+			return syntaxErr(num, KindDuplicate, "CTX_PATH given twice (first on line %d)", found)
 		}
 		found = num
 		if value == "" {
-			return &TshSyntaxError{num, "CTX_PATH is empty"}
+			return syntaxErr(num, KindInvalidValue, "CTX_PATH is empty")
 		}
 		if value[0] == '"' || value[0] == '\'' {
-			return &TshSyntaxError{num, "quotes are shell syntax; write the directories bare"}
+			return syntaxErr(num, KindInvalidValue, "quotes are shell syntax; write the directories bare")
 		}
 		for i, comp := range strings.Split(value, ":") {
 			dir, err := tshrcDir(comp, scope)
 			if err != nil {
-				return &TshSyntaxError{num, fmt.Sprintf("component %d: %v", i+1, err)}
+				return syntaxErr(num, KindInvalidPath, "component %d: %v", i+1, err)
 			}
 			dirs = append(dirs, dir)
 		}
@@ -78,7 +78,7 @@ func ParseTshrc(data []byte, scope TshrcScope) ([]string, error) {
 		return nil, err
 	}
 	if found == 0 {
-		return nil, &TshSyntaxError{0, "no CTX_PATH= line"}
+		return nil, syntaxErr(0, KindMissing, "no CTX_PATH= line")
 	}
 	return dirs, nil
 }

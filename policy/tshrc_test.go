@@ -68,9 +68,9 @@ func TestParseTshrc(t *testing.T) {
 	}
 	for _, tc := range bad {
 		_, err := ParseTshrc([]byte(tc.in), stdScope)
-		var se *TshSyntaxError
+		var se *ControlError
 		if !errors.As(err, &se) {
-			t.Errorf("ParseTshrc(%q) err = %v, want *TshSyntaxError", tc.in, err)
+			t.Errorf("ParseTshrc(%q) err = %v, want *ControlError", tc.in, err)
 			continue
 		}
 		if se.Line != tc.line || !strings.Contains(se.Error(), tc.want) {
@@ -126,9 +126,9 @@ func FuzzTshrc(f *testing.F) {
 		for _, scope := range []TshrcScope{stdScope, {Root: "/r", UID: 0, Home: "/h"}} {
 			dirs, err := ParseTshrc(data, scope)
 			if err != nil {
-				var se *TshSyntaxError
+				var se *ControlError
 				if !errors.As(err, &se) {
-					t.Fatalf("error %v is not a TshSyntaxError", err)
+					t.Fatalf("error %v is not a ControlError", err)
 				}
 				continue
 			}

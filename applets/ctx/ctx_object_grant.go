@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
@@ -68,7 +67,7 @@ func grantInstalled(e *cli.Env, root fsops.Root, ins *object.Installed, agents [
 			var ce *policy.ControlError
 			switch {
 			case errors.As(err, &ce):
-				cli.Errorf(e.Stderr, e.Name, "--grant %s: %s%s; fix it first (ctx policy check %s); nothing written there", a.Name, in, strings.TrimPrefix(ce.Error(), ce.Control), in)
+				cli.Errorf(e.Stderr, e.Name, "--grant %s: %s; fix it first (ctx policy check %s); nothing written there", a.Name, ce.In(in), in)
 				status = cli.Failure
 				continue
 			case err != nil:

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -41,7 +40,7 @@ func RunPolicyCheck(e *cli.Env, args []string) int {
 		var ce *policy.ControlError
 		if errors.As(err, &ce) {
 			// The file name replaces the control name "policy".
-			return cli.Fail(e, cli.Usage, "%s", file+strings.TrimPrefix(ce.Error(), ce.Control))
+			return cli.Fail(e, cli.Usage, "%s", ce.In(file))
 		}
 		return cli.Fail(e, cli.Usage, "%s: %s", file, err)
 	}

@@ -67,7 +67,7 @@ func editPolicy(e *cli.Env, args []string, add bool) int {
 	var ce *policy.ControlError
 	switch {
 	case errors.As(err, &ce):
-		return cli.Fail(e, cli.Usage, "%s%s; fix it first (ctx policy check %s); nothing written", in, strings.TrimPrefix(ce.Error(), ce.Control), in)
+		return cli.Fail(e, cli.Usage, "%s; fix it first (ctx policy check %s); nothing written", ce.In(in), in)
 	case err != nil:
 		return cli.FailErr(e, cli.Failure, err)
 	}
