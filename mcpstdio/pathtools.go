@@ -7,15 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"ctx/fsops"
 	"ctx/fsops/object"
-	"ctx/fsops/proc"
 	"ctx/policy/schema"
 )
 
@@ -25,11 +24,16 @@ import (
 // (CTX_TOOL_MODE=native), its input passed as its `input` control
 // declares, and maps the tool's frames to the MCP result.
 type PathTools struct {
-	Dirs    []string                         // CTX_PATH directories, searched left to right
-	Visible func(hit fsops.ToolHit) bool     // which tools may be listed and run
-	Env     []string                         // the tools' environment (KEY=VALUE); see Call
-	Timeout time.Duration                    // per call; default DefaultCallTimeout
-	Warn    func(format string, args ...any) // reports tools left out of the listing, once each
+	Dirs []string // CTX_PATH directories, searched left to right
+	// Visibility returns which tools may be listed and run, decided on the
+	// tree as it is now: it is asked once per listing and per call, and
+	// the function it returns once per tool, so what every tool's
+	// decision shares (the caller, its trust, its view) is read once.
+	// Nil: every tool is visible.
+	Visibility func() func(hit fsops.ToolHit) bool
+	Env        []string                         // the tools' environment (KEY=VALUE); see Call
+	Timeout    time.Duration                    // per call; default DefaultCallTimeout
+	Warn       func(format string, args ...any) // reports tools left out of the listing, once each
 	// Terminal reports the tools that are terminal-only by name (ctx's
 	// bash, tmux, zellij, tsh, tsh.config): they take a terminal, not a
 	// JSON object, and are never offered. A tool whose cap control lists
@@ -57,10 +61,34 @@ type PathTools struct {
 	// name): ctxmcp serve runs a call through the run host's broker this
 	// way. Nil: the tool's file itself.
 	Command func(name, file string, argv, env []string) (path string, args []string)
+	// Run, when set, runs a call in this process instead of starting a
+	// program for it: ctxmcp serve in a sandbox asks the run host's broker
+	// itself, which spares a process start per call. It gets the argv and
+	// environment the program would (argv[0] is the name), stdin (nil:
+	// none), writes the tool's output to stdout and stderr, and returns
+	// the exit status; handled false falls back to a program (Command).
+	// Call bounds and collects the output as for a program, and ctx ends
+	// at the call's timeout or cancellation.
+	Run func(ctx context.Context, argv, env []string, stdin []byte, stdout, stderr io.Writer) (status int, handled bool)
 	// SelfSchema, when set, gives the input schema a tool without a schema
 	// control described itself with (ctxmcp serve: the toolspec its run
 	// host wrote at /mnt/tools/NAME.toolspec.json); nil for none.
 	SelfSchema func(hit fsops.ToolHit) json.RawMessage
+	// Revision, when set, lets Tools reuse its last listing: it returns a
+	// key of what visibility depends on beyond the tools' own files
+	// (ctxmcp serve in a sandbox: the run's policy account, which the run
+	// host rewrites whenever a policy it is computed from changes). The
+	// listing is reused while that key, the directories searched and every
+	// tool's file, control directory and controls are unchanged (inode,
+	// size, mode, modification and change times; a rewrite in place to
+	// the same size within one tick of the kernel's file clock goes unseen
+	// until the next change). Serve lists before each call; a call's own
+	// decision stays the run host's.
+	Revision func() string
+
+	listMu     sync.Mutex
+	listKey    string
+	listCached []ServedTool
 
 	wmu    sync.Mutex
 	warned map[string]bool
@@ -143,9 +171,20 @@ var toolControls = []string{"description", "schema", "annotations", "output.sche
 // defaults). Each tool left out is warned about once.
 func (p *PathTools) Tools() ([]ServedTool, error) {
 	hits, _ := fsops.ListTools(p.Dirs)
+	key := ""
+	if p.Revision != nil {
+		key = p.Revision() + "\n" + p.filesKey(hits)
+		p.listMu.Lock()
+		cached, ok := p.listCached, p.listKey == key
+		p.listMu.Unlock()
+		if ok {
+			return cached, nil
+		}
+	}
+	visible := p.visible()
 	var out []ServedTool
 	for _, h := range hits {
-		if p.Visible != nil && !p.Visible(h) {
+		if !visible(h) {
 			continue
 		}
 		if why, ok := p.unoffered(h.Name); ok {
@@ -157,7 +196,51 @@ func (p *PathTools) Tools() ([]ServedTool, error) {
 			out = append(out, t)
 		}
 	}
+	if p.Revision != nil {
+		p.listMu.Lock()
+		p.listKey, p.listCached = key, out
+		p.listMu.Unlock()
+	}
 	return out, nil
+}
+
+// filesKey is the state of what a listing read: the directories searched,
+// and each tool's file, control directory and controls, by inode, size,
+// mode, modification and change times ("-" for a missing one).
+func (p *PathTools) filesKey(hits []fsops.ToolHit) string {
+	var b strings.Builder
+	stat := func(path string) {
+		fi, err := os.Lstat(path)
+		if err != nil {
+			b.WriteString("-;")
+			return
+		}
+		st, _ := fi.Sys().(*syscall.Stat_t)
+		if st == nil {
+			st = &syscall.Stat_t{}
+		}
+		fmt.Fprintf(&b, "%d:%d:%o:%d:%d;", st.Ino, fi.Size(), fi.Mode(), fi.ModTime().UnixNano(), st.Ctim.Nano())
+	}
+	for _, d := range p.Dirs {
+		stat(d)
+	}
+	for _, h := range hits {
+		stat(h.Path)
+		stat(h.ControlDir)
+		for _, c := range toolControls {
+			stat(filepath.Join(h.ControlDir, c))
+		}
+		stat(filepath.Join(h.ControlDir, "policy"))
+	}
+	return b.String()
+}
+
+// visible is Visibility's decider for now; every tool when it is nil.
+func (p *PathTools) visible() func(hit fsops.ToolHit) bool {
+	if p.Visibility == nil {
+		return func(fsops.ToolHit) bool { return true }
+	}
+	return p.Visibility()
 }
 
 // describe reads a tool's controls into its MCP description.
@@ -257,7 +340,7 @@ func (p *PathTools) Unlisted(name string, listedBefore bool) (ToolResult, bool) 
 	if p.terminalOnly(name, caps) {
 		return refuse("ENOENT", "mount-visibility", name+" is a terminal tool (it takes a terminal, not a JSON object): not offered over MCP")
 	}
-	if p.Visible != nil && !p.Visible(hit) && p.Refusal != nil {
+	if !p.visible()(hit) && p.Refusal != nil {
 		if layer, reason, ok := p.Refusal(hit); ok {
 			return refuse("EACCES", layer, "permission denied ("+layer+"): "+reason)
 		}
@@ -269,7 +352,9 @@ func (p *PathTools) Unlisted(name string, listedBefore bool) (ToolResult, bool) 
 }
 
 // Call runs the tool found again through the CTX_PATH (so a tool removed
-// since listing is not run) in its own process group, with p.Env plus
+// since listing is not run; Serve lists, deciding visibility, right before
+// each call, and inside a run the run host decides the call itself) in its
+// own process group, with p.Env plus
 // CTX_TOOL_MODE=native, CTX_AUTHORIZED_OBJECT=<its path>, a fresh
 // CTX_RUN_ID unless p.Env has one, and CTX_TOOL_PROGRESS=1 when progress
 // is wanted. Its input goes as its input control declares: argv [NAME,
@@ -279,7 +364,7 @@ func (p *PathTools) Unlisted(name string, listedBefore bool) (ToolResult, bool) 
 // and CancelGrace first.
 func (p *PathTools) Call(ctx context.Context, tool ServedTool, args json.RawMessage, progress func(Progress)) (ToolResult, error) {
 	hit, err := fsops.LookupTool(p.Dirs, tool.Name)
-	if err != nil || (p.Visible != nil && !p.Visible(hit)) {
+	if err != nil {
 		return ToolResult{Content: []json.RawMessage{TextBlock("tool " + tool.Name + " is no longer available")}, IsError: true}, nil
 	}
 	timeout := p.Timeout
@@ -308,11 +393,14 @@ func (p *PathTools) Call(ctx context.Context, tool ServedTool, args json.RawMess
 			}
 		}
 	}
-	path := hit.Path
-	if p.Command != nil {
-		path, argv = p.Command(tool.Name, hit.Path, argv, env)
+	run, handled, err := p.runInProcess(ctx, argv, env, stdin, timeout, onLine)
+	if !handled {
+		path := hit.Path
+		if p.Command != nil {
+			path, argv = p.Command(tool.Name, hit.Path, argv, env)
+		}
+		run, err = runBounded(ctx, path, argv, env, stdin, timeout, MaxNativeOutput, onLine)
 	}
-	run, err := runBounded(ctx, path, argv, env, stdin, timeout, MaxNativeOutput, onLine)
 	if err != nil {
 		return ToolResult{Content: []json.RawMessage{TextBlock(fmt.Sprintf("%s: %v", tool.Name, err))}, IsError: true}, nil
 	}
@@ -336,96 +424,4 @@ func hasEnv(env []string, k string) bool {
 		}
 	}
 	return false
-}
-
-// truncated is what a bounded stream kept, with a marker line when some
-// of it was dropped.
-func truncated(b *proc.Capped) string {
-	if b.Truncated() {
-		return string(b.Bytes()) + fmt.Sprintf("\n[truncated: %d more bytes]\n", b.Dropped())
-	}
-	return string(b.Bytes())
-}
-
-// runResult is what a bounded run left: its output streams, how much of
-// its standard output was dropped, and its exit status (128+N for a
-// signal).
-type runResult struct {
-	stdout, stderr *proc.Capped
-	status         int
-}
-
-// runBounded runs path with argv as a tree that ends whole with the call
-// (proc.StartTree), stdin from the given bytes (nil: /dev/null), keeps at
-// most outMax bytes of standard output (onLine sees each line of it as it
-// comes) and MaxCallOutput of standard error, and stops the tree on
-// timeout or cancellation (SIGTERM, CancelGrace, SIGKILL).
-func runBounded(ctx context.Context, path string, argv, env []string, stdin []byte, timeout time.Duration, outMax int, onLine func([]byte)) (*runResult, error) {
-	var in io.Reader
-	if stdin != nil {
-		in = bytes.NewReader(stdin)
-	} else {
-		devnull, err := os.Open(os.DevNull)
-		if err != nil {
-			return nil, err
-		}
-		defer devnull.Close()
-		in = devnull
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return nil, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return nil, err
-	}
-	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Stdin: in, Stdout: outW, Stderr: errW}
-	tree, err := proc.StartTree(cmd)
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		return nil, fmt.Errorf("cannot run %s: %v", filepath.Base(path), err)
-	}
-	res := &runResult{stdout: &proc.Capped{Limit: outMax, OnLine: onLine}, stderr: &proc.Capped{Limit: MaxCallOutput}}
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _, _ = io.Copy(res.stdout, outR) }()
-	go func() { defer wg.Done(); _, _ = io.Copy(res.stderr, errR) }()
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	var killed error
-	grace := DefaultKillGrace
-	select {
-	case <-tree.Exited():
-	case <-timer.C:
-		killed, grace = fmt.Errorf("timed out after %v", timeout), CancelGrace
-	case <-ctx.Done():
-		killed, grace = fmt.Errorf("cancelled"), CancelGrace
-	}
-	// The tool's tree is ended in every case, so nothing it started
-	// outlives the call: its group gets SIGTERM and a grace period, then
-	// SIGKILL, and so does everything that left the group.
-	tree.Stop(grace)
-	_ = tree.Wait()
-	// Every writer is dead unless one got out of reach; read what is left
-	// in the pipes, and only then close them to unblock the copies.
-	copied := make(chan struct{})
-	go func() { wg.Wait(); close(copied) }()
-	select {
-	case <-copied:
-	case <-time.After(time.Second):
-	}
-	outR.Close()
-	errR.Close()
-	<-copied
-	if killed != nil {
-		return nil, killed
-	}
-	res.status = proc.ExitCode(cmd.ProcessState)
-	return res, nil
 }

@@ -1,6 +1,8 @@
 package mcp
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -97,10 +99,10 @@ func CtxmcpServe(e *cli.Env, args []string) int {
 func servedTools(e *cli.Env, root fsops.Root, agent string, inSandbox bool, callTimeout time.Duration) *mcpstdio.PathTools {
 	dirs := serveToolPath(e, root, agent)
 	tools := &mcpstdio.PathTools{
-		Dirs:    dirs,
-		Visible: func(hit fsops.ToolHit) bool { return toolrun.ToolVisibleTo(e, root, agent, hit) },
-		Env:     serveToolEnv(e, root, agent, dirs),
-		Timeout: callTimeout,
+		Dirs:       dirs,
+		Visibility: func() func(fsops.ToolHit) bool { return toolrun.ToolVisibility(e, root, agent) },
+		Env:        serveToolEnv(e, root, agent, dirs),
+		Timeout:    callTimeout,
 		Warn: func(format string, args ...any) {
 			fmt.Fprintf(e.Stderr, "%s: %s\n", e.Name, cli.Escape(fmt.Sprintf(format, args...)))
 		},
@@ -131,6 +133,8 @@ func servedTools(e *cli.Env, root fsops.Root, agent string, inSandbox bool, call
 		// Inside a sandbox every call goes by the tool's name through
 		// /mnt/tools, a link to ctx that asks the run host (a third-party
 		// tool's own file would run unbrokered).
+		tools.Run = brokeredRun
+		tools.Revision = policyRevision(e)
 		tools.Command = func(name, file string, argv, env []string) (string, []string) {
 			if p := policy.SandboxMnt + "/tools/" + name; isFile(p) {
 				return p, argv
@@ -139,6 +143,47 @@ func servedTools(e *cli.Env, root fsops.Root, agent string, inSandbox bool, call
 		}
 	}
 	return tools
+}
+
+// policyRevision returns the state of the run's policy account
+// (/mnt/proc/policy; CTX_RUN_DIR/policy in iso landlock): the run host
+// rewrites it whenever a policy it is computed from changes, so a listing
+// made since is still what the agent may see. Without one every listing is
+// made afresh.
+func policyRevision(e *cli.Env) func() string {
+	account := policy.ProcPolicyPath
+	if dir := e.Getenv("CTX_RUN_DIR"); dir != "" {
+		if _, err := os.Stat(account); err != nil {
+			account = filepath.Join(dir, "policy")
+		}
+	}
+	return func() string {
+		fi, err := os.Stat(account)
+		if err != nil {
+			return fsops.NewRunID() // never the same twice: no reuse
+		}
+		ino := uint64(0)
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			ino = st.Ino
+		}
+		return fmt.Sprintf("%d:%d:%d", ino, fi.Size(), fi.ModTime().UnixNano())
+	}
+}
+
+// brokeredRun runs a served call inside a sandbox as /mnt/tools/NAME
+// would, in this process: it asks the run host's broker, which decides
+// the call, has the sandbox's init run the tool and records it. Without a
+// broker to ask it hands the call back (handled false).
+func brokeredRun(ctx context.Context, argv, env []string, stdin []byte, stdout, stderr io.Writer) (int, bool) {
+	vars := map[string]string{}
+	for _, kv := range env {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	e := &cli.Env{Name: argv[0], Stdin: bytes.NewReader(stdin), Stdout: stdout, Stderr: stderr, Vars: env,
+		Getenv: func(k string) string { return vars[k] }}
+	return toolrun.BrokeredCallContext(ctx, e, argv[0], argv[1:])
 }
 
 // hostOperationTool reports ctx's tools that are requests to the run host

@@ -367,6 +367,31 @@ func TestServeListChangedAndRevoked(t *testing.T) {
 	}
 }
 
+// TestServeSandboxedListingFollowsControls: a sandboxed server, which
+// reuses its listing while nothing it read has changed, still tells the
+// client of a tool's description written in place (one list_changed), and
+// calls keep working. (mcpstdio's TestListingReuseFollowsFiles tests the
+// reuse itself.)
+func TestServeSandboxedListingFollowsControls(t *testing.T) {
+	bin := binaries(t)
+	work := t.TempDir()
+	root := bootstrapRoot(t, bin, work)
+	desc := filepath.Join(root, "tool", "fs.read.d", "description")
+	ws := filepath.Join(work, "ws")
+	os.Mkdir(ws, 0o755)
+	writeFile(t, filepath.Join(ws, "notes"), "kept\n", 0o644)
+	stdout, stderr, code := run(t, ws, nil, bin+"/client", "-then", "echo 'read a file, said again' >> "+desc, "-wait", "15s",
+		"-after-call", `fs.read={"path":"notes"}`,
+		"--", bin+"/ctx", "ctxmcp", "serve", "--root", root, "--agent", "coder")
+	r := fidelityResult(t, stdout, stderr, code)
+	if r.ListChanged != 1 {
+		t.Fatalf("list_changed notifications seen after a description changed: %d", r.ListChanged)
+	}
+	if len(r.AfterCalls) != 1 || r.AfterCalls[0].IsError || len(r.AfterCalls[0].Text) != 1 || r.AfterCalls[0].Text[0] != "kept\n" {
+		t.Fatalf("call after the change: %+v", r.AfterCalls)
+	}
+}
+
 // Tools get their input as their input control declares: the JSON object
 // as the only argument (the default), or on standard input; a tool whose
 // cap says terminal is not offered.

@@ -38,32 +38,44 @@ func authorizeTool(e *cli.Env, name string) *ToolError {
 		Msg: "permission denied (" + string(d.Layer) + "): " + d.Reason}
 }
 
-// ToolVisibleTo decides whether ctxmcp serve lists (and so may run) the
-// tool at hit. Inside an agent context the server serves that agent's own
-// tools and no other agent's; on the host, --agent A serves what A may
-// execute; with neither, a person serves every tool CTX_PATH shows. For an
-// agent, a tool the trust rule sets aside (its tier, file or control
-// directory is not trusted, DESIGN §16 rule 8) is never served.
-func ToolVisibleTo(e *cli.Env, root fsops.Root, agent string, hit fsops.ToolHit) bool {
+// ToolVisibility decides which tools ctxmcp serve lists (and so may run),
+// on the tree as it is now. Inside an agent context the server serves that
+// agent's own tools and no other agent's; on the host, --agent A serves
+// what A may execute; with neither, a person serves every tool CTX_PATH
+// shows. For an agent, a tool the trust rule sets aside (its tier, file or
+// control directory is not trusted, DESIGN §16 rule 8) is never served.
+// What every tool's decision shares (the caller, the agent, its trust and
+// view) is read once, here; the function returned decides one tool.
+func ToolVisibility(e *cli.Env, root fsops.Root, agent string) func(hit fsops.ToolHit) bool {
+	none := func(fsops.ToolHit) bool { return false }
 	c, err := authority.CurrentCaller(e.Getenv)
 	if err != nil {
-		return false
+		return none
 	}
 	if c.InAgent() {
 		if agent != "" && agent != c.Agent.Name {
-			return false
+			return none
 		}
-		return c.CheckTrustedHit(hit).Allowed
+		trust, view := c.Trust(), c.View()
+		return func(hit fsops.ToolHit) bool {
+			if ok, _ := trust.Tool(hit); !ok {
+				return false
+			}
+			return authority.CheckHit(c.Agent, view, hit).Allowed
+		}
 	}
 	if agent == "" {
-		return true
+		return func(fsops.ToolHit) bool { return true }
 	}
 	a, err := authority.LoadAgent(root, agent)
 	if err != nil {
-		return false
+		return none
 	}
-	if ok, _ := authority.LoadTrust(root).Tool(hit); !ok {
-		return false
+	trust, view := authority.LoadTrust(root), authority.View(root, a)
+	return func(hit fsops.ToolHit) bool {
+		if ok, _ := trust.Tool(hit); !ok {
+			return false
+		}
+		return authority.CheckHit(a, view, hit).Allowed
 	}
-	return authority.CheckHit(a, authority.View(root, a), hit).Allowed
 }

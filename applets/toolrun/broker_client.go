@@ -1,6 +1,7 @@
 package toolrun
 
 import (
+	"context"
 	"io"
 	"os"
 	"os/signal"
@@ -94,14 +95,67 @@ const cancelAnswerWait = 6 * time.Second
 // ends our side of the connection, which cancels the call on the host:
 // the tool's whole process tree ends. host names the run host in errors.
 func CallBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *descriptorRelay, host string) int {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	cancel, abandon, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	defer close(done)
+	status := make(chan int, 1)
+	go func() {
+		select {
+		case sig := <-sigs:
+			status <- cli.Signaled(sig.(syscall.Signal))
+			close(cancel)
+		case <-done:
+			return
+		}
+		// A second signal ends the wait for the host's answer.
+		select {
+		case <-sigs:
+			close(abandon)
+		case <-done:
+		}
+	}()
+	code, cancelled := awaitBroker(e, conn, req, fds, relay, host, cancel, abandon)
+	if cancelled {
+		return <-status
+	}
+	return code
+}
+
+// BrokeredCallContext is BrokeredCall for a process that runs calls on
+// behalf of others (ctxmcp serve in a sandbox): the end of ctx, not a
+// signal, cancels the call, and the status is then cli.Failure. Its
+// streams are e's, relayed through pipes when they are not files.
+func BrokeredCallContext(ctx context.Context, e *cli.Env, tool string, args []string) (int, bool) {
+	conn, code, ok := dialRunBroker(e)
+	if conn < 0 {
+		return code, ok
+	}
+	defer fsops.CloseFD(conn)
+	fds, relay, err := StandardDescriptors(e)
+	if err != nil {
+		return cli.Fail(e, cli.Internal, "%v", err), true
+	}
+	cwd, _ := os.Getwd()
+	req := broker.Request{Tool: tool, Args: args, Env: e.Environ(), Cwd: cwd}
+	code, cancelled := awaitBroker(e, conn, req, fds, relay, "the run host", ctx.Done(), nil)
+	if cancelled {
+		return cli.Failure, true
+	}
+	return code, true
+}
+
+// awaitBroker sends req and waits for the host's answer (see CallBroker).
+// When cancel is closed first it cancels the call on the host and waits
+// for the host to say the tool is gone, until abandon is closed or the
+// host's own bound has passed; cancelled then reports it.
+func awaitBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *descriptorRelay, host string, cancel, abandon <-chan struct{}) (code int, cancelled bool) {
 	err := broker.Send(conn, req, fds)
 	relay.closeChildEnds()
 	if err != nil {
-		return cli.Fail(e, cli.Unavailable, "%s did not take the call: %v", host, err)
+		return cli.Fail(e, cli.Unavailable, "%s did not take the call: %v", host, err), false
 	}
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	answer := make(chan broker.Reply, 1)
 	go func() {
 		var reply broker.Reply
@@ -113,8 +167,7 @@ func CallBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *desc
 	select {
 	case reply := <-answer:
 		relay.wait()
-		switch {
-		case reply.Error != "":
+		if reply.Error != "" {
 			// The host's message names the tool first: "TOOL: why". A
 			// refusal is marked as every refusal of ctx is.
 			name, msg, ok := strings.Cut(strings.TrimPrefix(reply.Error, authority.DeniedPrefix), ": ")
@@ -127,22 +180,21 @@ func CallBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *desc
 				cli.Errorf(e.Stderr, name, "%s", msg)
 			}
 		}
-		return reply.Exit
-	case sig := <-sigs:
+		return reply.Exit, false
+	case <-cancel:
 		// The host ends the tool's process tree and answers once it is
 		// gone. Waiting for that answer keeps what the tool writes last
 		// (shell.exec's "command cancelled" on the terminal we share) ahead
 		// of what our caller writes next: tsh's prompt, the person's shell
-		// prompt. A second signal, or a host that does not answer within
-		// its own bound, ends the wait.
+		// prompt.
 		broker.CancelCall(conn)
 		select {
 		case <-answer:
 			relay.wait()
-		case <-sigs:
+		case <-abandon:
 		case <-time.After(cancelAnswerWait):
 		}
-		return cli.Signaled(sig.(syscall.Signal))
+		return 0, true
 	}
 }
 
