@@ -29,8 +29,7 @@ func (r *AgentRun) prepare(e *cli.Env, session, sharedSpace, cwd string, mountAr
 	if code, ok := r.checkStart(e); !ok {
 		return code, false
 	}
-	// The agent's secrets, before anything of the run is made: a run
-	// that cannot have them does not start (ctx man ctx-secret).
+	// Secrets first: a run that cannot have them does not start.
 	secrets, code, ok := lifecycle.LoadSecrets(e, r.Root, a)
 	if !ok {
 		return code, false
