@@ -19,6 +19,8 @@
 #   tool call from tsh,       the same tool executed directly        <= 1.30
 #   brokered                  (a call from sh via /mnt/tools is
 #                             reported beside it, without a target)
+#   ctxmcp serve fs.read,     300 calls/s, the target (tsh's         >= 1.00
+#   sequential                brokered calls/s beside it, to read)
 #   PTY relay                 script(1) (BenchmarkPTYThroughput)     >= 1.00
 #   queue job cycle, tmpfs    the minimal rename+fsync loop          >= 0.80
 #   queue job cycle, disk     the minimal rename+fsync loop          >= 0.89
@@ -291,6 +293,49 @@ if $sandboxes; then
 	cd "$work"
 else
 	row "tool call from tsh, brokered" "-" "the same tool (ctx cannot sandbox here)" "-" "-" "skip"
+fi
+
+if $sandboxes; then
+	say "ctxmcp serve --agent coder: sequential fs.read calls from one MCP client (3 rounds of 200, median)"
+	cd "$work/ws"
+	cat >"$work/mcpcalls.py" <<'PY'
+import json, subprocess, sys, time
+ctx, root, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+p = subprocess.Popen([ctx, "ctxmcp", "serve", "--root", root, "--agent", "coder"],
+                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+def ask(m):
+    p.stdin.write((json.dumps(m) + "\n").encode()); p.stdin.flush()
+    while True:
+        r = json.loads(p.stdout.readline())
+        if "id" in r: return r
+ask({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+     "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'); p.stdin.flush()
+call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "fs.read", "arguments": {"path": "small.txt"}}}
+for i in range(5): ask(dict(call, id=-1 - i))  # warm-up: the run has started
+t = time.monotonic()
+for i in range(n):
+    r = ask(dict(call, id=i + 1))
+    if r.get("result", {}).get("isError", True): sys.exit("call failed: %r" % r)
+print("%.1f" % (n / (time.monotonic() - t)))
+p.stdin.close(); p.wait()
+PY
+	rates=""
+	for round in 1 2 3; do
+		rates="$rates $(python3 "$work/mcpcalls.py" "$ctx" "$work/r" 200 2>>"$out/mcpserve.err")"
+	done
+	rate=$(echo $rates | tr ' ' '\n' | sort -n | sed -n 2p)
+	if [ -n "$rate" ]; then
+		row "ctxmcp serve fs.read, sequential" "$rate calls/s" "the 300 calls/s target" "300 calls/s" \
+			"$(awk "BEGIN{printf \"%.2f\", $rate/300}")" ">=1.00"
+		if [ -n "${tt:-}" ] && [ "${tt:-0}" -gt 0 ]; then
+			row "ctxmcp serve fs.read, sequential" "$rate calls/s" "tool calls from tsh, brokered" \
+				"$(awk "BEGIN{printf \"%.0f calls/s\", 1000000/$tt}")" "$(awk "BEGIN{printf \"%.2f\", $rate*$tt/1000000}")" "-"
+		fi
+	else
+		row "ctxmcp serve fs.read, sequential" "-" "the 300 calls/s target (failed: $out/mcpserve.err)" "-" "-" "skip"
+	fi
+	cd "$work"
 fi
 
 say "Go benchmarks: queue job cycle and PTY relay, each against its baseline in the same run ($count runs)"
