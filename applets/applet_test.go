@@ -51,7 +51,7 @@ func TestManualMatchesTable(t *testing.T) {
 		}
 	}
 	for _, f := range manual.Files() {
-		if manual.IsTopic(f) || documented[f] {
+		if isTopic(f) || documented[f] {
 			continue
 		}
 		t.Errorf("manual/%s documents no applet or ctx command", f)
@@ -78,7 +78,7 @@ func TestManualAliasesResolve(t *testing.T) {
 		}
 	}
 	for _, c := range CommandNames() {
-		if f, ok := manual.Resolve(c); !ok || f != "ctx-"+c+".md" && !manual.IsTopic(f) {
+		if f, ok := manual.Resolve(c); !ok || f != "ctx-"+c+".md" && !isTopic(f) {
 			t.Errorf("ctx man %s resolved to %q", c, f)
 		}
 	}
@@ -158,4 +158,18 @@ func TestManualAgentListsEveryBudget(t *testing.T) {
 			t.Errorf("ctx man agent has no line %q with default %s", k.Name, want)
 		}
 	}
+}
+
+// CommandNames returns the ctx subcommand names in order.
+func CommandNames() []string {
+	names := make([]string, len(ctxCommands))
+	for i, c := range ctxCommands {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// isTopic reports whether a page file belongs to the ctx.* topic namespace.
+func isTopic(file string) bool {
+	return strings.HasPrefix(file, "ctx.") && file != "ctx.md"
 }

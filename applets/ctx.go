@@ -24,15 +24,6 @@ func lookupCommand(name string) (cli.Applet, bool) {
 	return cli.Applet{}, false
 }
 
-// CommandNames returns the ctx subcommand names in order.
-func CommandNames() []string {
-	names := make([]string, len(ctxCommands))
-	for i, c := range ctxCommands {
-		names[i] = c.Name
-	}
-	return names
-}
-
 // runCtx is the ctx applet: `ctx APPLET ARGS`, `ctx CMD ARGS`, --list,
 // --install and --version.
 func runCtx(e *cli.Env, args []string) int {

@@ -42,11 +42,6 @@ func AppendLog(path string, line []byte) error {
 	return appendLine(path, line, LogRotateBytes)
 }
 
-// AppendEvent appends ev to the JSONL file at path as one whole line.
-func AppendEvent(path string, ev Event) error {
-	return AppendLine(path, ev.Line())
-}
-
 // AppendLogEvent appends ev to a shared log (AppendLog).
 func AppendLogEvent(path string, ev Event) error {
 	return AppendLog(path, ev.Line())

@@ -101,7 +101,7 @@ func parseLines(t *testing.T, path string) []Event {
 func TestAppendOnFullDiskNeverTears(t *testing.T) {
 	dir := smallTmpfs(t, 256<<10)
 	log := filepath.Join(dir, "log")
-	if err := AppendEvent(log, Event{Type: "tool.call", Detail: "first"}); err != nil {
+	if err := AppendLine(log, Event{Type: "tool.call", Detail: "first"}.Line()); err != nil {
 		t.Fatal(err)
 	}
 	filler := fillUp(t, dir, 6000)
@@ -110,7 +110,7 @@ func TestAppendOnFullDiskNeverTears(t *testing.T) {
 		// Lines of ~3.5 KiB cross page boundaries: the write that
 		// meets the full disk is a partial one.
 		ev := Event{Type: "tool.call", PID: i + 1, Detail: strings.Repeat("d", 3500)}
-		if err := AppendEvent(log, ev); err != nil {
+		if err := AppendLine(log, ev.Line()); err != nil {
 			failed++
 			continue
 		}
@@ -123,7 +123,7 @@ func TestAppendOnFullDiskNeverTears(t *testing.T) {
 		t.Fatalf("%d lines, want the first and %d whole appends", got, ok)
 	}
 	os.Remove(filler)
-	if err := AppendEvent(log, Event{Type: "tool.call", Detail: "after"}); err != nil {
+	if err := AppendLine(log, Event{Type: "tool.call", Detail: "after"}.Line()); err != nil {
 		t.Fatalf("after room was freed: %v", err)
 	}
 	evs := parseLines(t, log)
@@ -143,7 +143,7 @@ func TestReserveAppendHoldsRoom(t *testing.T) {
 	}
 	filler := fillUp(t, dir, 0)
 	for i := 0; i < 2; i++ {
-		if err := AppendEvent(log, Event{Type: "tool.call", Detail: strings.Repeat("r", 3500)}); err != nil {
+		if err := AppendLine(log, Event{Type: "tool.call", Detail: strings.Repeat("r", 3500)}.Line()); err != nil {
 			t.Fatalf("append %d into reserved room: %v", i, err)
 		}
 	}

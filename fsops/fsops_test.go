@@ -178,7 +178,7 @@ func TestAppendEventConcurrent(t *testing.T) {
 			for i := 0; i < each; i++ {
 				ev := Event{Type: "tool.call", Agent: "a", Session: "s", Object: "tool/x", Status: "ok",
 					PID: w*each + i, Detail: strings.Repeat("d", 3000)}
-				if err := AppendEvent(p, ev); err != nil {
+				if err := AppendLine(p, ev.Line()); err != nil {
 					t.Error(err)
 				}
 			}
@@ -227,7 +227,7 @@ func TestAppendEventRefusesSymlink(t *testing.T) {
 	target := filepath.Join(dir, "target")
 	os.WriteFile(target, []byte("keep\n"), 0o644)
 	os.Symlink(target, filepath.Join(dir, "log"))
-	if err := AppendEvent(filepath.Join(dir, "log"), Event{Type: "x"}); !errors.Is(err, syscall.ELOOP) {
+	if err := AppendLine(filepath.Join(dir, "log"), Event{Type: "x"}.Line()); !errors.Is(err, syscall.ELOOP) {
 		t.Fatalf("append through symlink = %v", err)
 	}
 	if b, _ := os.ReadFile(target); string(b) != "keep\n" {

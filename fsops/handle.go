@@ -136,18 +136,6 @@ func (p *Process) Wait(timeout time.Duration) bool {
 // Close lets go of the process.
 func (p *Process) Close() { unix.Close(p.fd) }
 
-// CheckAppendable opens path for appending and closes it again: nil when
-// a line could be appended now. It follows no symlink in the last
-// component and never waits (a FIFO put there is not a way to block).
-func CheckAppendable(path string) error {
-	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return err
-	}
-	unix.Close(fd)
-	return nil
-}
-
 // Stat is stat(2): the record of the inode path leads to (symlinks
 // followed), with the fields os.FileInfo leaves in Sys.
 func Stat(path string) (unix.Stat_t, error) {

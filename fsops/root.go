@@ -40,9 +40,6 @@ func (r Root) Path(elem ...string) string {
 	return filepath.Join(append([]string{r.Dir}, elem...)...)
 }
 
-// BinDir is <root>/bin, holding ctx itself and the bootstrap record.
-func (r Root) BinDir() string { return r.Path("bin") }
-
 // ToolDir is the system tool tier <root>/tool.
 func (r Root) ToolDir() string { return r.Path("tool") }
 
@@ -61,11 +58,6 @@ func (r Root) UserToolDir(uid int) string { return r.Path("home", strconv.Itoa(u
 // AgentHome is <root>/home/<uid>/agent/NAME, the agent's durable home.
 func (r Root) AgentHome(uid int, agent string) string {
 	return r.Path("home", strconv.Itoa(uid), "agent", agent)
-}
-
-// SessionDir is <root>/home/<uid>/agent/NAME/session/SESSION.
-func (r Root) SessionDir(uid int, agent, session string) string {
-	return filepath.Join(r.AgentHome(uid, agent), "session", session)
 }
 
 // SharedDir is <root>/shared/SPACE.

@@ -55,12 +55,6 @@ func (r Root) SharedSessions(space, agent string) SessionPlace {
 		space: r.SharedDir(space), dirMode: 0o750, fileMode: 0o640, eventsMode: 0o640}
 }
 
-// EnsureSession creates (or reuses) session dir of agent under uid's home;
-// see EnsureSessionAt.
-func (r Root) EnsureSession(uid int, agent, session, cwd, workspace string) (SessionFiles, error) {
-	return r.EnsureSessionAt(r.PrivateSessions(uid, agent), agent, session, cwd, workspace)
-}
-
 // EnsureSessionAt creates (or reuses) session dir of agent at place:
 // events.jsonl, state, cwd, workspace, created_at (once), updated_at,
 // meta.json and terminal/, and makes it the index's current session. Every

@@ -77,11 +77,6 @@ func Resolve(topic string) (string, bool) {
 	return "", false
 }
 
-// IsTopic reports whether a page file belongs to the ctx.* topic namespace.
-func IsTopic(file string) bool {
-	return strings.HasPrefix(file, "ctx.") && file != "ctx.md"
-}
-
 // Summary returns the one-line summary from a page's title line.
 func Summary(page string) string {
 	b, ok := Read(page + ".md")

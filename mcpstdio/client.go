@@ -264,12 +264,6 @@ func (c *Client) alive() bool {
 	return false
 }
 
-// Pgid is the server's process group id (its pid).
-func (c *Client) Pgid() int { return c.tree.Pid() }
-
-// ProtocolVersion is the negotiated protocol version.
-func (c *Client) ProtocolVersion() string { return c.protocol }
-
 func (c *Client) initialize() error {
 	version := c.opts.ClientVersion
 	if version == "" {

@@ -19,8 +19,8 @@ func TestClientSDKServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.ProtocolVersion() != "2025-11-25" {
-		t.Errorf("protocol %q", c.ProtocolVersion())
+	if c.protocol != "2025-11-25" {
+		t.Errorf("protocol %q", c.protocol)
 	}
 	tools, err := c.ListTools()
 	if err != nil {
@@ -62,8 +62,8 @@ func TestClientDowngrade(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v: %v", versions, err)
 		}
-		if c.ProtocolVersion() != versions[0] {
-			t.Errorf("%v: negotiated %q", versions, c.ProtocolVersion())
+		if c.protocol != versions[0] {
+			t.Errorf("%v: negotiated %q", versions, c.protocol)
 		}
 		if _, err := c.ListTools(); err != nil {
 			t.Errorf("%v: %v", versions, err)
@@ -223,7 +223,7 @@ func TestClientKillsWholeGroup(t *testing.T) {
 			if _, err := c.ListTools(); err != nil {
 				t.Fatal(err)
 			}
-			pgid := c.Pgid()
+			pgid := c.tree.Pid()
 			if !GroupAlive(pgid) {
 				t.Fatal("group not alive before Close")
 			}
@@ -442,4 +442,9 @@ func TestClientUnterminatedOversizedFrame(t *testing.T) {
 		t.Fatalf("failed after %v: at the request timeout, not at the frame limit", took)
 	}
 	assertGone(t, pids, "server")
+}
+
+// CallTool calls tool name with arguments (a JSON object).
+func (c *Client) CallTool(name string, arguments json.RawMessage) (*CallResult, error) {
+	return c.CallToolContext(context.Background(), name, arguments, nil)
 }

@@ -118,14 +118,10 @@ type CallResult struct {
 	IsError    bool
 }
 
-// CallTool calls tool name with arguments (a JSON object).
-func (c *Client) CallTool(name string, arguments json.RawMessage) (*CallResult, error) {
-	return c.CallToolContext(context.Background(), name, arguments, nil)
-}
-
-// CallToolContext is CallTool that sends notifications/cancelled for the
-// call and returns an error wrapping ErrCancelled when ctx ends first, and
-// with onProgress asks for progress and hands it each notification.
+// CallToolContext calls tool name with arguments (a JSON object). When
+// ctx ends first it sends notifications/cancelled for the call and
+// returns an error wrapping ErrCancelled; with onProgress it asks for
+// progress and hands it each notification.
 func (c *Client) CallToolContext(ctx context.Context, name string, arguments json.RawMessage, onProgress func(Progress)) (*CallResult, error) {
 	if len(arguments) == 0 {
 		arguments = json.RawMessage("{}")

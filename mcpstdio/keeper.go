@@ -113,13 +113,6 @@ func NewKeeper(spec KeeperSpec, opts Options) *Keeper {
 	return &Keeper{spec: spec, entry: EntryDigest(spec.Server), opts: opts, uid: os.Geteuid()}
 }
 
-// Starts is how many times the keeper has started its server.
-func (k *Keeper) Starts() int {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.starts
-}
-
 // Serve accepts and serves callers on ln until ln is closed. Only a peer
 // of the keeper's own uid (SO_PEERCRED) is served.
 func (k *Keeper) Serve(ln *net.UnixListener) error {

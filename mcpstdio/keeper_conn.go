@@ -28,7 +28,6 @@ type KeeperConn struct {
 	conn *net.UnixConn
 	r    *bufio.Reader
 	name string
-	pid  int
 }
 
 // KeeperError is a call's failure as the keeper reported it; its text is
@@ -78,11 +77,8 @@ func DialKeeper(path string, spec KeeperSpec) (*KeeperConn, error) {
 		return fail("keeps another server (protocol %d, server %q, entry %s, directory %q)", h.Keeper, h.Server, h.Entry, h.Cwd)
 	}
 	_ = conn.SetReadDeadline(time.Time{})
-	return &KeeperConn{conn: conn, r: r, name: spec.Name, pid: h.Pid}, nil
+	return &KeeperConn{conn: conn, r: r, name: spec.Name}, nil
 }
-
-// Pid is the keeper's pid, as its hello says.
-func (k *KeeperConn) Pid() int { return k.pid }
 
 // Close closes the connection (cancelling a call still under way).
 func (k *KeeperConn) Close() error { return k.conn.Close() }

@@ -321,3 +321,10 @@ func BenchmarkProjectedCall(b *testing.B) {
 		}
 	})
 }
+
+// Starts is how many times the keeper has started its server.
+func (k *Keeper) Starts() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.starts
+}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"syscall"
@@ -83,37 +82,6 @@ type Decision struct {
 	Reason string
 	// Verdicts holds every applicable layer in check order.
 	Verdicts []Verdict
-}
-
-// ErrDenied matches (with errors.Is) every refusal a Decision reports.
-var ErrDenied = errors.New("denied by policy")
-
-// DeniedError is the error form of a refused Decision.
-type DeniedError struct {
-	Layer  Layer
-	Errno  syscall.Errno
-	Reason string
-}
-
-func (e *DeniedError) Error() string {
-	if e.Layer == LayerRequest {
-		return "invalid request: " + e.Reason
-	}
-	return "denied by " + string(e.Layer) + ": " + e.Reason
-}
-
-func (e *DeniedError) Unwrap() error { return e.Errno }
-
-// Is makes errors.Is(err, ErrDenied) true for a refusal (not for a
-// malformed request).
-func (e *DeniedError) Is(target error) bool { return target == ErrDenied && e.Errno == syscall.EACCES }
-
-// Err returns nil when allowed and a *DeniedError otherwise.
-func (d Decision) Err() error {
-	if d.Allowed {
-		return nil
-	}
-	return &DeniedError{Layer: d.Layer, Errno: d.Errno, Reason: d.Reason}
 }
 
 // Check decides whether agent a, with mount view v, may exercise perm on

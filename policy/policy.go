@@ -94,11 +94,6 @@ func (p Permission) String() string {
 	return "permission?"
 }
 
-// Classes returns every class in the seed's order.
-func Classes() []Class {
-	return []Class{ClassTool, ClassModel, ClassShared, ClassSession, ClassMount, ClassAgent, ClassNetwork}
-}
-
 // Permissions returns the fixed permission set of c.
 func (c Class) Permissions() []Permission {
 	if c > 0 && int(c) < len(classPermissions) {
@@ -269,28 +264,6 @@ func (p *Policy) Format() []byte {
 		b.WriteByte('\n')
 	}
 	return b.Bytes()
-}
-
-// NewPolicy builds a policy from rules, validating each as the parser would.
-func NewPolicy(rules []Rule) (*Policy, error) {
-	p := &Policy{set: make(map[ruleKey]struct{}, len(rules))}
-	for i, r := range rules {
-		if err := ValidName(r.Subject); err != nil {
-			return nil, controlErr("policy", i+1, "subject", KindInvalidName, "subject %s: %s", quote(r.Subject), nameReason(err))
-		}
-		if r.Object.Class == 0 || int(r.Object.Class) >= len(classNames) {
-			return nil, controlErr("policy", i+1, "class", KindUnknownClass, "unknown class")
-		}
-		if reason, ok := validObjectName(r.Object.Class, r.Object.Name); !ok {
-			return nil, controlErr("policy", i+1, "name", KindInvalidName, "%s name %s: %s", r.Object.Class, quote(r.Object.Name), reason)
-		}
-		if !r.Object.Class.Accepts(r.Permission) {
-			return nil, controlErr("policy", i+1, "permission", KindUnknownPermission, "permission %s is not one of %s", r.Permission, permList(r.Object.Class))
-		}
-		r.Object.Name = canonicalName(r.Object.Class, r.Object.Name)
-		p.add(r)
-	}
-	return p, nil
 }
 
 func (p *Policy) add(r Rule) {

@@ -112,9 +112,6 @@ var defaultProtect = []ProtectPattern{
 	{".config/git", false},
 }
 
-// DefaultProtect returns the default protected set, in order.
-func DefaultProtect() []ProtectPattern { return append([]ProtectPattern(nil), defaultProtect...) }
-
 // DefaultProtectEntries is the default set as protect lines, what the
 // reference agents ship.
 func DefaultProtectEntries() []ProtectEntry {

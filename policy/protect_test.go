@@ -74,7 +74,7 @@ func TestParseProtectRefusals(t *testing.T) {
 }
 
 func TestEffectiveProtect(t *testing.T) {
-	if got := EffectiveProtect(nil); !reflect.DeepEqual(got, DefaultProtect()) {
+	if got := EffectiveProtect(nil); !reflect.DeepEqual(got, defaultProtect) {
 		t.Errorf("no control: %v", got)
 	}
 	// The shipped form (every default written out) is the default set.
@@ -82,7 +82,7 @@ func TestEffectiveProtect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := EffectiveProtect(shipped); !reflect.DeepEqual(got, DefaultProtect()) {
+	if got := EffectiveProtect(shipped); !reflect.DeepEqual(got, defaultProtect) {
 		t.Errorf("shipped defaults: %v", got)
 	}
 	// A default left out of the file is still protected; only ! removes.
@@ -96,14 +96,14 @@ func TestEffectiveProtect(t *testing.T) {
 			t.Errorf("%v not in %v", p, got)
 		}
 	}
-	if len(got) != len(DefaultProtect())-1+3 {
+	if len(got) != len(defaultProtect)-1+3 {
 		t.Errorf("effective set of %d: %v", len(got), got)
 	}
 }
 
 func TestDefaultProtectIsValid(t *testing.T) {
 	seen := map[string]bool{}
-	for _, p := range DefaultProtect() {
+	for _, p := range defaultProtect {
 		if seen[p.Path] {
 			t.Errorf("%s twice", p.Path)
 		}
@@ -256,7 +256,7 @@ func FuzzParseProtect(f *testing.F) {
 			}
 		}
 		// Nothing but a ! line takes a default out.
-		for _, d := range DefaultProtect() {
+		for _, d := range defaultProtect {
 			removed := false
 			for _, e := range entries {
 				removed = removed || (e.Remove && e.ProtectPattern == d)

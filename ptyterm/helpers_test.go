@@ -2,6 +2,7 @@ package ptyterm
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -246,3 +247,26 @@ func (r failingReader) Read([]byte) (int, error) {
 	r.t.Error("watch mode read its input")
 	return 0, io.EOF
 }
+
+// ReadExit returns the exit code recorded by the last process.exit event
+// in eventsFile; found is false while the process has not exited (or the
+// record was cut short).
+func ReadExit(eventsFile string) (code int, found bool, err error) {
+	err = scanEvents(eventsFile, func(ev *Event) error {
+		if ev.Type == EventExit {
+			if ev.ExitCode == nil {
+				return errors.New("process.exit without exit_code")
+			}
+			code, found = *ev.ExitCode, true
+		}
+		return nil
+	})
+	return code, found, err
+}
+
+// Output queues PTY output for the record. p must not be modified
+// afterwards.
+func (r *recorder) Output(p []byte) { r.output(chunk{p: p}) }
+
+// Write keeps p, which must not be modified afterwards.
+func (s *scrollback) Write(p []byte) { s.add(chunk{p: p}) }

@@ -180,10 +180,6 @@ func lastSeq(f *os.File, size int64) (uint64, error) {
 	}
 }
 
-// Output queues PTY output for the record. p must not be modified
-// afterwards.
-func (r *recorder) Output(p []byte) { r.output(chunk{p: p}) }
-
 // output queues out for the record, which holds its slab until the
 // output is written.
 func (r *recorder) output(out chunk) {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -31,22 +30,6 @@ func Replay(eventsFile string, w io.Writer) error {
 		}
 		return nil
 	})
-}
-
-// ReadExit returns the exit code recorded by the last process.exit event
-// in eventsFile; found is false while the process has not exited (or the
-// record was cut short).
-func ReadExit(eventsFile string) (code int, found bool, err error) {
-	err = scanEvents(eventsFile, func(ev *Event) error {
-		if ev.Type == EventExit {
-			if ev.ExitCode == nil {
-				return errors.New("process.exit without exit_code")
-			}
-			code, found = *ev.ExitCode, true
-		}
-		return nil
-	})
-	return code, found, err
 }
 
 // errWrite marks an error of the destination writer in scanEvents, which

@@ -22,9 +22,6 @@ type scrollback struct {
 
 func newScrollback(size int) *scrollback { return &scrollback{size: size} }
 
-// Write keeps p, which must not be modified afterwards.
-func (s *scrollback) Write(p []byte) { s.add(chunk{p: p}) }
-
 // add keeps out, holding its slab, and lets go of what falls out of the
 // last size bytes.
 func (s *scrollback) add(out chunk) {

@@ -168,14 +168,6 @@ func CheckHit(a *policy.Agent, v policy.View, hit fsops.ToolHit) policy.Decision
 	return policy.Check(a, v, policy.Object{Class: policy.ClassTool, Name: hit.Name}, policy.PermExecute, HitFacts(hit))
 }
 
-// CheckTool decides whether agent a, with mount view v, may execute tool
-// name, found through its own tool path under root (trusted tiers and
-// tools only).
-func CheckTool(root fsops.Root, a *policy.Agent, v policy.View, name string) policy.Decision {
-	facts, _ := ToolFacts(root, a, name)
-	return policy.Check(a, v, policy.Object{Class: policy.ClassTool, Name: name}, policy.PermExecute, facts)
-}
-
 // CheckTool decides whether the caller, an agent, may execute tool name,
 // found through its own tool path as the caller sees it, over the tiers
 // and tools the trust rule keeps for the caller (see Caller.Trust).

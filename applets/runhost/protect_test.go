@@ -15,7 +15,7 @@ import (
 
 // TestManualSandboxListsProtectDefaults keeps the default set in `ctx man
 // sandbox` (the first block of PROTECTED PATHS) in step with
-// policy.DefaultProtect: the same entries, in the same order.
+// policy.DefaultProtectEntries: the same entries, in the same order.
 func TestManualSandboxListsProtectDefaults(t *testing.T) {
 	page, ok := manual.Read("ctx.sandbox.md")
 	if !ok {
@@ -39,7 +39,7 @@ func TestManualSandboxListsProtectDefaults(t *testing.T) {
 		}
 	}
 	var want []string
-	for _, p := range policy.DefaultProtect() {
+	for _, p := range policy.DefaultProtectEntries() {
 		want = append(want, p.String())
 	}
 	if !reflect.DeepEqual(listed, want) {

@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/broker"
@@ -170,7 +169,7 @@ func awaitBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *des
 		if reply.Error != "" {
 			// The host's message names the tool first: "TOOL: why". A
 			// refusal is marked as every refusal of ctx is.
-			name, msg, ok := strings.Cut(strings.TrimPrefix(reply.Error, authority.DeniedPrefix), ": ")
+			name, msg, ok := strings.Cut(strings.TrimPrefix(reply.Error, cli.DeniedPrefix), ": ")
 			if !ok {
 				name, msg = e.Name, reply.Error
 			}

@@ -77,12 +77,6 @@ func (c *Context) Touch(name string) {
 	}
 }
 
-// Get returns a loaded tool.
-func (c *Context) Get(name string) (*Loaded, bool) {
-	l, ok := c.entries[name]
-	return l, ok
-}
-
 // Entries returns the loaded tools sorted by name, only the pinned ones
 // when pinnedOnly.
 func (c *Context) Entries(pinnedOnly bool) []*Loaded {

@@ -31,7 +31,7 @@ func TestContextAutoUnload(t *testing.T) {
 	if gone := c.Load("a", "/t/a2", Metadata{Description: "new"}); gone != nil {
 		t.Fatalf("reload unloaded %v", names(gone))
 	}
-	if l, _ := c.Get("a"); l.Path != "/t/a2" || l.Meta.Description != "new" {
+	if l, _ := c.entries["a"]; l.Path != "/t/a2" || l.Meta.Description != "new" {
 		t.Errorf("reload did not refresh: %+v", l)
 	}
 }
@@ -49,14 +49,14 @@ func TestContextPins(t *testing.T) {
 	}
 	// Loading a pinned tool keeps the pin.
 	c.Load("p", "/t/p", Metadata{})
-	if l, _ := c.Get("p"); !l.Pinned {
+	if l, _ := c.entries["p"]; !l.Pinned {
 		t.Fatal("reload dropped the pin")
 	}
 	// A pinned tool cannot be unloaded.
 	if l, ok := c.Unload("p"); !ok || !l.Pinned {
 		t.Fatalf("Unload(pinned) = %+v, %v", l, ok)
 	}
-	if _, ok := c.Get("p"); !ok {
+	if _, ok := c.entries["p"]; !ok {
 		t.Fatal("pinned tool was unloaded")
 	}
 	// Unpinning q makes two unpinned entries with room for one: the least

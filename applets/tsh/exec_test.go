@@ -151,7 +151,7 @@ func TestExecRefusesChangedExecutable(t *testing.T) {
 	errs := &strings.Builder{}
 	sh.env.Stderr = errs
 
-	hit, err := fsops.LookupTool(sh.Dirs(), "tool")
+	hit, err := fsops.LookupTool(sh.dirs, "tool")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +194,7 @@ func TestResolveRevalidatesCache(t *testing.T) {
 	if c, ok := sh.cache.Peek("t"); !ok || c.tier != 1 {
 		t.Fatalf("not cached: %+v", c)
 	}
-	if h, _ := sh.resolve("t"); ino(h) != ino(h1) || sh.cache.Frequency("t") != 2 {
+	if h, _ := sh.resolve("t"); ino(h) != ino(h1) || sh.cache.freq["t"] != 2 {
 		t.Fatalf("cache hit not used")
 	}
 	tmp := filepath.Join(f.user, ".n")

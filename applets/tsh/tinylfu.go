@@ -1,7 +1,5 @@
 package tsh
 
-import "sort"
-
 // TinyLFU is the W-TinyLFU cache tsh keeps resolved tool paths in
 // (cache_capacity, window_percent in tool/tsh.d/config).
 //
@@ -147,34 +145,6 @@ func (c *TinyLFU[V]) Unpin(key string) { delete(c.pinned, key) }
 // Remove drops key's entry (a stale path). A pin and the frequency count
 // outlive the entry.
 func (c *TinyLFU[V]) Remove(key string) { delete(c.entries, key) }
-
-// CacheContents is a snapshot of a cache, each list sorted by key.
-type CacheContents struct {
-	Window, Main []string // unpinned entries by segment
-	Pinned       []string // pinned entries, whatever their segment
-}
-
-// Contents returns the current contents.
-func (c *TinyLFU[V]) Contents() CacheContents {
-	var s CacheContents
-	for k, e := range c.entries {
-		switch {
-		case c.pinned[k]:
-			s.Pinned = append(s.Pinned, k)
-		case e.seg == windowSegment:
-			s.Window = append(s.Window, k)
-		default:
-			s.Main = append(s.Main, k)
-		}
-	}
-	sort.Strings(s.Window)
-	sort.Strings(s.Main)
-	sort.Strings(s.Pinned)
-	return s
-}
-
-// Frequency returns how often key was accessed.
-func (c *TinyLFU[V]) Frequency(key string) uint64 { return c.freq[key] }
 
 // count returns the number of unpinned entries in seg. The scans are
 // linear: at most 1024 unpinned entries, a handful per command.

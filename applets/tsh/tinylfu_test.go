@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -134,8 +135,8 @@ func TestTinyLFUPeekAndValues(t *testing.T) {
 	if v, ok := c.Peek("a"); !ok || v != "two" {
 		t.Errorf("Peek = %q, %v", v, ok)
 	}
-	if c.Frequency("a") != 2 || c.clock != 2 {
-		t.Errorf("Peek must not count: freq %d clock %d", c.Frequency("a"), c.clock)
+	if c.freq["a"] != 2 || c.clock != 2 {
+		t.Errorf("Peek must not count: freq %d clock %d", c.freq["a"], c.clock)
 	}
 }
 
@@ -213,4 +214,29 @@ func BenchmarkCacheHitRate(b *testing.B) {
 	b.ReportMetric(tiny*100, "tinylfu-hit%")
 	b.ReportMetric(plain*100, "lru-hit%")
 	b.ReportMetric(tiny/plain, "ratio")
+}
+
+// CacheContents is a snapshot of a cache, each list sorted by key.
+type CacheContents struct {
+	Window, Main []string // unpinned entries by segment
+	Pinned       []string // pinned entries, whatever their segment
+}
+
+// Contents returns the current contents.
+func (c *TinyLFU[V]) Contents() CacheContents {
+	var s CacheContents
+	for k, e := range c.entries {
+		switch {
+		case c.pinned[k]:
+			s.Pinned = append(s.Pinned, k)
+		case e.seg == windowSegment:
+			s.Window = append(s.Window, k)
+		default:
+			s.Main = append(s.Main, k)
+		}
+	}
+	sort.Strings(s.Window)
+	sort.Strings(s.Main)
+	sort.Strings(s.Pinned)
+	return s
 }

@@ -247,9 +247,6 @@ func ConfigPath(root fsops.Root) string {
 	return filepath.Join(root.ToolDir(), "tsh.d", "config")
 }
 
-// Dirs returns the CTX_PATH directories the shell searches.
-func (sh *Shell) Dirs() []string { return sh.dirs }
-
 // errorf prints "tsh: message" to stderr, escaped for the terminal
 // (cli.Errorf).
 func (sh *Shell) errorf(format string, args ...any) {

@@ -105,17 +105,6 @@ func checkIdents(s string, pre bool) error {
 	return nil
 }
 
-func (v Version) String() string {
-	s := fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
-	if len(v.Pre) > 0 {
-		s += "-" + strings.Join(v.Pre, ".")
-	}
-	if v.Build != "" {
-		s += "+" + v.Build
-	}
-	return s
-}
-
 // Compare orders versions by SemVer precedence (build metadata ignored).
 func (v Version) Compare(w Version) int {
 	for _, d := range [3][2]uint64{{v.Major, w.Major}, {v.Minor, w.Minor}, {v.Patch, w.Patch}} {
@@ -171,7 +160,6 @@ func compareIdent(a, b string) int {
 // Requirement is a Cargo-style version requirement: comma-separated
 // comparators that must all match.
 type Requirement struct {
-	text  string
 	comps []comparator
 }
 
@@ -188,7 +176,7 @@ const maxComparators = 32
 // ">=0.1.7, <0.2.0", "^0.1", "~1.2.3", "=1.0.0", "1.2" (a bare version is a
 // caret requirement) or "*" / "1.*" (wildcards).
 func ParseRequirement(s string) (Requirement, error) {
-	r := Requirement{text: s}
+	var r Requirement
 	if len(s) > maxVersionLen {
 		return r, fmt.Errorf("requirement longer than %d bytes", maxVersionLen)
 	}
@@ -208,8 +196,6 @@ func ParseRequirement(s string) (Requirement, error) {
 	}
 	return r, nil
 }
-
-func (r Requirement) String() string { return r.text }
 
 func parseComparator(s string) (comparator, error) {
 	var c comparator

@@ -269,3 +269,7 @@ func BenchmarkJobCycleSSHFS(b *testing.B) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "jobs/s")
 	b.ReportMetric(float64(Syncs()-s0)/float64(b.N), "fsyncs/job")
 }
+
+// Syncs returns the number of fsync calls the package has made in this
+// process. Benchmarks divide it by the number of jobs.
+func Syncs() int64 { return syncCount.Load() }

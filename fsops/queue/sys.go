@@ -23,10 +23,6 @@ import (
 // syncCount counts fsync(2) calls made by this package.
 var syncCount atomic.Int64
 
-// Syncs returns the number of fsync calls the package has made in this
-// process. Benchmarks divide it by the number of jobs.
-func Syncs() int64 { return syncCount.Load() }
-
 // stepHook, when set, is called at every step boundary of the protocol with
 // the step's name (see Steps). It exists only for the crash tests, which set
 // it in a re-executed test binary to kill the process at one boundary. It is

@@ -188,17 +188,6 @@ func (s *Sandbox) SetIDMappedWorkspace(f *os.File) { s.pass[1] = f }
 // channel (broker.NewOrderChannel).
 func (s *Sandbox) SetBrokerChannel(f *os.File) { s.pass[2] = f }
 
-// Start starts the child, hands it the plan and releases it.
-func (s *Sandbox) Start() error {
-	if err := s.Cmd.Start(); err != nil {
-		s.Abandon()
-		return fmt.Errorf("starting the sandbox: %w", err)
-	}
-	s.SendPlan()
-	s.Release()
-	return nil
-}
-
 // SendPlan hands the descriptors and the plan to the started child (the
 // run host started it, or ctxterm on a PTY), after SetPlan and the start;
 // a second call does nothing. The init builds the sandbox from it at

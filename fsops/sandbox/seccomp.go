@@ -44,25 +44,7 @@ import (
 //
 // The filter is built for the architecture of this build (GOARCH amd64 or
 // arm64, where ctx runs) from x/sys's syscall numbers; other builds get an
-// error from InstallSeccomp rather than a filter with the wrong numbers.
-
-// InstallSeccomp installs the agent filter on the calling thread (the caller has
-// locked its OS thread and already set no_new_privs). Children forked from this
-// thread inherit it. Returns an error naming the step on failure.
-// The error is not an Error: the caller names its own step around it.
-//
-// The filter goes in with seccomp(2) and SECCOMP_FILTER_FLAG_TSYNC, so the
-// kernel puts it on every thread of the process at once, not only the
-// calling one. Without TSYNC the other threads of a Go program stay
-// unfiltered, and any goroutine that forks from one of them (os/exec on an
-// unlocked goroutine, a library starting a helper) starts a process outside
-// the filter; threads the runtime creates later are cloned from a filtered
-// one and inherit it either way. TSYNC also sets no_new_privs on the other
-// threads. The cost is that the calling process is itself filtered for the
-// rest of its life: the sandbox init only forks, waits and signals after this
-// point, and none of that is refused. A thread that already has a different
-// filter makes TSYNC fail as a whole, and that is reported, never half done.
-func InstallSeccomp() error { return InstallSeccompWith(SeccompOptions{}) }
+// error from InstallSeccompWith rather than a filter with the wrong numbers.
 
 // SeccompOptions are the variants of the agent filter.
 type SeccompOptions struct {
@@ -89,8 +71,22 @@ type SeccompOptions struct {
 	NoNetwork bool
 }
 
-// InstallSeccompWith installs the agent filter with the given options;
-// everything InstallSeccomp says holds for it.
+// InstallSeccompWith installs the agent filter with opts on the calling thread (the caller has
+// locked its OS thread and already set no_new_privs). Children forked from this
+// thread inherit it. Returns an error naming the step on failure.
+// The error is not an Error: the caller names its own step around it.
+//
+// The filter goes in with seccomp(2) and SECCOMP_FILTER_FLAG_TSYNC, so the
+// kernel puts it on every thread of the process at once, not only the
+// calling one. Without TSYNC the other threads of a Go program stay
+// unfiltered, and any goroutine that forks from one of them (os/exec on an
+// unlocked goroutine, a library starting a helper) starts a process outside
+// the filter; threads the runtime creates later are cloned from a filtered
+// one and inherit it either way. TSYNC also sets no_new_privs on the other
+// threads. The cost is that the calling process is itself filtered for the
+// rest of its life: the sandbox init only forks, waits and signals after this
+// point, and none of that is refused. A thread that already has a different
+// filter makes TSYNC fail as a whole, and that is reported, never half done.
 func InstallSeccompWith(opts SeccompOptions) error {
 	filter, err := agentSeccompFilter(opts)
 	if err != nil {
@@ -121,9 +117,9 @@ func InstallSeccompWith(opts SeccompOptions) error {
 	return nil
 }
 
-// SeccompDeniedNames lists, for the manual and /mnt/proc/policy, the syscalls and
-// ioctls the filter refuses, e.g. "ptrace", "clone(CLONE_NEWUSER)", "ioctl(TIOCSTI)".
-// It is empty on an architecture the filter does not support. The names come
+// SeccompDeniedNames lists the syscalls and ioctls the filter refuses,
+// e.g. "ptrace", "clone(CLONE_NEWUSER)", "ioctl(TIOCSTI)", for the manual:
+// its test checks that ctx man sandbox names every one. It is empty on an architecture the filter does not support. The names come
 // from the same tables as the filter, so the two cannot disagree.
 func SeccompDeniedNames() []string {
 	arch, err := nativeSeccompArch()

@@ -340,7 +340,7 @@ func TestSeccompKillsForeignArchitecture(t *testing.T) {
 
 // TestSeccompRequiresNoNewPrivs: without no_new_privs the kernel would
 // still take the filter from root, but a set-id program could then gain
-// privileges under it; InstallSeccomp refuses instead.
+// privileges under it; InstallSeccompWith refuses instead.
 func TestSeccompRequiresNoNewPrivs(t *testing.T) {
 	if nnp, _ := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); nnp == 1 {
 		t.Skip("the test process already has no_new_privs, and its children inherit it")
@@ -377,7 +377,7 @@ func seccompChildMain(name, mode string) int {
 		}
 	}
 	if mode == seccompNoNNP {
-		fmt.Printf("%s%v\n", seccompResultPrefix, InstallSeccomp())
+		fmt.Printf("%s%v\n", seccompResultPrefix, InstallSeccompWith(SeccompOptions{}))
 		return 0
 	}
 	if name == "int80" {

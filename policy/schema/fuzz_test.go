@@ -18,7 +18,7 @@ func FuzzCompileValidate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc, value []byte) {
 		s, err := Compile(doc)
 		if err != nil {
-			if !IsCompileError(err) {
+			if !isCompileError(err) {
 				t.Fatalf("error of type %T: %v", err, err)
 			}
 			return

@@ -27,7 +27,6 @@ package schema
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -301,10 +300,4 @@ func jsonText(v any) string {
 		return string(b[:77]) + "..."
 	}
 	return string(b)
-}
-
-// IsCompileError reports whether err came from Compile.
-func IsCompileError(err error) bool {
-	var ce *CompileError
-	return errors.As(err, &ce)
 }

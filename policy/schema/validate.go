@@ -1,7 +1,6 @@
 package schema
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -67,15 +66,6 @@ func (s *Schema) Validate(v any) error {
 		return err
 	}
 	return nil
-}
-
-// ValidateJSON decodes data and validates it.
-func (s *Schema) ValidateJSON(data []byte) error {
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		return &ValidationError{Keyword: "json", Msg: "not valid JSON: " + err.Error()}
-	}
-	return s.Validate(v)
 }
 
 func (n *node) validate(v any, st *state) *ValidationError {
