@@ -31,13 +31,15 @@ func RunSecretSet(e *cli.Env, args []string) int {
 	if err := policy.SecretsCollide(a.Env, []policy.EnvVar{{Key: key}}); err != nil {
 		return cli.Fail(e, cli.Usage, "agent %s: %v", a.Name, err)
 	}
-	value, err := readSecretValue(e, a.Name, key)
-	if err != nil {
-		return cli.Fail(e, cli.Usage, "%s: %v", key, err)
-	}
+	// The file as it is, before the value is asked for: a caller who may
+	// not change it is told so before typing a key.
 	vars, code, ok := lifecycle.LoadSecrets(e, root, a)
 	if !ok {
 		return code
+	}
+	value, err := readSecretValue(e, a.Name, key)
+	if err != nil {
+		return cli.Fail(e, cli.Usage, "%s: %v", key, err)
 	}
 	replaced := false
 	for i := range vars {
