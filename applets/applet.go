@@ -32,9 +32,6 @@ func lookup(name string) (cli.Applet, bool) {
 
 // Main dispatches argv to an applet and returns the exit code.
 func Main(argv []string) int {
-	// A tool process the init started for a call takes its call channel
-	// before it starts anything (broker_client.go).
-	toolrun.ClaimCallChannel()
 	return runMain(processEnv(), argv)
 }
 
@@ -44,8 +41,7 @@ func processEnv() *cli.Env {
 	return &cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv}
 }
 
-// runMain is Main with the Env to run in (a warm tool worker's says the
-// host decided the call).
+// runMain is Main with the Env to run in.
 func runMain(e *cli.Env, argv []string) int {
 	if len(argv) == 0 {
 		argv = []string{"ctx"}

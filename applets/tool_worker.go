@@ -1,25 +1,60 @@
 package applets
 
 import (
+	"path/filepath"
+	"strings"
+
 	"ctx/applets/cli"
+	"ctx/applets/mcp"
 	"ctx/applets/toolrun"
 	"ctx/fsops/sandbox"
 )
 
-// runToolWorker is the hidden applet of a warm tool worker
+// runToolWorker is the hidden applet of a tool worker
 // (fsops/sandbox/worker.go): it waits for the init's one order, becomes
-// that tool process and runs the tool as an execve of its file would, in
-// an Env that says the host decided the call: its one call came from the
-// sandbox's init on the run host's order, so the tool does not decide it
-// again. A process started any other way (CTX_BROKERED set by hand
-// included) still checks its own authority.
-func runToolWorker(_ *cli.Env, args []string) int {
-	argv, status := sandbox.WorkerOrder()
-	if argv == nil {
+// that tool process and runs the call the run host decided. The order,
+// from the init on a socket only the init holds, is what tells it so; a
+// process started any other way (broker.BrokeredEnv set by hand included)
+// is a caller, and asks the host or decides for itself.
+func runToolWorker(_ *cli.Env, _ []string) int {
+	call, status := sandbox.WorkerOrder()
+	if call == nil {
 		return status
 	}
-	toolrun.ClaimCallChannel()
-	e := processEnv()
-	e.DecidedByHost = true
+	return executeOrder(processEnv(), call.Argv, &toolrun.HostOrder{HostOps: call.HostOps, Report: call.Report})
+}
+
+// executeOrder runs the call ordered as argv: a tool ctx runs (a builtin,
+// an MCP-projected tool, ctx-hooked-tool around a program) by
+// toolrun.Execute on the host's order; an applet that is a tool of its
+// own (tsh, ctxmcp) or a tool's --help as its row would run.
+func executeOrder(e *cli.Env, argv []string, order *toolrun.HostOrder) int {
+	if t, args, ok := orderedTool(e, argv); ok {
+		return toolrun.Execute(e, t, args, order)
+	}
 	return runMain(e, argv)
+}
+
+// orderedTool is the tool argv names and its arguments, false when argv
+// is not a call of one (an applet of its own, or a tool's --help or
+// --agentrc-schema, which its row answers).
+func orderedTool(e *cli.Env, argv []string) (*toolrun.BuiltinTool, []string, bool) {
+	if len(argv) == 0 {
+		return nil, nil, false
+	}
+	e.Argv0 = argv[0]
+	name, args := strings.TrimPrefix(filepath.Base(argv[0]), "-"), argv[1:]
+	if len(args) == 1 && (isHelpFlag(args[0]) || args[0] == "--agentrc-schema") {
+		return nil, nil, false
+	}
+	if name == toolrun.HookedToolApplet {
+		return toolrun.HookedTool(e, args)
+	}
+	if t, ok := toolrun.BuiltinTools[name]; ok {
+		e.Name = t.Name
+		return t, args, t.Run != nil
+	}
+	t, ok := mcp.ProjectedTool(e, name)
+	e.Name = name
+	return t, args, ok
 }

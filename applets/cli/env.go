@@ -20,13 +20,6 @@ type Env struct {
 	// Vars is the environment as a list when it is not the process's
 	// (a tool tsh runs in its own process); nil means os.Environ.
 	Vars []string
-	// DecidedByHost is set for the one call a warm tool worker runs
-	// (tool_worker.go): the run host has decided it against the live
-	// tree already, so runTool does not decide it again. It travels
-	// with this Env (and its copies) only: an Env made afresh (a tool
-	// tsh runs in-process, whose environment has no CTX_BROKERED, so
-	// the host is asked for it) decides for itself.
-	DecidedByHost bool
 }
 
 // Environ is the environment as a list, for a program an applet starts:

@@ -35,22 +35,49 @@ import (
 // names this tool; else the directory of argv[0] when it holds a slash;
 // else that of /proc/self/exe.
 func ProjectedToolApplet(e *cli.Env, name string) (cli.Applet, bool) {
-	if policy.ValidName(name) != nil {
-		return cli.Applet{}, false
-	}
-	dir, ok := executableDir(e, name)
+	ctl, loc, ok := projectedControls(e, name)
 	if !ok {
-		return cli.Applet{}, false
-	}
-	ctl := filepath.Join(dir, name+".d")
-	loc, err := fsops.ReadControl(filepath.Join(ctl, "mcp"))
-	if err != nil {
 		return cli.Applet{}, false
 	}
 	run := func(e *cli.Env, args []string) int { return runProjectedTool(e, ctl, loc, args) }
 	// Hidden: the dispatcher's --help is for applets with manual pages;
 	// this tool answers --help itself.
 	return cli.Applet{Name: name, Run: run, Hidden: true}, true
+}
+
+// ProjectedTool is the tool ProjectedToolApplet runs, for a tool worker
+// to run its call itself (toolrun.Execute).
+func ProjectedTool(e *cli.Env, name string) (*toolrun.BuiltinTool, bool) {
+	ctl, loc, ok := projectedControls(e, name)
+	if !ok {
+		return nil, false
+	}
+	return projectedTool(name, ctl, loc), true
+}
+
+// projectedControls are the control directory and the locator of the
+// projected tool name, found beside its executable.
+func projectedControls(e *cli.Env, name string) (ctl string, loc []byte, ok bool) {
+	if policy.ValidName(name) != nil {
+		return "", nil, false
+	}
+	dir, ok := executableDir(e, name)
+	if !ok {
+		return "", nil, false
+	}
+	ctl = filepath.Join(dir, name+".d")
+	loc, err := fsops.ReadControl(filepath.Join(ctl, "mcp"))
+	if err != nil {
+		return "", nil, false
+	}
+	return ctl, loc, true
+}
+
+// projectedTool is the tool of one projected tool: the one runner around
+// the remote call (projectedCall.run).
+func projectedTool(name, ctl string, loc []byte) *toolrun.BuiltinTool {
+	p := projectedCall{name: name, ctl: ctl, loc: loc}
+	return &toolrun.BuiltinTool{Name: name, Ctl: ctl, CLI: projectedArgs, NoTerminalInput: true, ErrnoInLines: true, Run: p.run}
 }
 
 func executableDir(e *cli.Env, name string) (string, bool) {
@@ -90,8 +117,7 @@ func runProjectedTool(e *cli.Env, ctl string, locData []byte, args []string) int
 		e.Stdout.Write(toolrun.ToolSpec(name, ctl, s)) // arguments and output, as its toolspec
 		return cli.OK
 	}
-	p := projectedCall{name: name, ctl: ctl, loc: locData}
-	return toolrun.RunTool(e, &toolrun.BuiltinTool{Name: name, Ctl: ctl, CLI: projectedArgs, NoTerminalInput: true, ErrnoInLines: true, Run: p.run}, args)
+	return toolrun.RunTool(e, projectedTool(name, ctl, locData), args)
 }
 
 // projectedArgs is a projected tool's answer to input that is not one JSON

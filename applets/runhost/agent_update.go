@@ -27,18 +27,18 @@ var AgentUpdateTool = &toolrun.BuiltinTool{
 }
 
 // hostOperation hands a validated call to the run host that brokered it and
-// prints the host's answer. Outside a brokered call there is no host to do
-// it: the call is refused (69).
+// prints the host's answer. Outside a call the host ordered there is no
+// host to do it: the call is refused (69).
 func hostOperation(c *toolrun.ToolCall, op string) error {
-	if c.Env.Getenv(broker.BrokeredEnv) == "" || toolrun.CallChannel < 0 {
-		return toolrun.ToolErr(syscall.EAGAIN, cli.Unavailable, "%s runs only through the run host of an agent's run (ctx agent start)", op)
-	}
 	input, err := json.Marshal(c.Input)
 	if err != nil {
 		return toolrun.ToolErr(syscall.EINVAL, cli.Usage, "%v", err)
 	}
-	reply, err := toolrun.AskCallHost(broker.Request{HostOp: &broker.HostOp{Op: op, Input: input}})
-	if err != nil {
+	reply, ok, err := c.AskHost(broker.HostOp{Op: op, Input: input})
+	switch {
+	case !ok:
+		return toolrun.ToolErr(syscall.EAGAIN, cli.Unavailable, "%s runs only through the run host of an agent's run (ctx agent start)", op)
+	case err != nil:
 		return toolrun.ToolErr(syscall.EIO, cli.Unavailable, "the run host did not answer: %v", err)
 	}
 	if reply.Exit != 0 {

@@ -250,7 +250,7 @@ func (b *Broker) readInit() {
 type decision struct {
 	path       string // the tool's file as the init finds it; "" when refused
 	layer, why string // a refusal's layer ("" for not found) and reason
-	warm       bool   // a warm worker runs it
+	worker     bool   // ctx's own process runs it: a tool worker
 	builtin    bool   // a builtin tool applet in the run's ctx binary
 	hooked     bool   // ctx-hooked-tool runs its hooks around it
 	thirdParty bool   // a program that is not ctx
@@ -260,9 +260,10 @@ type decision struct {
 // decide checks tool against the agent's controls, policy and the tool
 // tiers as they are on disk now (a grant revoked during the run refuses
 // the next call; /mnt/proc/policy is refreshed before a refusal is
-// answered), and says how the allowed call is run: in a warm worker (a
+// answered), and says how the allowed call is run: in a tool worker (a
 // builtin, or an MCP-projected tool, a link of ctx: both run their own
-// hooks), through ctx-hooked-tool (any other tool with hooks), or executed.
+// hooks; or ctx-hooked-tool around any other tool with hooks), or
+// executed.
 func (b *Broker) decide(tool string) decision {
 	r := b.R
 	a, hit, tier, found, err := b.lookupTool(tool)
@@ -282,7 +283,7 @@ func (b *Broker) decide(tool string) decision {
 			d.thirdParty = !ctx
 			ownHooks := ctx && (!isApplet || applet.Tool) // a builtin or MCP-projected tool runs its own (runTool)
 			d.hooked = !ownHooks && toolrun.HasHooks(hit.ControlDir)
-			d.warm = r.plan.Worker != "" && ctx && !d.hooked
+			d.worker = r.plan.Worker != "" && (ctx || d.hooked)
 			return d
 		}
 	}
@@ -315,7 +316,8 @@ func (d decision) validate(args []string) error {
 }
 
 // workerPath is the run's ctx binary as the init finds it (inside), which
-// it starts warm tool workers from, or "" for a run without a broker.
+// it starts warm tool workers and ctx-hooked-tool from, or "" for a run
+// without a broker.
 func (r *AgentRun) workerPath(inside string) string {
 	if r.broker == nil {
 		return ""

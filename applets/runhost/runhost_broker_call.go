@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
@@ -24,8 +25,8 @@ import (
 // that its process group is gone.
 const cancelWait = 5 * time.Second
 
-// handle serves one connection from peer p: a tool's report on its call, a
-// host operation, a program joining the run (join), or a tool call (call).
+// handle serves one connection from peer p: a program joining the run
+// (join), or a tool call (call).
 // It first waits (handshakeTimeout at most) for the request, then checks
 // who sent it and takes one of the peer's side's call slots.
 func (b *Broker) handle(conn int, p brokerPeer) {
@@ -43,12 +44,12 @@ func (b *Broker) handle(conn int, p brokerPeer) {
 		broker.Send(conn, broker.Reply{Exit: cli.Usage, Error: err.Error()}, nil)
 		return
 	}
-	if req.Report != nil || req.HostOp != nil {
-		// A call's own process speaks for it on the call's channel
-		// (runhost_callchannel.go); on the socket every process of the
-		// run reaches, nobody does.
+	if req.HostOp != nil {
+		// A call's own process asks its host operation on the call's
+		// channel (runhost_callchannel.go); on the socket every process
+		// of the run reaches, nobody does.
 		broker.Send(conn, broker.Reply{Exit: cli.Denied, Errno: "EACCES",
-			Error: "broker: permission denied: a report or host operation is taken only on the call's own channel"}, nil)
+			Error: "broker: permission denied: a host operation is taken only on the call's own channel"}, nil)
 		return
 	}
 	if !b.admitted(conn, p, &req) {
@@ -74,21 +75,15 @@ type callReply struct {
 	conn  int
 	began time.Time
 	ev    fsops.Event
-	call  *brokerCall // the call's channel once it has one: what its tool reported
-	ran   bool        // admitted and handed to the sandbox: its record was reserved
+	ran   bool // admitted and handed to the sandbox: its record was reserved
 }
 
-// send records the call's event, with what its tool reported and a status
-// from its exit unless one was set, and replies exit and msg to the
-// caller. Every call, allowed, refused or failed, ends here once.
+// send records the call's event, with a status from its exit unless one
+// was set, and replies exit and msg to the caller. Every call, allowed,
+// refused or failed, ends here once.
 func (c *callReply) send(exit int, msg string) {
 	b, ev := c.b, &c.ev
 	ev.Exit = &exit
-	if c.call != nil {
-		if rep := c.call.finish(); rep != nil {
-			ev.Errno, ev.Layer, ev.Detail = rep.Errno, rep.Layer, rep.Detail
-		}
-	}
 	ev.DurMS = float64(time.Since(c.began).Microseconds()) / 1000
 	if ev.Status == "" {
 		switch {
@@ -115,9 +110,11 @@ func (c *callReply) send(exit int, msg string) {
 	broker.Send(c.conn, broker.Reply{Exit: exit, Error: msg}, nil)
 }
 
-// call serves a tool call from a caller handle has let in: decided
-// (admit), given a token, run by the sandbox's init with the caller's
-// descriptors, and answered with its exit.
+// call is the run host's side of a tool call from a caller handle has
+// let in: decided (admit), ordered to the sandbox's init with the
+// caller's descriptors (and, for a tool with a host operation, the
+// call's channel), awaited, and recorded from the init's report of its
+// exit, with what the tool reported of it, as the caller is answered.
 func (b *Broker) call(c *callReply, req *broker.Request, files []*os.File, fromRun bool) {
 	dec, ok := b.admit(c, req, files)
 	if !ok {
@@ -125,15 +122,14 @@ func (b *Broker) call(c *callReply, req *broker.Request, files []*os.File, fromR
 	}
 	c.ran = true
 	b.inFlight.Add(1)
-	if !dec.thirdParty || dec.hooked {
-		// ctx's own process runs the call (a builtin, an MCP-projected
-		// tool, ctx-hooked-tool): it gets the call's channel.
-		call, end, err := b.openCallChannel(req.Tool)
+	if dec.builtin && hostOpTools[req.Tool] {
+		ops, end, err := b.openCallChannel(req.Tool)
 		if err != nil {
 			c.send(cli.Internal, fmt.Sprintf("%s: no channel for the call: %v", req.Tool, err))
 			return
 		}
-		c.call, files = call, append(files, end)
+		defer ops.end()
+		files = append(files, end)
 	}
 	id, done := b.expect()
 	order := b.execOrder(req, dec, id, fromRun)
@@ -143,6 +139,10 @@ func (b *Broker) call(c *callReply, req *broker.Request, files []*os.File, fromR
 		return
 	}
 	o, cancelled := b.await(c.conn, id, done)
+	if o.Tool != nil {
+		rep := sanitizeReport(*o.Tool)
+		c.ev.Errno, c.ev.Layer, c.ev.Detail = rep.Errno, rep.Layer, rep.Detail
+	}
 	switch {
 	case cancelled:
 		c.ev.Status = "cancelled"
@@ -208,8 +208,9 @@ func (b *Broker) admit(c *callReply, req *broker.Request, files []*os.File) (dec
 
 // execOrder is the order that has the sandbox's init run an allowed call:
 // the tool's file as decided, in the caller's working directory and
-// environment (bounded), directly, in a warm worker, or through
-// ctx-hooked-tool.
+// environment (bounded), executed (a program that is not ctx) or in a
+// tool worker (ctx's own: a builtin, an MCP-projected tool, or
+// ctx-hooked-tool around a program with hooks).
 func (b *Broker) execOrder(req *broker.Request, dec decision, id uint64, fromRun bool) broker.Order {
 	cwd := req.Cwd
 	if b.R.iso == policy.IsoLandlock && within(cwd, policy.SandboxWorkspace) {
@@ -224,8 +225,8 @@ func (b *Broker) execOrder(req *broker.Request, dec decision, id uint64, fromRun
 		env = b.R.env
 	}
 	order := broker.Order{Op: broker.OpExec, ID: id, Path: dec.path, Argv: append([]string{req.Tool}, req.Args...),
-		Env: env, Cwd: cwd, Warm: dec.warm}
-	if dec.warm && !dec.builtin {
+		Env: env, Cwd: cwd, Worker: dec.worker}
+	if dec.worker && !dec.builtin {
 		// An MCP-projected tool finds its control directory beside the
 		// path it runs as (applets/mcptool.go), not beside the worker's
 		// binary.
@@ -304,7 +305,8 @@ func (b *Broker) await(conn int, id uint64, done chan broker.InitReport) (o brok
 }
 
 // brokerEnv bounds the caller's environment passed to the tool and drops
-// the brokered marker, which only the init sets.
+// the marker of a direct execution (broker.BrokeredEnv): a brokered tool's
+// own calls are brokered too.
 func brokerEnv(env []string) []string {
 	var out []string
 	for _, kv := range env {
@@ -317,4 +319,38 @@ func brokerEnv(env []string) []string {
 		out = append(out, kv)
 	}
 	return out
+}
+
+// Bounds of a reported field (the event line is bounded as a whole too).
+const (
+	maxReportErrno  = 32
+	maxReportLayer  = 64
+	maxReportDetail = 512
+)
+
+// sanitizeReport keeps of a tool's report what is valid: an errno name
+// the kernel has, a layer of ctx's checks, and a detail of valid UTF-8 cut
+// at a character boundary within maxReportDetail bytes. The escaping of
+// control characters is the event encoder's and the printer's.
+func sanitizeReport(rep broker.Report) broker.Report {
+	var out broker.Report
+	if len(rep.Errno) <= maxReportErrno && toolrun.ErrnoByName(rep.Errno) != 0 {
+		out.Errno = rep.Errno
+	}
+	if len(rep.Layer) <= maxReportLayer && policy.KnownLayer(rep.Layer) {
+		out.Layer = rep.Layer
+	}
+	out.Detail = boundUTF8(strings.ToValidUTF8(rep.Detail, "\uFFFD"), maxReportDetail)
+	return out
+}
+
+// boundUTF8 cuts s to at most n bytes at a character boundary.
+func boundUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -2,41 +2,37 @@ package runhost
 
 import (
 	"os"
-	"strings"
-	"time"
-	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
-	"ctx/applets/toolrun"
 	"ctx/fsops/broker"
-	"ctx/policy"
 )
 
-// A call's channel: the only way a tool process speaks for its call
-// (issue 30, finding 3). The host makes a socket pair per call and passes
-// one end with the exec order; the init hands it to the tool process as
-// broker.CallChannelFD, which the tool makes close-on-exec before anything
-// else. No token exists that another process of the run could read from
-// the tool's environment and use: the broker socket refuses reports and
+// A call's host-operation channel: the only way a tool process asks the
+// run host for the one thing it cannot do inside the sandbox (issue 30,
+// finding 3). For a call of a tool with a host operation (hostOpTools)
+// the host makes a socket pair and passes one end with the order; the
+// init hands it to the tool worker with the order, where it is
+// close-on-exec. No token exists that another process of the run could
+// read from the tool's environment and use: the broker socket refuses
 // host operations, and the channel's end lives in that one process (its
-// /proc/PID/fd entry cannot be opened, pidfd_getfd is refused by seccomp).
+// /proc/PID/fd entry cannot be opened, pidfd_getfd is refused by
+// seccomp). What a tool reports of its call does not come this way: it
+// comes with the call's exit, in the init's report.
 
-// brokerCall is a call in flight with a channel: what its tool reported,
-// once, and whether it has had its host operation.
+// hostOpTools are the tools whose calls get a channel: those the host
+// does an operation for (hostOperation).
+var hostOpTools = map[string]bool{"agent.update": true, "agent.create": true, "agent.start": true, "agent.stop": true}
+
+// brokerCall is a call in flight with a channel: whether it has had its
+// host operation.
 type brokerCall struct {
 	tool   string
 	conn   *os.File
-	report *broker.Report // under the broker's mu
-	opDone bool           // under the broker's mu
-	done   chan struct{}  // closed when the channel has ended
+	opDone bool          // under the broker's mu
+	done   chan struct{} // closed when the channel has ended
 	b      *Broker
 }
-
-// callChannelWait bounds how long the record of a call waits, after its
-// exit, for its channel to end (every holder is gone by then: the tool
-// exited, the init and the host closed theirs).
-const callChannelWait = 2 * time.Second
 
 // openCallChannel makes the channel of a call of tool and starts serving
 // the host's end; the other end goes with the order.
@@ -50,8 +46,7 @@ func (b *Broker) openCallChannel(tool string) (*brokerCall, *os.File, error) {
 	return c, tools, nil
 }
 
-// serve takes the tool's messages until the channel ends: the first
-// report (later ones are dropped) and host operations, each answered.
+// serve answers the tool's host operations until the channel ends.
 func (c *brokerCall) serve() {
 	defer close(c.done)
 	defer c.conn.Close()
@@ -62,69 +57,18 @@ func (c *brokerCall) serve() {
 		if err == broker.ErrClosed || err == unix.EBADF || err == unix.ECONNRESET {
 			return
 		}
-		switch {
-		case err != nil:
-			continue
-		case req.Report != nil:
-			rep := sanitizeReport(*req.Report)
-			c.b.mu.Lock()
-			if c.report == nil {
-				c.report = &rep
-			}
-			c.b.mu.Unlock()
-		case req.HostOp != nil:
+		if err == nil && req.HostOp != nil {
 			broker.Send(int(c.conn.Fd()), c.b.hostOperation(c, req.HostOp), nil)
 		}
 	}
 }
 
-// finish waits (bounded) for the channel to end and returns the report.
-func (c *brokerCall) finish() *broker.Report {
-	select {
-	case <-c.done:
-	case <-time.After(callChannelWait):
-		// A holder outlived the call: stop reading (shutdown wakes a
-		// blocked receive; close alone would not).
-		if rc, err := c.conn.SyscallConn(); err == nil {
-			rc.Control(func(fd uintptr) { broker.Cancel(int(fd)) })
-		}
-		<-c.done
+// end ends the channel once its call has ended: its tool process is
+// gone, and a holder that outlived it (none should) is cut off (shutdown
+// wakes a blocked receive; close alone would not).
+func (c *brokerCall) end() {
+	if rc, err := c.conn.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { broker.Cancel(int(fd)) })
 	}
-	c.b.mu.Lock()
-	defer c.b.mu.Unlock()
-	return c.report
-}
-
-// Bounds of a reported field (the event line is bounded as a whole too).
-const (
-	maxReportErrno  = 32
-	maxReportLayer  = 64
-	maxReportDetail = 512
-)
-
-// sanitizeReport keeps of a tool's report what is valid: an errno name
-// the kernel has, a layer of ctx's checks, and a detail of valid UTF-8 cut
-// at a character boundary within maxReportDetail bytes. The escaping of
-// control characters is the event encoder's and the printer's.
-func sanitizeReport(rep broker.Report) broker.Report {
-	var out broker.Report
-	if len(rep.Errno) <= maxReportErrno && toolrun.ErrnoByName(rep.Errno) != 0 {
-		out.Errno = rep.Errno
-	}
-	if len(rep.Layer) <= maxReportLayer && policy.KnownLayer(rep.Layer) {
-		out.Layer = rep.Layer
-	}
-	out.Detail = boundUTF8(strings.ToValidUTF8(rep.Detail, "\uFFFD"), maxReportDetail)
-	return out
-}
-
-// boundUTF8 cuts s to at most n bytes at a character boundary.
-func boundUTF8(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	<-c.done
 }

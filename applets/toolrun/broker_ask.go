@@ -8,15 +8,20 @@ import (
 	"ctx/fsops/broker"
 )
 
-// AskCallHost sends req on this process's call channel and returns the
-// host's reply: a host operation, asked for the call this process runs.
-func AskCallHost(req broker.Request) (broker.Reply, error) {
-	var reply broker.Reply
-	if err := broker.Send(CallChannel, req, nil); err != nil {
-		return reply, err
+// AskHost asks the run host that ordered call c for its host operation,
+// on the call's host-operation channel, and returns the host's reply; ok
+// is false when the call has no such channel (it was not run on the
+// host's order for a tool with a host operation).
+func (c *ToolCall) AskHost(op broker.HostOp) (reply broker.Reply, ok bool, err error) {
+	if c.Order == nil || c.Order.HostOps == nil {
+		return reply, false, nil
 	}
-	_, err := broker.Recv(CallChannel, &reply, 0)
-	return reply, err
+	fd := int(c.Order.HostOps.Fd())
+	if err := broker.Send(fd, broker.Request{HostOp: &op}, nil); err != nil {
+		return reply, true, err
+	}
+	_, err = broker.Recv(fd, &reply, 0)
+	return reply, true, err
 }
 
 // ErrnoByName is the errno called name ("EINVAL"), 0 when unknown.

@@ -23,8 +23,8 @@ import (
 // its standard descriptors, and exits with the status the host answers. The
 // host decides, has the sandbox's init execute the tool, and records the
 // call. It reports false when there is nothing to ask: outside a sandbox,
-// in the process the init started for the call (BrokeredEnv), or in a run
-// without a broker.
+// in a run without a broker, or for a direct execution (BrokeredEnv set by
+// hand).
 func BrokeredCall(e *cli.Env, tool string, args []string) (int, bool) {
 	if e.Getenv(broker.BrokeredEnv) != "" {
 		return 0, false
@@ -249,26 +249,4 @@ func StandardDescriptors(e *cli.Env) ([]int, *descriptorRelay, error) {
 		}(s.(io.Writer))
 	}
 	return fds, relay, nil
-}
-
-// CallChannel is this process's call channel (broker.CallChannelFD), -1
-// when it has none: claimed once at the start of a process the init
-// started for a call (Main, a warm worker given its order).
-var CallChannel = -1
-
-// ClaimCallChannel claims the process's call channel, if it has one.
-func ClaimCallChannel() {
-	if CallChannel < 0 {
-		CallChannel = broker.ClaimCallChannel()
-	}
-}
-
-// reportBrokeredCall tells the run host, on the call's own channel, what
-// only the tool knows about the call it brokered (errno, layer, detail).
-// Best effort: the host records the call either way.
-func reportBrokeredCall(ev fsops.Event) {
-	if CallChannel < 0 {
-		return
-	}
-	broker.Send(CallChannel, broker.Request{Report: &broker.Report{Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail}}, nil)
 }

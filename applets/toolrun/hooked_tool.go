@@ -15,7 +15,7 @@ import (
 // HookedToolApplet is the hidden applet the sandbox's init runs, on the run
 // host's order, for a brokered call of a third-party tool whose control
 // directory has hooks: argv is NAME PATH ARGS... It runs the program
-// through the one tool runner (runTool) as a wrapped tool: its pre hooks (a
+// through the one tool runner (Execute) as a wrapped tool: its pre hooks (a
 // refusal ends the call, exit 13, layer hook), the program itself as a
 // child tree with this process's standard streams, environment and
 // directory, then its post hooks, and it exits with the program's status.
@@ -29,15 +29,26 @@ func HasHooks(dir string) bool {
 	return len(toolHooks(dir, "pre")) > 0 || len(toolHooks(dir, "post")) > 0
 }
 
+// RunHookedTool is the applet run by hand; on the host's order a tool
+// worker runs HookedTool's call itself (Execute).
 func RunHookedTool(e *cli.Env, args []string) int {
-	if len(args) < 2 {
+	t, rest, ok := HookedTool(e, args)
+	if !ok {
 		return cli.UsageError(e, "%s NAME PATH [ARGS...]", HookedToolApplet)
 	}
-	name, path, rest := args[0], args[1], args[2:]
-	e.Name = name
-	t := &BuiltinTool{Name: name, Ctl: filepath.Join(filepath.Dir(path), name+".d"), Passthrough: true, Wrapped: true,
-		Run: func(c *ToolCall) error { return runProgram(c, path) }}
 	return RunTool(e, t, rest)
+}
+
+// HookedTool is the wrapped tool that ctx-hooked-tool's args (NAME PATH
+// ARGS...) name, and the program's arguments; false when args are too few.
+func HookedTool(e *cli.Env, args []string) (*BuiltinTool, []string, bool) {
+	if len(args) < 2 {
+		return nil, nil, false
+	}
+	name, path := args[0], args[1]
+	e.Name = name
+	return &BuiltinTool{Name: name, Ctl: filepath.Join(filepath.Dir(path), name+".d"), Passthrough: true, Wrapped: true,
+		Run: func(c *ToolCall) error { return runProgram(c, path) }}, args[2:], true
 }
 
 // runProgram runs the program at path as the call's process tree and

@@ -16,6 +16,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/ptyterm"
 )
 
@@ -24,7 +25,7 @@ const maxToolInput = 1 << 20
 
 // BuiltinTool is a tool ctx runs in its own process: a builtin (fs.read,
 // shell.exec, ...) or an MCP-projected tool (projectedToolApplet). Either
-// supplies its Run and what describes it; runTool does everything around
+// supplies its Run and what describes it; Execute does everything around
 // the call once, for both. Its Schema, Description and Cap are what
 // bootstrap writes into tool/NAME.d/ for a builtin.
 type BuiltinTool struct {
@@ -78,6 +79,7 @@ type ToolCall struct {
 	Out      io.Writer       // plain output (CLI mode) or the message buffer (native)
 	Frames   *frameWriter    // native mode's frames; a Run may add content and progress
 	Native   bool
+	Order    *HostOrder // the run host's order the call runs on; nil when it decides itself
 	exit     int // exit status a successful Run wants (shell.exec passes the child's)
 }
 
@@ -120,36 +122,56 @@ func ErrnoName(errno syscall.Errno) string {
 	return fmt.Sprintf("E%d", int(errno))
 }
 
-// RunTool is the one path of every tool ctx runs itself, builtin or
-// MCP-projected: the broker (inside a run the host runs the call), the
-// authority check, pre hooks, input, schema validation, the call itself,
-// frames or plain output, post hooks and the tool.call event.
+// RunTool is the caller's side of every tool ctx runs itself, builtin or
+// MCP-projected. Inside a run the run host decides, runs and records the
+// call (BrokeredCall; the tool process it orders runs Execute); a terminal
+// tool the host decides and records, and it runs here, on the caller's
+// terminal. With no host to ask (outside a run, a run without a broker, a
+// direct execution: broker.BrokeredEnv set by hand) the call runs here on
+// this process's own authority and leaves its event itself.
 func RunTool(e *cli.Env, t *BuiltinTool, args []string) int {
-	// Inside a sandbox the run host runs the call (passthrough terminal
-	// tools keep the caller's terminal and run here).
 	if !t.Passthrough {
 		if code, ok := BrokeredCall(e, t.Name, args); ok {
 			return code
 		}
 	}
-	// A terminal tool runs here, on the caller's terminal; inside a run
-	// the host decides it and records it first.
-	hostRecorded := false
 	if t.Passthrough && !t.Wrapped {
 		if code, ok := AskDecision(e, t.Name, true); ok {
 			if code != 0 {
 				return code
 			}
-			hostRecorded = true
+			return Execute(e, t, args, &HostOrder{})
 		}
 	}
+	return Execute(e, t, args, nil)
+}
+
+// HostOrder is the run host's order a call runs on: the host decided it
+// against the live tree and records it, so the process running it does
+// not decide it again and records nothing itself.
+type HostOrder struct {
+	// HostOps is the call's host-operation channel (the agent.* tools ask
+	// the host on it), nil for every other call.
+	HostOps *os.File
+	// Report hands the host what only the tool knows of the call, once;
+	// nil when the host wants nothing more (a terminal tool's call,
+	// recorded as started).
+	Report func(broker.Report)
+}
+
+// Execute is the executing side of a call of t: the authority check
+// (unless order says the run host decided it), pre hooks, input and its
+// schema, the call itself, frames or plain output, post hooks, and the
+// call's tool.call event: recorded here without an order, handed to the
+// host (order.Report) with one. It returns the call's exit status.
+func Execute(e *cli.Env, t *BuiltinTool, args []string, order *HostOrder) int {
 	start := time.Now()
 	// The control directory (schema, hooks, log) is found once per call.
 	dir := t.Ctl
 	if dir == "" {
 		dir = toolControlDir(e, t.Name)
 	}
-	call := &ToolCall{Env: e, tool: t, args: args, Native: !t.Wrapped && e.Getenv("CTX_TOOL_MODE") == "native"}
+	call := &ToolCall{Env: e, tool: t, args: args, Order: order, Native: !t.Wrapped && e.Getenv("CTX_TOOL_MODE") == "native"}
 	call.Frames = newFrameWriter(e, t.Name, call.Native)
 	call.Frames.start()
 	var message bytes.Buffer
@@ -157,7 +179,7 @@ func RunTool(e *cli.Env, t *BuiltinTool, args []string) int {
 	if call.Native {
 		call.Out = &message
 	}
-	err := call.run(dir, !e.DecidedByHost && !t.Wrapped && !hostRecorded)
+	err := call.run(dir, order == nil && !t.Wrapped)
 
 	ev := fsops.Event{Type: "tool.call", Object: "tool/" + t.Name, Status: "ok"}
 	code := call.exit
@@ -182,14 +204,17 @@ func RunTool(e *cli.Env, t *BuiltinTool, args []string) int {
 	}
 	ev.Exit = &code
 	ev.DurMS = float64(time.Since(start).Microseconds()) / 1000
-	if !hostRecorded {
+	switch {
+	case order == nil:
 		recordToolEvent(e, dir, ev)
+	case order.Report != nil && (ev.Errno != "" || ev.Layer != "" || ev.Detail != ""):
+		order.Report(broker.Report{Errno: ev.Errno, Layer: ev.Layer, Detail: ev.Detail})
 	}
 	return code
 }
 
-// run is the call up to its result: authority (unless the host decided
-// it), pre hooks, input and its schema, then the tool's Run.
+// run is the call up to its result: authority (when the process decides
+// the call itself), pre hooks, input and its schema, then the tool's Run.
 func (c *ToolCall) run(dir string, authorize bool) error {
 	e, t := c.Env, c.tool
 	if authorize {

@@ -37,34 +37,24 @@ const Socket = "/mnt/proc/broker.sock"
 // SocketName is its name in the run directory.
 const SocketName = "broker.sock"
 
-// BrokeredEnv marks a tool process the init started on the host's order
-// (value "1"): it runs the call instead of asking the broker again. Any
-// process can set it; doing so only runs the tool with the caller's own
-// authority and no record, which the caller could do without the tool
-// (ctx man sandbox). It names nothing: what the tool reports travels on
-// its call channel (CallChannelFD), never on the broker socket.
+// BrokeredEnv, set by hand, asks a ctx tool to run directly instead of
+// asking the broker: the tool then runs with the process's own authority
+// and its own authority check, and is not recorded, which is no more than
+// the process could do without the tool (ctx man sandbox). Nothing ctx
+// starts sets it: a tool process the init starts on the host's order is
+// told so by its order alone (a tool worker's, fsops/sandbox/worker.go).
 const BrokeredEnv = "CTX_BROKERED"
-
-// CallChannelFD is where a ctx tool process the init started for a call
-// finds its call channel: one end of a socket pair the run host made for
-// that call alone and passed with the order. The tool reports its errno,
-// layer and detail there (Report) and asks its host operation
-// (HostOp); nothing else holds that end (ClaimCallChannel makes it
-// close-on-exec before the tool starts anything), so no other process of
-// the run can speak for the call.
-const CallChannelFD = 3
 
 // MaxMessage bounds one message on either channel.
 const MaxMessage = 256 << 10
 
-// Request asks the run host to run one tool call, or (Report)
-// tells it how a call it brokered went, from inside the tool.
+// Request asks the run host to run one tool call, or (HostOp, on a
+// call's host-operation channel only) to do its host operation.
 type Request struct {
 	Tool   string   `json:"tool"`
 	Args   []string `json:"args"`
 	Env    []string `json:"env"`
 	Cwd    string   `json:"cwd"`
-	Report *Report  `json:"report,omitempty"`
 	HostOp *HostOp  `json:"host_op,omitempty"`
 	Join   *Join    `json:"join,omitempty"`
 	// Decide asks the host to decide a call of Tool that the caller runs
@@ -98,8 +88,10 @@ type Join struct {
 // HostOp asks the run host to do, for a call it brokered, the one
 // thing the tool cannot do inside the sandbox (agent.update writes the
 // calling agent's prompt control, agent.create writes a child agent). It
-// is sent on the call's channel: the host accepts one operation per call,
-// of the call's own tool, and decides and validates it again itself.
+// is sent on the call's host-operation channel, a socket pair the host
+// made for that call alone and passed with its order: the host accepts
+// one operation per call, of the call's own tool, and decides and
+// validates it again itself.
 type HostOp struct {
 	Op    string          `json:"op"`
 	Input json.RawMessage `json:"input"`
@@ -107,9 +99,11 @@ type HostOp struct {
 
 // Report is what a brokered tool adds to the host's record of its
 // call: the errno, the refusing layer and a detail, which only the tool
-// knows. It is sent on the call's channel, once. The host takes these
-// three fields, validated and bounded; status, exit, duration and object
-// stay the host's own observations.
+// knows. The tool process sends it once, before it exits, on the socket
+// its order came on, which only it and the init hold; the init adds it to
+// the call's exit report (InitReport.Tool). The host takes these three
+// fields, validated and bounded; status, exit, duration and object stay
+// the host's own observations.
 type Report struct {
 	Errno  string `json:"errno,omitempty"`
 	Layer  string `json:"layer,omitempty"`
@@ -147,20 +141,23 @@ type Order struct {
 	Argv []string `json:"argv,omitempty"`
 	Env  []string `json:"env,omitempty"`
 	Cwd  string   `json:"cwd,omitempty"`
-	// Warm lets the init run the call in a warm worker: the tool is a
-	// builtin whose file is the run's own ctx binary.
-	Warm bool `json:"warm,omitempty"`
+	// Worker: the call is ctx's own process (its file is the run's ctx
+	// binary), which the init runs as a tool worker given this order (the
+	// idle warm one, or one started for it), never by an execve that
+	// would leave the process to guess whom it runs for.
+	Worker bool `json:"worker,omitempty"`
 }
 
 // InitReport is what the init tells the host: how the process of order
-// ID ended (OpExit: its status, and why when it never started), or that
-// the unix gate is up, with its listener and its connector's channel
-// attached (OpUnixGate).
+// ID ended (OpExit: its status, why when it never started, and what a
+// tool worker reported of its call), or that the unix gate is up, with
+// its listener and its connector's channel attached (OpUnixGate).
 type InitReport struct {
-	Op     Op     `json:"op"`
-	ID     uint64 `json:"id"`
-	Status int    `json:"status,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Op     Op      `json:"op"`
+	ID     uint64  `json:"id"`
+	Status int     `json:"status,omitempty"`
+	Error  string  `json:"error,omitempty"`
+	Tool   *Report `json:"tool,omitempty"`
 }
 
 // Argv0 is the order's program name, "" when it has none.
@@ -204,11 +201,22 @@ var ErrClosed = errors.New("broker channel closed")
 // which the allocator zeroes, cost every receiver 64 page faults, the
 // process of every tool call among them.
 func Recv(fd int, v any, max int) ([]*os.File, error) {
+	return recv(fd, v, max, 0)
+}
+
+// RecvQueued is Recv of a message already queued on fd, without waiting:
+// unix.EAGAIN when none is, ErrClosed when none is and the sender is gone.
+func RecvQueued(fd int, v any) error {
+	_, err := recv(fd, v, 0, unix.MSG_DONTWAIT)
+	return err
+}
+
+func recv(fd int, v any, max, wait int) ([]*os.File, error) {
 	var n, oobn, flags int
 	var err error
 	var none [1]byte
 	for {
-		n, _, _, _, err = unix.Recvmsg(fd, none[:], nil, unix.MSG_PEEK|unix.MSG_TRUNC)
+		n, _, _, _, err = unix.Recvmsg(fd, none[:], nil, unix.MSG_PEEK|unix.MSG_TRUNC|wait)
 		if err != unix.EINTR {
 			break
 		}
@@ -219,7 +227,7 @@ func Recv(fd int, v any, max int) ([]*os.File, error) {
 	buf := make([]byte, min(n, MaxMessage)+1)
 	oob := make([]byte, unix.CmsgSpace(8*4))
 	for {
-		n, oobn, flags, _, err = unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC)
+		n, oobn, flags, _, err = unix.Recvmsg(fd, buf, oob, unix.MSG_CMSG_CLOEXEC|wait)
 		if err != unix.EINTR {
 			break
 		}
@@ -260,27 +268,6 @@ func Recv(fd int, v any, max int) ([]*os.File, error) {
 		return nil, fmt.Errorf("malformed broker message: %v", err)
 	}
 	return files, nil
-}
-
-// ClaimCallChannel returns this process's call channel (CallChannelFD)
-// when BrokeredEnv is set and that descriptor is a unix SOCK_SEQPACKET
-// socket, made close-on-exec so that nothing the tool starts inherits it;
-// else -1.
-func ClaimCallChannel() int {
-	if os.Getenv(BrokeredEnv) == "" {
-		return -1
-	}
-	typ, err := unix.GetsockoptInt(CallChannelFD, unix.SOL_SOCKET, unix.SO_TYPE)
-	if err != nil || typ != unix.SOCK_SEQPACKET {
-		return -1
-	}
-	if dom, err := unix.GetsockoptInt(CallChannelFD, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil || dom != unix.AF_UNIX {
-		return -1
-	}
-	if _, err := unix.FcntlInt(CallChannelFD, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
-		return -1
-	}
-	return CallChannelFD
 }
 
 // NewOrderChannel makes the host-init order channel: the host keeps the

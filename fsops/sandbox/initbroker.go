@@ -21,10 +21,13 @@ type initBroker struct {
 	orders chan brokerDelivery
 	byPid  map[int]uint64 // running tool process -> call id
 	pgid   map[uint64]int // call id -> its process group
-	// worker is the idle warm worker (worker.go), if any;
-	// retired are workers that died before taking an order.
+	// worker is the idle warm worker (worker.go), if any; retired are
+	// workers that died before taking an order; working are the workers
+	// running a call, by pid: the init's end of each one's socket, where
+	// the tool's report of its call waits for the exit.
 	worker  *toolWorker
 	retired map[int]bool
+	working map[int]*os.File
 	// joined are the programs started into the run by a later ctx agent
 	// start (the run host's "run" order): the run lasts while any lives.
 	joined map[int]bool
@@ -50,7 +53,8 @@ func newInitBroker(plan *policy.Plan) *initBroker {
 		return nil
 	}
 	b := &initBroker{ch: ch, plan: plan, orders: make(chan brokerDelivery, 16),
-		byPid: map[int]uint64{}, pgid: map[uint64]int{}, retired: map[int]bool{}, joined: map[int]bool{}}
+		byPid: map[int]uint64{}, pgid: map[uint64]int{}, retired: map[int]bool{}, working: map[int]*os.File{},
+		joined: map[int]bool{}}
 	go b.read()
 	return b
 }
@@ -101,12 +105,14 @@ func (b *initBroker) handle(d brokerDelivery) {
 			b.joined[pid] = true
 		}
 	case broker.OpExec:
-		// The fourth descriptor, when the host passed one, is the call's
-		// channel: it becomes the tool's broker.CallChannelFD.
-		if o.Warm && len(d.files) >= 3 && len(o.Argv) > 0 && b.giveWorker(o, d.files) {
+		if o.Worker {
+			// ctx's own process: a tool worker is handed the order
+			// (with the call's host-operation channel, if the host
+			// passed one, as a fourth descriptor).
+			b.runInWorker(o, d.files)
 			return
 		}
-		b.startOrder(o, d.files, o.Path, append(o.Env, broker.BrokeredEnv+"=1"))
+		b.startOrder(o, d.files, o.Path, o.Env)
 	}
 }
 
@@ -158,7 +164,15 @@ func (b *initBroker) exited(pid, status int) bool {
 	delete(b.byPid, pid)
 	delete(b.pgid, id)
 	delete(b.joined, pid)
-	b.report(broker.InitReport{Op: broker.OpExit, ID: id, Status: status})
+	rep := broker.InitReport{Op: broker.OpExit, ID: id, Status: status}
+	if conn, ok := b.working[pid]; ok {
+		// What the tool reported of its call was queued before it
+		// exited: it goes with the exit, in one report.
+		rep.Tool = toolReport(conn)
+		conn.Close()
+		delete(b.working, pid)
+	}
+	b.report(rep)
 	// The next call's worker starts now, between calls: a warm order
 	// finds it waiting (or queues on its socket while it starts).
 	b.startWorker()

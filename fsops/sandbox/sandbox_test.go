@@ -23,6 +23,8 @@ func TestMain(m *testing.M) {
 		os.Exit(RunUsernsHold())
 	case "sandbox-as-nobody":
 		os.Exit(startAsNobody())
+	case ToolWorkerApplet:
+		os.Exit(testToolWorker())
 	}
 	os.Exit(m.Run())
 }

@@ -12,83 +12,142 @@ import (
 	"ctx/fsops/broker"
 )
 
-// A warm tool worker is a ctx process the sandbox init starts ahead of a
-// brokered call of a builtin tool: it has paid Go's start-up already and
-// waits for one order on a socket only the init holds. Given the order it
+// A tool worker is the process of every brokered call of ctx's own tools
+// (a builtin, an MCP-projected tool, ctx-hooked-tool): a ctx process the
+// sandbox init starts, from its locked thread like every tool process (the
+// same walls, limits, credentials and process group rules), with a socket
+// only the init holds, on which it waits for one order. Given the order it
 // becomes the tool process exactly as an execve of the tool's file would
 // have made it (the caller's descriptors as 0-2, the call's arguments,
-// environment and directory) and runs the applet in its own process. It is
-// started from the init's locked thread like every tool process, so it
-// carries the same walls, limits, credentials and process group rules, and
-// the init reaps it and reports its exit like any other. One call per
-// worker: it exits when the tool does, and the init starts the next one.
-// Only a builtin tool whose file is the run's own ctx binary takes this way
-// (the host checks); everything else is executed as before.
+// environment and directory) and runs the call; before it exits it sends
+// on the same socket what only it knows of the call (its errno, layer and
+// detail), and the init adds that to the exit it reports. The order is the
+// process's only reason to believe the run host decided the call: nothing
+// in its environment says so. The init keeps one worker warm, started
+// ahead of the next call, so that a call does not wait for Go's start-up;
+// a call that finds none (calls at once, a worker stopped or dead) gets
+// one started for it from the tool's own file. One call per worker: it
+// exits when the tool does, and the init starts the next one.
 
-// ToolWorkerApplet is the hidden applet a warm worker runs as.
+// ToolWorkerApplet is the hidden applet a tool worker runs as.
 const ToolWorkerApplet = "ctx-tool-worker"
 
-// workerFD is the worker's end of its order socket.
+// workerFD is the worker's end of its socket to the init.
 const workerFD = 3
 
-// toolWorker is the idle worker an init keeps, if any.
+// toolWorker is a worker the init started: its pid and the init's end of
+// its socket.
 type toolWorker struct {
 	pid  int
-	conn *os.File // the init's end
+	conn *os.File
 }
 
-// startWorker starts the next warm worker from the calling (locked) thread.
-// A failure only leaves the next call to be executed cold.
+// startWorker starts the next warm worker from the calling (locked)
+// thread, from the run's ctx binary. A failure only leaves the next call
+// to start a worker of its own.
 func (b *initBroker) startWorker() {
 	if b.plan.Worker == "" || b.worker != nil {
 		return
 	}
+	w, err := b.launchWorker(b.plan.Worker)
+	if err != nil {
+		b.plan.Worker = "" // it will not start next time either
+		return
+	}
+	b.worker = w
+}
+
+// launchWorker starts a tool worker from the ctx binary at path, as the
+// agent, in a process group of its own.
+func (b *initBroker) launchWorker(path string) (*toolWorker, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return
+		return nil, err
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "worker"), os.NewFile(uintptr(fds[1]), "worker-end")
 	defer theirs.Close()
-	cmd := &exec.Cmd{Path: b.plan.Worker, Args: []string{ToolWorkerApplet}, Env: []string{}, Dir: "/",
+	cmd := &exec.Cmd{Path: path, Args: []string{ToolWorkerApplet}, Env: []string{}, Dir: "/",
 		ExtraFiles: []*os.File{theirs}}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(b.plan)}
 	if err := cmd.Start(); err != nil {
 		mine.Close()
-		b.plan.Worker = "" // it will not start next time either
-		return
+		return nil, err
 	}
-	b.worker = &toolWorker{pid: cmd.Process.Pid, conn: mine}
+	return &toolWorker{pid: cmd.Process.Pid, conn: mine}, nil
 }
 
-// giveWorker hands an exec order to the idle worker; false when there is
-// none or it cannot take it (it died: the order is executed cold).
-func (b *initBroker) giveWorker(o broker.Order, files []*os.File) bool {
+// runInWorker has a tool worker run an exec order of ctx's own process:
+// the idle warm worker when it can take it, else one started for the
+// order from the tool's file (an execve of that file would have run it
+// the same way). A worker that cannot start is reported as an execve that
+// failed (126, 127 when not found).
+func (b *initBroker) runInWorker(o broker.Order, files []*os.File) {
+	if len(files) < 3 || len(o.Argv) == 0 {
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: 70, Error: "an exec order without three descriptors"})
+		return
+	}
+	if w := b.takeIdle(); w != nil && b.give(w, o, files) {
+		return
+	}
+	w, err := b.launchWorker(o.Path)
+	if err != nil {
+		status := 126
+		if os.IsNotExist(err) {
+			status = 127
+		}
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: status, Error: err.Error()})
+		return
+	}
+	if !b.give(w, o, files) {
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: 126, Error: "the tool worker did not take the call"})
+	}
+}
+
+// takeIdle takes the idle worker, nil when there is none or it cannot
+// take an order: an agent process of the same uid stopped it (SIGSTOP) to
+// stall the next call; it is killed and the call gets a worker of its own.
+func (b *initBroker) takeIdle() *toolWorker {
 	w := b.worker
-	if w == nil {
-		return false
-	}
 	b.worker = nil
-	defer w.conn.Close()
-	if workerStopped(w.pid) {
-		// An agent process of the same uid stopped it (SIGSTOP) to
-		// stall the next call: it is killed and the call runs cold.
-		syscall.Kill(-w.pid, syscall.SIGKILL)
-		b.retired[w.pid] = true
-		return false
+	if w != nil && workerStopped(w.pid) {
+		b.retire(w)
+		return nil
 	}
-	o.Env = append(o.Env, broker.BrokeredEnv+"=1")
+	return w
+}
+
+// give hands order o and the call's descriptors to worker w; false when
+// it cannot take them (it died), after retiring it.
+func (b *initBroker) give(w *toolWorker, o broker.Order, files []*os.File) bool {
 	var fds []int
 	for _, f := range files {
 		fds = append(fds, int(f.Fd()))
 	}
 	if err := broker.Send(int(w.conn.Fd()), o, fds); err != nil {
-		syscall.Kill(-w.pid, syscall.SIGKILL)
-		b.retired[w.pid] = true
+		b.retire(w)
 		return false
 	}
 	b.byPid[w.pid] = o.ID
 	b.pgid[o.ID] = w.pid
+	b.working[w.pid] = w.conn
 	return true
+}
+
+// retire kills a worker that will run no call; its exit is not reported.
+func (b *initBroker) retire(w *toolWorker) {
+	syscall.Kill(-w.pid, syscall.SIGKILL)
+	w.conn.Close()
+	b.retired[w.pid] = true
+}
+
+// toolReport is what the tool process on conn reported of its call
+// before it exited, nil when it reported nothing.
+func toolReport(conn *os.File) *broker.Report {
+	var rep broker.Report
+	if broker.RecvQueued(int(conn.Fd()), &rep) != nil {
+		return nil
+	}
+	return &rep
 }
 
 // workerStopped reports whether the idle worker pid cannot take an order
@@ -113,19 +172,38 @@ func workerStopped(pid int) bool {
 	return false
 }
 
-// WorkerOrder waits, in a warm worker, for its one order and makes the
+// WorkerCall is the call a tool worker was ordered to run, once
+// WorkerOrder has made the process its tool process.
+type WorkerCall struct {
+	Argv []string
+	// HostOps is the call's host-operation channel, when the host passed
+	// one (the agent.* tools ask their host operation on it), else nil.
+	HostOps  *os.File
+	reported bool
+}
+
+// Report tells the init what only the tool knows of its call, once,
+// before the process exits: the init reports it with the exit.
+func (c *WorkerCall) Report(rep broker.Report) {
+	if !c.reported {
+		c.reported = true
+		broker.Send(workerFD, rep, nil)
+	}
+}
+
+// WorkerOrder waits, in a tool worker, for its one order and makes the
 // process the tool process the order describes: the passed descriptors
 // become 0, 1 and 2, the order's environment and directory the process's.
-// It returns the tool's argv, or an exit status when the order cannot be
-// carried out (126, as an execve that failed; 0 when the init went away
-// before giving one).
-func WorkerOrder() (argv []string, status int) {
-	// Not dumpable while it holds the order socket: no agent process may
-	// trace it or take the socket from /proc/PID/fd.
+// It returns the call, or an exit status when the order cannot be carried
+// out (126, as an execve that failed; 0 when the init went away before
+// giving one).
+func WorkerOrder() (call *WorkerCall, status int) {
+	// Not dumpable while it waits: no agent process may trace it. Its
+	// socket is kept, for the report, but never inherited.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
+	unix.CloseOnExec(workerFD)
 	var o broker.Order
 	files, err := broker.Recv(workerFD, &o, 4)
-	unix.Close(workerFD)
 	if err != nil || len(files) < 3 || len(o.Argv) == 0 {
 		for _, f := range files {
 			f.Close()
@@ -135,8 +213,12 @@ func WorkerOrder() (argv []string, status int) {
 		}
 		return nil, 126
 	}
-	// 0-2 the caller's, 3 the call's channel (broker.CallChannelFD) if passed.
-	for i, f := range files {
+	call = &WorkerCall{Argv: o.Argv}
+	if len(files) > 3 {
+		call.HostOps = files[3]
+	}
+	// 0-2 the caller's.
+	for i, f := range files[:3] {
 		if err := unix.Dup3(int(f.Fd()), i, 0); err != nil {
 			return nil, 126
 		}
@@ -165,7 +247,7 @@ func WorkerOrder() (argv []string, status int) {
 	os.Args = o.Argv
 	// From here on it is the tool process, dumpable as after an execve.
 	unix.Prctl(unix.PR_SET_DUMPABLE, 1, 0, 0, 0)
-	return o.Argv, -1
+	return call, -1
 }
 
 // retiredStd are the standard files a worker had before its order.

@@ -11,16 +11,16 @@ import (
 )
 
 // forgeReport speaks for another process's tool call (issue 30, finding
-// 3): it waits for a process of the run running TOOL, reads its
-// CTX_BROKERED value from /proc/PID/environ (once the call's token), and
-// tries every way to report for that call: a report naming the value on
-// the broker socket, the call's channel taken from /proc/PID/fd/3 or by
-// pidfd_getfd. The test then checks the call's event carries none of the
-// forged errno, layer or detail.
-func forgeReport(tool string) {
+// 3): it waits for a tool worker of the run running a call whose child's
+// command line holds WORD (shell.exec's command), and tries every way to
+// report for that call: a report on the broker socket, the worker's
+// socket to the init (where its report goes) taken from /proc/PID/fd/3 or
+// by pidfd_getfd. The test then checks the call's event carries none of
+// the forged errno, layer or detail.
+func forgeReport(word string) {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if pid, value, ok := findBrokered(tool); ok {
+		if pid, value, ok := findBrokered(word); ok {
 			fmt.Println("found=yes")
 			forgeFor(pid, value)
 			return
@@ -30,9 +30,11 @@ func forgeReport(tool string) {
 	fmt.Println("found=no")
 }
 
-// findBrokered is a process running tool with CTX_BROKERED set, and that
-// value.
-func findBrokered(tool string) (int, string, bool) {
+// findBrokered is a tool worker running a call whose child's command line
+// holds word (a worker's environment is the call's once it has its order:
+// readable, with the run's identity), and its run id, what a forger could
+// name.
+func findBrokered(word string) (int, string, bool) {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
@@ -40,17 +42,30 @@ func findBrokered(tool string) (int, string, bool) {
 			continue
 		}
 		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if !strings.HasPrefix(string(cmd), tool+"\x00") {
+		if !strings.HasPrefix(string(cmd), "ctx-tool-worker\x00") || !hasChild(pid, word) {
 			continue
 		}
 		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
 		for _, kv := range strings.Split(string(env), "\x00") {
-			if v, ok := strings.CutPrefix(kv, "CTX_BROKERED="); ok {
+			if v, ok := strings.CutPrefix(kv, "CTX_RUN_ID="); ok {
 				return pid, v, true
 			}
 		}
 	}
 	return 0, "", false
+}
+
+// hasChild reports whether a child of pid runs a program whose command
+// line holds word (shell.exec's /bin/sh -c COMMAND).
+func hasChild(pid int, word string) bool {
+	kids, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	for _, k := range strings.Fields(string(kids)) {
+		cmd, _ := os.ReadFile("/proc/" + k + "/cmdline")
+		if strings.Contains(string(cmd), word) {
+			return true
+		}
+	}
+	return false
 }
 
 // forgeFor sends the forged report every way it can, for pid's call.
