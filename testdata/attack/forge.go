@@ -31,9 +31,8 @@ func forgeReport(word string) {
 }
 
 // findBrokered is a tool worker running a call whose child's command line
-// holds word (a worker's environment is the call's once it has its order:
-// readable, with the run's identity), and its run id, what a forger could
-// name.
+// holds word. (A forger reading its /proc/PID/environ finds nothing of the
+// call: the worker took its environment from its order, after its start.)
 func findBrokered(word string) (int, string, bool) {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -42,14 +41,8 @@ func findBrokered(word string) (int, string, bool) {
 			continue
 		}
 		cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if !strings.HasPrefix(string(cmd), "ctx-tool-worker\x00") || !hasChild(pid, word) {
-			continue
-		}
-		env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
-		for _, kv := range strings.Split(string(env), "\x00") {
-			if v, ok := strings.CutPrefix(kv, "CTX_RUN_ID="); ok {
-				return pid, v, true
-			}
+		if strings.HasPrefix(string(cmd), "ctx-tool-worker\x00") && hasChild(pid, word) {
+			return pid, "", true
 		}
 	}
 	return 0, "", false
