@@ -354,8 +354,9 @@ func (r *AgentRun) setStatus(status string, pid int) {
 	r.pid, r.pidWritten = pid, true
 }
 
-// handleRunMessage accepts one message from the run capability: a tool
-// call. The host sets agent, session and run itself. A report from a
+// handleRunMessage accepts one message from the run capability (a run
+// without a broker has one): a tool call. The host sets agent, session
+// and run itself. A report from a
 // process that is not executing ctx or a projected tool (checked by device
 // and inode while the sender waits) is still recorded, since refusals are
 // worth keeping, but marked unverified: it may be invented.
@@ -372,12 +373,6 @@ func (r *AgentRun) handleRunMessage(pid int, data []byte) error {
 	name, ok := strings.CutPrefix(msg.Event.Object, "tool/")
 	if !ok || policy.ValidName(name) != nil {
 		return fmt.Errorf("event for an invalid object %q", msg.Event.Object)
-	}
-	if r.broker != nil {
-		// A run with a broker records every call from what its host
-		// decided and observed (runhost_broker.go): an event an agent
-		// process sends is never taken.
-		return errors.New("tool calls are recorded by the run host's broker, not reported")
 	}
 	ev := *msg.Event
 	ev.PID = pid

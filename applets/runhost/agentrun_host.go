@@ -22,27 +22,17 @@ import (
 )
 
 // Hosting a run (ctx agent start, once prepared): the run host starts the
-// sandbox's init (or the confined program), serves the run capability,
-// forwards signals, watches the budgets, and records the end.
+// sandbox's init (or the confined program), serves the run capability
+// (a run without a broker only), forwards signals, watches the budgets,
+// and records the end.
 
 // run starts the program and hosts the run until it ends.
 func (r *AgentRun) run(e *cli.Env) int {
-	runcap, err := broker.NewRunCapability()
+	runcap, served, err := r.serveRunCapability(e)
 	if err != nil {
 		return cli.Fail(e, cli.Unavailable, "run capability: %v", err)
 	}
 	defer runcap.Close()
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		runcap.Serve(authority.MaxRunMessage, func(pid int, msg []byte, ack *os.File) {
-			err := r.handleRunMessage(pid, msg)
-			broker.Acknowledge(ack, err == nil)
-			if err != nil {
-				cli.Errorf(e.Stderr, "ctx agent", "run capability: %v", err)
-			}
-		})
-	}()
 	cmd, sandbox, code, ok := r.firstCommand(e, runcap)
 	if !ok {
 		return code
@@ -94,6 +84,35 @@ func (r *AgentRun) run(e *cli.Env) int {
 	r.closeRun(e, runcap, stopWatch, served)
 	r.finish(status)
 	return status
+}
+
+// serveRunCapability makes and serves the run capability of a run
+// without a broker (iso shared, a broker that could not be bound), on
+// which its tools report their calls; served is closed once nothing holds
+// it. A run with a broker has none (nil): its host records every call
+// from what it decided and observed, and no agent process can send it an
+// event.
+func (r *AgentRun) serveRunCapability(e *cli.Env) (*broker.RunCapability, <-chan struct{}, error) {
+	served := make(chan struct{})
+	if r.broker != nil {
+		close(served)
+		return nil, served, nil
+	}
+	runcap, err := broker.NewRunCapability()
+	if err != nil {
+		return nil, nil, err
+	}
+	go func() {
+		defer close(served)
+		runcap.Serve(authority.MaxRunMessage, func(pid int, msg []byte, ack *os.File) {
+			err := r.handleRunMessage(pid, msg)
+			broker.Acknowledge(ack, err == nil)
+			if err != nil {
+				cli.Errorf(e.Stderr, "ctx agent", "run capability: %v", err)
+			}
+		})
+	}()
+	return runcap, served, nil
 }
 
 // closeRun is what comes between the program's end and the stop's
@@ -200,9 +219,9 @@ func (r *AgentRun) firstCommand(e *cli.Env, runcap *broker.RunCapability) (*exec
 			}
 			r.letInitJoinCgroup(sandbox)
 		}
-		if r.broker == nil {
+		if runcap != nil {
 			// Without a broker tools report their calls over the run
-			// capability; with one, no agent process holds it.
+			// capability; a run with one has none.
 			sandbox.SetRunFile(runcap.Child)
 		}
 		if r.idmapTree != nil {
@@ -233,7 +252,9 @@ func (r *AgentRun) firstCommand(e *cli.Env, runcap *broker.RunCapability) (*exec
 	}
 	cmd = &exec.Cmd{Path: self, Args: append([]string{fssandbox.ConfineApplet, network, cmd.Path}, cmd.Args...)}
 	cmd.Env, cmd.Dir = r.env, r.workspace
-	cmd.ExtraFiles = []*os.File{runcap.Child}
+	if runcap != nil { // always: iso shared has no broker
+		cmd.ExtraFiles = []*os.File{runcap.Child}
+	}
 	// A session of its own: never the caller's controlling terminal.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	return cmd, nil, 0, true

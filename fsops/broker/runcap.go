@@ -45,7 +45,12 @@ func NewRunCapability() (*RunCapability, error) {
 
 // CloseChild closes the host's copy of the child end, once the sandbox has
 // inherited it, so that Serve ends when the last process of the run does.
-func (c *RunCapability) CloseChild() { c.Child.Close() }
+// A run without a capability (nil) has nothing to close.
+func (c *RunCapability) CloseChild() {
+	if c != nil {
+		c.Child.Close()
+	}
+}
 
 // Serve receives messages until every holder of the child end is gone,
 // calling handle with the sender's pid (as the host sees it), the message,
@@ -103,8 +108,12 @@ func Acknowledge(ack *os.File, ok bool) {
 	ack.Write(b)
 }
 
-// Close closes the host end.
-func (c *RunCapability) Close() { c.host.Close() }
+// Close closes the host end (nothing for nil).
+func (c *RunCapability) Close() {
+	if c != nil {
+		c.host.Close()
+	}
+}
 
 // RunFDFromEnv returns the descriptor CTX_RUN_FD names when it is a
 // canonical number above stderr and an open socket of this process.
