@@ -132,7 +132,7 @@ const (
 	OpUnixGate Op = "unix-gate" // the unix gate is up, its descriptors attached (InitReport)
 )
 
-// Order is what the host tells the init (and the init a warm worker):
+// Order is what the host tells the init (and the init a tool worker):
 // run a call, cancel one, start a joining program.
 type Order struct {
 	Op   Op       `json:"op"`

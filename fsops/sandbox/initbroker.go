@@ -148,7 +148,7 @@ func (b *initBroker) exited(pid, status int) bool {
 	}
 	if b.worker != nil && b.worker.pid == pid {
 		// The idle worker died (killed by the agent, a limit): the next
-		// call is executed cold and starts a new one.
+		// call gets a worker started for it.
 		b.worker.conn.Close()
 		b.worker = nil
 		return true
