@@ -7,8 +7,12 @@
 package fsops
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
+
+	"ctx/policy"
 )
 
 // DefaultRoot is the root used when neither --root nor CTX_ROOT is given.
@@ -45,6 +49,19 @@ func (r Root) ToolDir() string { return r.Path("tool") }
 
 // AgentDir is <root>/agent, holding system agent objects.
 func (r Root) AgentDir() string { return r.Path("agent") }
+
+// AgentNames lists the agents defined under the root: the directories
+// agent/NAME.d whose NAME is a valid name, in name order.
+func (r Root) AgentNames() ([]string, error) {
+	entries, err := os.ReadDir(r.AgentDir())
+	var names []string
+	for _, en := range entries {
+		if name, ok := strings.CutSuffix(en.Name(), ".d"); ok && en.IsDir() && policy.ValidName(name) == nil {
+			names = append(names, name)
+		}
+	}
+	return names, err
+}
 
 // AgentControl is <root>/agent/NAME.d.
 func (r Root) AgentControl(name string) string { return r.Path("agent", name+".d") }

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"ctx/policy"
 )
 
 // EntryKind says what a managed tree entry is.
@@ -45,11 +47,15 @@ type Action struct {
 	Detail string
 }
 
-func (a Action) String() string {
-	if a.Detail == "" {
-		return a.Verb + " " + a.Rel
+func (a Action) String() string { return reportLine(a.Verb, a.Rel, a.Detail) }
+
+// reportLine is one line of what ctx did or found at a managed path:
+// "WORD REL", then ": DETAIL" when there is one.
+func reportLine(word, rel, detail string) string {
+	if detail == "" {
+		return word + " " + rel
 	}
-	return a.Verb + " " + a.Rel + ": " + a.Detail
+	return word + " " + rel + ": " + detail
 }
 
 // Reconcile makes the tree match entries, in order (parents first). It
@@ -225,7 +231,7 @@ func (r Root) repairMode(p string, e Entry, st fs.FileInfo) (Action, error) {
 	if err := os.Chmod(p, want); err != nil {
 		return Action{}, err
 	}
-	return Action{Verb: "repaired", Rel: e.Rel, Detail: fmt.Sprintf("mode %s, was %s", modeString(want), modeString(have))}, nil
+	return Action{Verb: "repaired", Rel: e.Rel, Detail: fmt.Sprintf("mode %s, was %s", policy.ModeString(want), policy.ModeString(have))}, nil
 }
 
 // linkOrCopy hard-links src to dst, or copies it when they are on different
@@ -262,17 +268,6 @@ func sameContents(p string, want []byte, st fs.FileInfo) (bool, error) {
 	return bytes.Equal(have, want), nil
 }
 
-func modeString(m fs.FileMode) string {
-	v := uint32(m.Perm())
-	if m&fs.ModeSticky != 0 {
-		v |= 0o1000
-	}
-	if m&fs.ModeSetgid != 0 {
-		v |= 0o2000
-	}
-	return fmt.Sprintf("%04o", v)
-}
-
 // Finding is one line of ctx doctor: a check of one managed path.
 type Finding struct {
 	Status string // ok, missing, invalid, stale, unexpected
@@ -280,12 +275,7 @@ type Finding struct {
 	Detail string
 }
 
-func (f Finding) String() string {
-	if f.Detail == "" {
-		return f.Status + " " + f.Rel
-	}
-	return f.Status + " " + f.Rel + ": " + f.Detail
-}
+func (f Finding) String() string { return reportLine(f.Status, f.Rel, f.Detail) }
 
 // Inspect checks entries against the tree without writing anything.
 func (r Root) Inspect(entries []Entry) []Finding {
@@ -346,7 +336,7 @@ func (r Root) inspectOne(e Entry) Finding {
 	want := e.Mode & (fs.ModePerm | fs.ModeSticky | fs.ModeSetgid)
 	have := st.Mode() & (fs.ModePerm | fs.ModeSticky | fs.ModeSetgid)
 	if want != have {
-		return Finding{"invalid", rel, fmt.Sprintf("mode %s, want %s", modeString(have), modeString(want))}
+		return Finding{"invalid", rel, fmt.Sprintf("mode %s, want %s", policy.ModeString(have), policy.ModeString(want))}
 	}
 	return Finding{"ok", rel, ""}
 }

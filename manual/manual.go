@@ -94,21 +94,27 @@ func Summary(page string) string {
 // Synopsis returns what `NAME --help` prints: the title line and the body of
 // the SYNOPSIS code block.
 func Synopsis(page string) (string, bool) {
+	text, body, ok := synopsis(page)
+	if !ok {
+		return "", false
+	}
+	title, _, _ := strings.Cut(text, "\n")
+	return strings.TrimPrefix(title, "# ") + "\n\n" + body + "\nSee `ctx man " + page + "` for the whole page.\n", true
+}
+
+// synopsis returns page's text and the body of its SYNOPSIS code block.
+func synopsis(page string) (text, body string, ok bool) {
 	b, ok := Read(page + ".md")
 	if !ok {
-		return "", false
+		return "", "", false
 	}
-	text := string(b)
-	title, _, _ := strings.Cut(text, "\n")
+	text = string(b)
 	block, ok := section(text, "SYNOPSIS")
 	if !ok {
-		return "", false
+		return "", "", false
 	}
-	body, ok := fenced(block)
-	if !ok {
-		return "", false
-	}
-	return strings.TrimPrefix(title, "# ") + "\n\n" + body + "\nSee `ctx man " + page + "` for the whole page.\n", true
+	body, ok = fenced(block)
+	return text, body, ok
 }
 
 // section returns the text of "## NAME" up to the next "## " heading.
@@ -175,16 +181,7 @@ func bundleIndex() []byte {
 // "ctx which [--root DIR] tool NAME" is verb "tool". It reports false when
 // the synopsis has no line for verb or the description says nothing of it.
 func VerbHelp(page, cmd, verb string) (string, bool) {
-	b, ok := Read(page + ".md")
-	if !ok {
-		return "", false
-	}
-	text := string(b)
-	block, ok := section(text, "SYNOPSIS")
-	if !ok {
-		return "", false
-	}
-	body, ok := fenced(block)
+	text, body, ok := synopsis(page)
 	if !ok {
 		return "", false
 	}

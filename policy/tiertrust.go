@@ -125,7 +125,7 @@ func (t TrustFacts) component(i int, components []FileFacts) (bool, string) {
 		}
 		return false, fmt.Sprintf("%s is %s and sticky, but %s is owned by uid %d", t.name(c.Path), what, t.name(components[i+1].Path), components[i+1].UID)
 	}
-	return false, fmt.Sprintf("%s is %s (mode %s)", t.name(c.Path), what, modeString(c.Mode))
+	return false, fmt.Sprintf("%s is %s (mode %s)", t.name(c.Path), what, ModeString(c.Mode))
 }
 
 // trustedOwner: root, the tree owner, or one of Also.
@@ -178,9 +178,9 @@ func hookEntry(p string) bool {
 	return (b == "pre.d" || b == "post.d") && path.Base(path.Dir(phase)) == "hooks"
 }
 
-// modeString renders permission bits with the special ones, as 04-digit
+// ModeString renders permission bits with the special ones, as 04-digit
 // octal (01777, 0775).
-func modeString(m fs.FileMode) string {
+func ModeString(m fs.FileMode) string {
 	v := uint32(m.Perm())
 	if m&fs.ModeSetuid != 0 {
 		v |= 0o4000

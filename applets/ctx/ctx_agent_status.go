@@ -161,17 +161,13 @@ func RunAgentPs(e *cli.Env, args []string) int {
 		return code
 	}
 	root := fsops.SelectRoot(rootFlag, e.Getenv)
-	entries, err := os.ReadDir(root.AgentDir())
+	names, err := root.AgentNames()
 	if err != nil {
 		return cli.Fail(e, cli.Failure, "%v", err)
 	}
 	agents := map[string]*policy.Agent{}
 	var bad []string
-	for _, en := range entries {
-		name, ok := strings.CutSuffix(en.Name(), ".d")
-		if !ok || !en.IsDir() || policy.ValidName(name) != nil {
-			continue
-		}
+	for _, name := range names {
 		a, err := authority.LoadAgent(root, name)
 		if err != nil {
 			bad = append(bad, name+"\tinvalid\t"+cli.Escape(err.Error()))

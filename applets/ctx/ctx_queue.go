@@ -19,6 +19,25 @@ import (
 // the queue with the caller's authority, reading input, naming a job, and
 // the exit status of a queue error.
 
+// queueVerb is the start of a verb that opens the queue right after its
+// arguments: --root and the flags more registers (nil: none), SPACE and
+// the other positional arguments (npos in all), then SPACE's queue opened
+// for perm. q is nil when the verb must end with code.
+func queueVerb(e *cli.Env, args []string, npos int, perm string, more func(*cli.FlagSet)) (q *queue.Queue, pos []string, code int) {
+	var rootFlag string
+	f := cli.NewFlags()
+	f.String("root", &rootFlag)
+	if more != nil {
+		more(f)
+	}
+	pos, code, ok := cli.ParseArgs(e, f, args, npos, npos)
+	if !ok {
+		return nil, nil, code
+	}
+	q, code = queueOpen(e, rootFlag, pos[0], perm)
+	return q, pos, code
+}
+
 // queueOpen checks the space name and the caller's authority, then opens
 // the queue. code is non-zero when the verb must stop.
 func queueOpen(e *cli.Env, rootFlag, space, perm string) (q *queue.Queue, code int) {

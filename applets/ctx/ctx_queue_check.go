@@ -9,15 +9,8 @@ import (
 
 // ctx queue check [--root DIR] SPACE
 func QueueCheck(e *cli.Env, args []string) int {
-	var rootFlag string
-	f := cli.NewFlags()
-	f.String("root", &rootFlag)
-	pos, code, ok := cli.ParseArgs(e, f, args, 1, 1)
-	if !ok {
-		return code
-	}
-	q, code := queueOpen(e, rootFlag, pos[0], "read")
-	if code != cli.OK {
+	q, _, code := queueVerb(e, args, 1, "read", nil)
+	if q == nil {
 		return code
 	}
 	defer q.Close()

@@ -8,15 +8,8 @@ import (
 
 // ctx queue ingest [--root DIR] SPACE
 func QueueIngest(e *cli.Env, args []string) int {
-	var rootFlag string
-	f := cli.NewFlags()
-	f.String("root", &rootFlag)
-	pos, code, ok := cli.ParseArgs(e, f, args, 1, 1)
-	if !ok {
-		return code
-	}
-	q, code := queueOpen(e, rootFlag, pos[0], "write")
-	if code != cli.OK {
+	q, _, code := queueVerb(e, args, 1, "write", nil)
+	if q == nil {
 		return code
 	}
 	defer q.Close()

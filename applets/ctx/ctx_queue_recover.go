@@ -8,17 +8,9 @@ import (
 
 // ctx queue recover [--root DIR] SPACE J [--force]
 func QueueRecover(e *cli.Env, args []string) int {
-	var rootFlag string
 	var force bool
-	f := cli.NewFlags()
-	f.String("root", &rootFlag)
-	f.Bool("force", &force)
-	pos, code, ok := cli.ParseArgs(e, f, args, 2, 2)
-	if !ok {
-		return code
-	}
-	q, code := queueOpen(e, rootFlag, pos[0], "write")
-	if code != cli.OK {
+	q, pos, code := queueVerb(e, args, 2, "write", func(f *cli.FlagSet) { f.Bool("force", &force) })
+	if q == nil {
 		return code
 	}
 	defer q.Close()

@@ -9,17 +9,9 @@ import (
 
 // ctx queue status [--root DIR] SPACE [--counts]
 func QueueStatus(e *cli.Env, args []string) int {
-	var rootFlag string
 	var countsOnly bool
-	f := cli.NewFlags()
-	f.String("root", &rootFlag)
-	f.Bool("counts", &countsOnly)
-	pos, code, ok := cli.ParseArgs(e, f, args, 1, 1)
-	if !ok {
-		return code
-	}
-	q, code := queueOpen(e, rootFlag, pos[0], "read")
-	if code != cli.OK {
+	q, _, code := queueVerb(e, args, 1, "read", func(f *cli.FlagSet) { f.Bool("counts", &countsOnly) })
+	if q == nil {
 		return code
 	}
 	defer q.Close()

@@ -31,12 +31,8 @@ func checkAgentStarts(root fsops.Root, host sandbox.HostReport, fixes map[fsops.
 		fixes[f] = "mount -t proc proc /proc"
 		out = append(out, f)
 	}
-	entries, _ := os.ReadDir(root.AgentDir())
-	for _, en := range entries {
-		name, ok := strings.CutSuffix(en.Name(), ".d")
-		if !ok || !en.IsDir() || policy.ValidName(name) != nil {
-			continue
-		}
+	names, _ := root.AgentNames()
+	for _, name := range names {
 		a, err := authority.LoadAgent(root, name)
 		if err != nil {
 			agents = append(agents, name+" cannot start (its controls are invalid)")

@@ -1,12 +1,8 @@
 package ctx
 
 import (
-	"os"
-	"strings"
-
 	"ctx/applets/authority"
 	"ctx/fsops"
-	"ctx/policy"
 )
 
 // checkHostRoot reports every agent that a root caller would run as host
@@ -14,12 +10,8 @@ import (
 // agent start refuses such an agent unless --allow-host-root is given.
 func checkHostRoot(root fsops.Root) []fsops.Finding {
 	var out []fsops.Finding
-	entries, _ := os.ReadDir(root.AgentDir())
-	for _, en := range entries {
-		name, ok := strings.CutSuffix(en.Name(), ".d")
-		if !ok || !en.IsDir() || policy.ValidName(name) != nil {
-			continue
-		}
+	names, _ := root.AgentNames()
+	for _, name := range names {
 		a, err := authority.LoadAgent(root, name)
 		if err != nil || !a.RunsAsHostRoot(0) {
 			continue // invalid controls are checkControls' to report

@@ -227,12 +227,8 @@ func agentControls(name, label, perm string, uid, gid uint32, rules, mountLines 
 // uid control.
 func agentUIDs(root fsops.Root) []uint32 {
 	var uids []uint32
-	entries, _ := os.ReadDir(root.AgentDir())
-	for _, en := range entries {
-		name, ok := strings.CutSuffix(en.Name(), ".d")
-		if !ok || !en.IsDir() || policy.ValidName(name) != nil {
-			continue
-		}
+	names, _ := root.AgentNames()
+	for _, name := range names {
 		if b, err := fsops.ReadControl(filepath.Join(root.AgentControl(name), "uid")); err == nil {
 			if id, err := policy.ParseID("uid", b); err == nil {
 				uids = append(uids, id)

@@ -352,43 +352,47 @@ func (sh *Shell) reportUnloaded(gone []*Loaded) {
 	}
 }
 
-func (sh *Shell) builtinLoad(args []string) int {
+// forEachName runs fn for each NAME a builtin was given (at least one):
+// Failure when fn failed for any of them, which it has reported.
+func (sh *Shell) forEachName(builtin string, args []string, fn func(name string) bool) int {
 	if len(args) == 0 {
-		return sh.usage("load")
+		return sh.usage(builtin)
 	}
 	code := cli.OK
 	for _, name := range args {
-		hit, m, ok := sh.resolveMeta(name)
-		if !ok {
+		if !fn(name) {
 			code = cli.Failure
-			continue
 		}
-		gone := sh.loaded.Load(name, hit.Path, m)
-		sh.out("loaded %s\t%s\tmetadata\n", name, cli.Escape(hit.Path))
-		sh.reportUnloaded(gone)
 	}
 	return code
 }
 
+func (sh *Shell) builtinLoad(args []string) int {
+	return sh.forEachName("load", args, func(name string) bool {
+		hit, m, ok := sh.resolveMeta(name)
+		if ok {
+			gone := sh.loaded.Load(name, hit.Path, m)
+			sh.out("loaded %s\t%s\tmetadata\n", name, cli.Escape(hit.Path))
+			sh.reportUnloaded(gone)
+		}
+		return ok
+	})
+}
+
 func (sh *Shell) builtinUnload(args []string) int {
-	if len(args) == 0 {
-		return sh.usage("unload")
-	}
-	code := cli.OK
-	for _, name := range args {
+	return sh.forEachName("unload", args, func(name string) bool {
 		l, ok := sh.loaded.Unload(name)
 		switch {
 		case !ok:
 			sh.errorf("%s is not loaded", name)
-			code = cli.Failure
+			return false
 		case l.Pinned:
 			sh.errorf("%s is pinned; run `unpin %s` before unload", name, name)
-			code = cli.Failure
-		default:
-			sh.out("unloaded %s\t%s\n", name, cli.Escape(l.Path))
+			return false
 		}
-	}
-	return code
+		sh.out("unloaded %s\t%s\n", name, cli.Escape(l.Path))
+		return true
+	})
 }
 
 // listLoaded prints NAME<TAB>PATH<TAB>STATE[<TAB>description]. STATE is
@@ -416,42 +420,32 @@ func (sh *Shell) builtinLoads(args []string) int { return sh.listLoaded(args, fa
 func (sh *Shell) builtinPins(args []string) int  { return sh.listLoaded(args, true, "pins") }
 
 func (sh *Shell) builtinPin(args []string) int {
-	if len(args) == 0 {
-		return sh.usage("pin")
-	}
-	code := cli.OK
-	for _, name := range args {
+	return sh.forEachName("pin", args, func(name string) bool {
 		hit, m, ok := sh.resolveMeta(name)
 		if !ok {
-			code = cli.Failure
-			continue
+			return false
 		}
 		sh.loaded.Pin(name, hit.Path, m)
 		if c, ok := sh.cache.Peek(name); ok {
 			sh.cache.Pin(name, c)
 		}
 		sh.out("pinned metadata %s\t%s\n", name, cli.Escape(hit.Path))
-	}
-	return code
+		return true
+	})
 }
 
 func (sh *Shell) builtinUnpin(args []string) int {
-	if len(args) == 0 {
-		return sh.usage("unpin")
-	}
-	code := cli.OK
-	for _, name := range args {
+	return sh.forEachName("unpin", args, func(name string) bool {
 		l, ok, gone := sh.loaded.Unpin(name)
 		if !ok {
 			sh.errorf("%s is not loaded", name)
-			code = cli.Failure
-			continue
+			return false
 		}
 		sh.cache.Unpin(name)
 		sh.out("unpinned %s\t%s\n", name, cli.Escape(l.Path))
 		sh.reportUnloaded(gone)
-	}
-	return code
+		return true
+	})
 }
 
 func (sh *Shell) builtinExit(args []string) int {

@@ -94,7 +94,7 @@ func mountOf(dev uint64, typ string) (mount, fstype, opts string) {
 		if len(f) < 6 || f[2] != want || sep < 0 || len(f) < sep+4 {
 			continue
 		}
-		mount, fstype, opts = unescapeMount(f[4]), f[sep+1], f[5]+","+f[sep+3]
+		mount, fstype, opts = fsops.UnescapeMountinfo(f[4]), f[sep+1], f[5]+","+f[sep+3]
 	}
 	if fstype == "" {
 		return "", typ, ""
@@ -103,25 +103,6 @@ func mountOf(dev uint64, typ string) (mount, fstype, opts string) {
 		opts += sshfsOptions(mount)
 	}
 	return mount, fstype, opts
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // sshfsOptions returns ",OPTS" for the -o options of the sshfs process
