@@ -9,6 +9,7 @@ import (
 	"ctx/fsops/sandbox"
 	"ctx/manual"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 func TestTableSortedAndUnique(t *testing.T) {
@@ -113,9 +114,9 @@ func TestManualSandboxListsEveryWall(t *testing.T) {
 		}
 		want = append(want, n)
 	}
-	want = append(want, policy.ProcMasked()...)
-	want = append(want, policy.ProcReadOnly()...)
-	for _, e := range policy.HostEtcNames {
+	want = append(want, sandboxplan.ProcMasked()...)
+	want = append(want, sandboxplan.ProcReadOnly()...)
+	for _, e := range sandboxplan.HostEtcNames {
 		if e != "ca-certificates" && e != "ca-certificates.conf" {
 			want = append(want, "`"+e)
 		}

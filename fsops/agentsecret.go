@@ -18,7 +18,7 @@ import (
 // rule needs every agent's definition), where Landlock can carve no file
 // out of a directory it grants, nor follow a control that an atomic write
 // replaces. Nothing a sandbox mounts and no Landlock rule reaches secret/,
-// and the run host refuses a plan that would (policy.PlanExposes). The
+// and the run host refuses a plan that would (sandboxplan.PlanExposes). The
 // directory is 0711 (a user to whom root handed an agent opens that
 // agent's file by name, and lists nothing), each file 0600. Only the run
 // host reads a file, at the start of a run, into the program's

@@ -16,7 +16,7 @@ import (
 // 32 random bytes when the run starts and writes them, hex, to a 0600
 // file in the person's runtime directory (RunSecretPath), a place no
 // sandbox mounts and no Landlock rule of any run reads (the run host
-// refuses a plan that would expose it, policy.PlanExposes). A connection
+// refuses a plan that would expose it, sandboxplan.PlanExposes). A connection
 // to the run's broker or terminal from outside the run must present it;
 // one from inside proves instead that it comes from the run's own
 // processes. The file goes with the run.

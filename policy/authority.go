@@ -134,11 +134,11 @@ func requestValid(obj Object, perm Permission) (string, bool) {
 	return "", true
 }
 
-// modeClass returns the rwx bits of f's mode that apply to the agent, and
+// ModeClass returns the rwx bits of f's mode that apply to the agent, and
 // which class (owner, group, other) they came from, as the kernel picks
 // them: the owner class when the uid matches even if "other" would grant
 // more, then the group class for the primary or a supplementary group.
-func modeClass(a *Agent, f *FileFacts) (Ceiling, string) {
+func ModeClass(a *Agent, f *FileFacts) (Ceiling, string) {
 	perm := uint32(f.Mode.Perm())
 	switch {
 	case f.UID == a.UID:
@@ -172,7 +172,7 @@ func toolLinux(a *Agent, f *FileFacts) Verdict {
 			vd.Reason = describeFile(a, f) + ": no x bit at all, not even for uid 0"
 		}
 	default:
-		bits, class := modeClass(a, f)
+		bits, class := ModeClass(a, f)
 		vd.Allowed = bits.Has(CeilingExec)
 		vd.Reason = fmt.Sprintf("%s: the %s class has %s", describeFile(a, f), class, bits)
 		if !vd.Allowed {
@@ -200,7 +200,7 @@ func sharedLinux(a *Agent, f *FileFacts, perm Permission) Verdict {
 		vd.Allowed = true
 		vd.Reason = describeFile(a, f) + ": uid 0 passes directory checks"
 	default:
-		bits, class := modeClass(a, f)
+		bits, class := ModeClass(a, f)
 		vd.Allowed = bits.Has(want)
 		vd.Reason = fmt.Sprintf("%s: the %s class has %s", describeFile(a, f), class, bits)
 		if !vd.Allowed {

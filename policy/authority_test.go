@@ -21,8 +21,8 @@ func TestWithinIsPathAware(t *testing.T) {
 		{"/", "/", true},
 		{"/", "/a", false},
 	} {
-		if got := within(tt.p, tt.dir); got != tt.want {
-			t.Errorf("within(%q, %q) = %v", tt.p, tt.dir, got)
+		if got := Within(tt.p, tt.dir); got != tt.want {
+			t.Errorf("Within(%q, %q) = %v", tt.p, tt.dir, got)
 		}
 	}
 }

@@ -119,7 +119,7 @@ func (id *Identity) set(key, val string) string {
 		}
 		id.Subject = val
 	case "sop":
-		if !strings.HasPrefix(val, "/") || path.Clean(val) != val || hasControlByte(val) {
+		if !strings.HasPrefix(val, "/") || path.Clean(val) != val || HasControlByte(val) {
 			return quote(val) + " is not an absolute clean path"
 		}
 		id.SOP = val

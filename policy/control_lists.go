@@ -68,16 +68,16 @@ func FormatEnv(vars []EnvVar) []byte {
 	return b.Bytes()
 }
 
-// checkAbsPath checks that p is an absolute, canonical path (what
+// CheckAbsPath checks that p is an absolute, canonical path (what
 // path.Clean returns: no "." or ".." component, no doubled or trailing
 // slash) without control bytes. It returns the reason when it is not.
-func checkAbsPath(p string) (string, bool) {
+func CheckAbsPath(p string) (string, bool) {
 	switch {
 	case p == "":
 		return "empty path", false
 	case p[0] != '/':
 		return quote(p) + " is not absolute", false
-	case hasControlByte(p):
+	case HasControlByte(p):
 		return quote(p) + " contains a control byte", false
 	}
 	for _, comp := range strings.Split(p[1:], "/") {
@@ -99,7 +99,7 @@ func ParsePath(data []byte) ([]string, error) {
 	seen := map[string]int{}
 	err := eachLine(data, func(num int, line []byte, _ bool) error {
 		dir := string(line)
-		if reason, ok := checkAbsPath(dir); !ok {
+		if reason, ok := CheckAbsPath(dir); !ok {
 			return controlErr("path", num, "directory", KindInvalidPath, "%s", reason)
 		}
 		if strings.IndexByte(dir, ':') >= 0 {
@@ -132,7 +132,7 @@ func ParsePathControl(control string, data []byte) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if reason, ok := checkAbsPath(s); !ok {
+	if reason, ok := CheckAbsPath(s); !ok {
 		return "", controlErr(control, 1, control, KindInvalidPath, "%s", reason)
 	}
 	return s, nil

@@ -69,7 +69,7 @@ func FuzzParseMounts(f *testing.F) {
 		}
 		v := View{Mounts: m}
 		for _, e := range m {
-			if loc, ok := v.Locate(e.Source); ok && !within(loc.SandboxPath, loc.Mount.Target) {
+			if loc, ok := v.Locate(e.Source); ok && !Within(loc.SandboxPath, loc.Mount.Target) {
 				t.Fatalf("located %q at %q outside its mount %q", e.Source, loc.SandboxPath, loc.Mount.Target)
 			}
 		}

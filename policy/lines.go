@@ -57,8 +57,8 @@ func isSpace(c byte) bool {
 	return c == ' ' || c == '\t' || c == '\v' || c == '\f' || c == '\r'
 }
 
-// hasControlByte reports a byte below 0x20 or DEL.
-func hasControlByte(s string) bool {
+// HasControlByte reports a byte below 0x20 or DEL.
+func HasControlByte(s string) bool {
 	for i := 0; i < len(s); i++ {
 		if s[i] < 0x20 || s[i] == 0x7f {
 			return true

@@ -129,7 +129,7 @@ func parseMountLine(num int, line string) (Mount, error) {
 	}
 	m := Mount{Source: fields[0], Target: fields[1]}
 	for i, name := range [2]string{"source", "target"} {
-		if reason, ok := checkAbsPath(fields[i]); !ok {
+		if reason, ok := CheckAbsPath(fields[i]); !ok {
 			return Mount{}, controlErr("mount", num, name, KindInvalidPath, "%s", reason)
 		}
 	}

@@ -126,7 +126,7 @@ func badSecretValue(v []byte) string {
 		return "is empty"
 	case v[0] == ' ' || v[len(v)-1] == ' ':
 		return "begins or ends with a blank"
-	case hasControlByte(string(v)):
+	case HasControlByte(string(v)):
 		return "holds a control byte (a value is one line of text)"
 	}
 	return ""

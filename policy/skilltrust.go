@@ -21,7 +21,7 @@ import (
 // people of a space's group may keep its skills.
 func SkillTrust(target string, components []FileFacts, t TrustFacts) (bool, string) {
 	for _, w := range t.Writers {
-		if within(target, w.Dir) || anyWithin(components, w.Dir) {
+		if Within(target, w.Dir) || anyWithin(components, w.Dir) {
 			return false, t.name(w.Dir) + " is writable by agent " + w.Agent
 		}
 	}

@@ -69,7 +69,7 @@ type TrustFacts struct {
 // component in order.
 func TierTrust(target string, components []FileFacts, t TrustFacts) (bool, string) {
 	for _, w := range t.Writers {
-		if within(target, w.Dir) || anyWithin(components, w.Dir) {
+		if Within(target, w.Dir) || anyWithin(components, w.Dir) {
 			return false, t.name(w.Dir) + " is writable by agent " + w.Agent
 		}
 	}
@@ -149,7 +149,7 @@ func (t TrustFacts) foreignOwner(c FileFacts) string {
 // unprintable bytes.
 func (t TrustFacts) name(p string) string {
 	n := p
-	if t.Root != "" && within(p, t.Root) {
+	if t.Root != "" && Within(p, t.Root) {
 		n = strings.TrimPrefix(strings.TrimPrefix(p, t.Root), "/")
 		if n == "" {
 			n = "."
@@ -163,7 +163,7 @@ func (t TrustFacts) name(p string) string {
 
 func anyWithin(components []FileFacts, dir string) bool {
 	for _, c := range components {
-		if within(c.Path, dir) {
+		if Within(c.Path, dir) {
 			return true
 		}
 	}

@@ -30,18 +30,18 @@ type Location struct {
 	Mount       Mount // the entry that shows it there
 }
 
-// within reports whether p is dir or below it. Both are canonical absolute
+// Within reports whether p is dir or below it. Both are canonical absolute
 // paths. This is a path comparison, never a string-prefix one: /root2 is
 // not within /root.
-func within(p, dir string) bool {
+func Within(p, dir string) bool {
 	if dir == "/" {
 		return true
 	}
 	return p == dir || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }
 
-// rebase maps p, which is within from, to the same place under to.
-func rebase(p, from, to string) string {
+// Rebase maps p, which is within from, to the same place under to.
+func Rebase(p, from, to string) string {
 	rel := strings.TrimPrefix(p[len(from):], "/")
 	if from == "/" {
 		rel = p[1:]
@@ -61,7 +61,7 @@ func rebase(p, from, to string) string {
 func (v View) serving(sp string) int {
 	best := -1
 	for i, m := range v.Mounts {
-		if within(sp, m.Target) && (best < 0 || len(m.Target) >= len(v.Mounts[best].Target)) {
+		if Within(sp, m.Target) && (best < 0 || len(m.Target) >= len(v.Mounts[best].Target)) {
 			best = i
 		}
 	}
@@ -82,7 +82,7 @@ func (v View) Locate(hostPath string) (Location, bool) {
 	for {
 		cand := -1
 		for i, m := range v.Mounts {
-			if tried[i] || !within(hostPath, m.Source) {
+			if tried[i] || !Within(hostPath, m.Source) {
 				continue
 			}
 			if cand < 0 || len(m.Source) >= len(v.Mounts[cand].Source) {
@@ -94,12 +94,12 @@ func (v View) Locate(hostPath string) (Location, bool) {
 		}
 		tried[cand] = true
 		m := v.Mounts[cand]
-		sp := rebase(hostPath, m.Source, m.Target)
+		sp := Rebase(hostPath, m.Source, m.Target)
 		s := v.serving(sp)
 		// The path is visible through cand when the entry on top at sp maps
 		// it back to the same host path (usually s == cand; a second entry
 		// binding the same source shows the same file too).
-		if s >= 0 && within(sp, v.Mounts[s].Target) && rebase(sp, v.Mounts[s].Target, v.Mounts[s].Source) == hostPath {
+		if s >= 0 && Within(sp, v.Mounts[s].Target) && Rebase(sp, v.Mounts[s].Target, v.Mounts[s].Source) == hostPath {
 			return Location{SandboxPath: sp, Mount: v.Mounts[s]}, true
 		}
 	}

@@ -15,7 +15,7 @@ func WorkspaceWriteWarning(a *Agent, f FileFacts) string {
 	if !a.Ceiling.Has(CeilingWrite) || a.UID == 0 {
 		return ""
 	}
-	if bits, _ := modeClass(a, &f); bits.Has(CeilingWrite | CeilingExec) {
+	if bits, _ := ModeClass(a, &f); bits.Has(CeilingWrite | CeilingExec) {
 		return ""
 	}
 	fix := fmt.Sprintf("let that uid write it (chown -R %d:%d %s, or setfacl -R -m u:%d:rwX %s)", a.UID, a.GID, f.Path, a.UID, f.Path)

@@ -16,6 +16,7 @@ import (
 
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // Context reports whether this process runs as an agent: the sandbox
@@ -79,10 +80,10 @@ func LoadAgent(root fsops.Root, name string) (*policy.Agent, error) {
 // under root; paths outside /ctx are host paths already. Inside a sandbox
 // the root is /ctx and nothing changes.
 func Reroot(root fsops.Root, p string) string {
-	if p == policy.SandboxRoot {
+	if p == sandboxplan.SandboxRoot {
 		return root.Dir
 	}
-	if rest, ok := strings.CutPrefix(p, policy.SandboxRoot+"/"); ok {
+	if rest, ok := strings.CutPrefix(p, sandboxplan.SandboxRoot+"/"); ok {
 		return filepath.Join(root.Dir, rest)
 	}
 	return p
@@ -102,7 +103,7 @@ func ToolDirs(root fsops.Root, a *policy.Agent) []string {
 // sources are re-rooted as the sandbox plan re-roots them. The sandbox adds
 // system directories and /workspace, which hold no tools or shared spaces.
 func View(root fsops.Root, a *policy.Agent) policy.View {
-	view := policy.View{Mounts: []policy.Mount{{Source: root.Dir, Target: policy.SandboxRoot, ReadOnly: true}}}
+	view := policy.View{Mounts: []policy.Mount{{Source: root.Dir, Target: sandboxplan.SandboxRoot, ReadOnly: true}}}
 	for _, m := range a.Mounts {
 		m.Source = Reroot(root, m.Source)
 		view.Mounts = append(view.Mounts, m)
@@ -212,7 +213,7 @@ func CurrentCaller(getenv func(string) string) (Caller, error) {
 	if ctx.Source == policy.ContextSandbox {
 		// Inside the sandbox the tree is at /ctx, whatever the
 		// environment claims.
-		c.Root = fsops.Root{Dir: policy.SandboxRoot}
+		c.Root = fsops.Root{Dir: sandboxplan.SandboxRoot}
 	}
 	c.Agent, err = LoadAgent(c.Root, ctx.Agent)
 	return c, err

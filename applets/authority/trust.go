@@ -11,6 +11,7 @@ import (
 
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The tool-trust rule (DESIGN §16 rule 8, policy.TierTrust) for every
@@ -139,15 +140,15 @@ func (t *Trust) addUID(uid uint32, agent string) {
 // sandbox shows, where every read-write mount is writable by a.
 func sandboxTrust(a *policy.Agent) *Trust {
 	t := &Trust{tiers: map[string]tierVerdict{}, judged: map[string]bool{}}
-	t.facts.Root = policy.SandboxRoot
+	t.facts.Root = sandboxplan.SandboxRoot
 	t.facts.AgentUIDs = map[uint32]string{a.UID: a.Name}
 	for _, tier := range a.Path {
-		if under(tier, policy.SandboxRoot) {
+		if under(tier, sandboxplan.SandboxRoot) {
 			t.judged[tier] = true
 		}
 	}
 	t.hostPolicy, t.hostErr = fsops.ReadControl(ProcPolicyPath)
-	st, err := os.Stat(policy.SandboxRoot)
+	st, err := os.Stat(sandboxplan.SandboxRoot)
 	if err != nil {
 		t.err = err
 		return t
@@ -420,7 +421,7 @@ func SharedDecision(root fsops.Root, a *policy.Agent, space string, perm policy.
 	obj := policy.Object{Class: policy.ClassShared, Name: space}
 	base := View(root, a)
 	view := policy.View{Mounts: append([]policy.Mount{base.Mounts[0],
-		{Source: dir, Target: policy.SandboxRoot + "/shared/" + space}}, base.Mounts[1:]...)}
+		{Source: dir, Target: sandboxplan.SandboxRoot + "/shared/" + space}}, base.Mounts[1:]...)}
 	return policy.Check(a, view, obj, perm, facts)
 }
 

@@ -7,6 +7,7 @@ import (
 	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // RunAgentEnv is `ctx agent env [--root DIR] [--session S] [--run R] AGENT`:
@@ -45,7 +46,7 @@ func RunAgentEnv(e *cli.Env, args []string) int {
 	if !ok {
 		return code
 	}
-	env := policy.SandboxEnv(a, policy.RunSettings{
+	env := sandboxplan.SandboxEnv(a, sandboxplan.RunSettings{
 		Session: session,
 		Run:     run,
 		Term:    e.Getenv("TERM"),

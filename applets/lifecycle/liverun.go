@@ -13,6 +13,7 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/broker"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // LiveRun is an agent's live run as ctx run found it: its run directory,
@@ -140,9 +141,9 @@ func (r *LiveRun) Call(e *cli.Env, a *policy.Agent, tool string, args []string) 
 	}
 	cwd := a.Cwd
 	if cwd == "" {
-		cwd = policy.SandboxWorkspace
+		cwd = sandboxplan.SandboxWorkspace
 	}
-	env := policy.SandboxEnv(a, policy.RunSettings{Session: r.Id.Session, Run: r.Id.Run,
+	env := sandboxplan.SandboxEnv(a, sandboxplan.RunSettings{Session: r.Id.Session, Run: r.Id.Run,
 		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
 	req := broker.Request{Tool: tool, Args: args, Env: env, Cwd: cwd, Secret: r.Secret}
 	return toolrun.CallBroker(e, r.Conn, req, fds, relay, "agent "+a.Name+"'s run host")

@@ -12,13 +12,14 @@ import (
 	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // RunSkills is what a run shows at /mnt/skills: the agent's own skills
 // directory (also bound read-only over /home/agent/skills) and the bundles.
 type RunSkills struct {
 	Dir  string
-	List []policy.Skill
+	List []sandboxplan.Skill
 }
 
 // GatherSkills finds the skill bundles of agent a's run, each a directory
@@ -39,7 +40,7 @@ type RunSkills struct {
 // The agent's own skill wins over a shared one of the same name, and
 // spaces are taken in name order. Symlinked entries, files and names that
 // are not object names are left out (a line says so).
-func GatherSkills(root fsops.Root, a *policy.Agent, shared []policy.SharedGrant) (RunSkills, []string, error) {
+func GatherSkills(root fsops.Root, a *policy.Agent, shared []sandboxplan.SharedGrant) (RunSkills, []string, error) {
 	var rs RunSkills
 	var lines []string
 	taken := map[string]string{}
@@ -63,12 +64,12 @@ func GatherSkills(root fsops.Root, a *policy.Agent, shared []policy.SharedGrant)
 			lines = append(lines, fmt.Sprintf("skill:%s skipped home: %s", quoteIfOdd(en.Name()), why))
 			continue
 		}
-		rs.List = append(rs.List, policy.Skill{Name: en.Name(), HostDir: filepath.Join(rs.Dir, en.Name())})
+		rs.List = append(rs.List, sandboxplan.Skill{Name: en.Name(), HostDir: filepath.Join(rs.Dir, en.Name())})
 		taken[en.Name()] = "home"
 		lines = append(lines, "skill:"+en.Name()+" granted home")
 	}
 
-	spaces := append([]policy.SharedGrant(nil), shared...)
+	spaces := append([]sandboxplan.SharedGrant(nil), shared...)
 	sort.Slice(spaces, func(i, j int) bool { return spaces[i].Space < spaces[j].Space })
 	var trust *authority.Trust
 	for _, g := range spaces {
@@ -98,7 +99,7 @@ func GatherSkills(root fsops.Root, a *policy.Agent, shared []policy.SharedGrant)
 				lines = append(lines, fmt.Sprintf("skill:%s skipped %s untrusted: %s", name, from, reason))
 				continue
 			}
-			rs.List = append(rs.List, policy.Skill{Name: name, HostDir: filepath.Join(dir, name)})
+			rs.List = append(rs.List, sandboxplan.Skill{Name: name, HostDir: filepath.Join(dir, name)})
 			taken[name] = from
 			lines = append(lines, "skill:"+name+" granted "+from)
 		}

@@ -4,12 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // SopPointer is the identity's sop and sop.sha256: where the sandbox shows
 // the rendered system prompt and the sha256 of exactly those bytes.
 func SopPointer(sop []byte) (string, string) {
 	sum := sha256.Sum256(sop)
-	return policy.SandboxMnt + "/SOP", hex.EncodeToString(sum[:])
+	return sandboxplan.SandboxMnt + "/SOP", hex.EncodeToString(sum[:])
 }

@@ -21,6 +21,7 @@ import (
 	"ctx/fsops/object"
 	"ctx/mcpstdio"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // ctxmcp serve: the tools of an agent (or of the caller) as an MCP
@@ -136,7 +137,7 @@ func servedTools(e *cli.Env, root fsops.Root, agent string, inSandbox bool, call
 		tools.Run = brokeredRun
 		tools.Revision = policyRevision(e)
 		tools.Command = func(name, file string, argv, env []string) (string, []string) {
-			if p := policy.SandboxMnt + "/tools/" + name; isFile(p) {
+			if p := sandboxplan.SandboxMnt + "/tools/" + name; isFile(p) {
 				return p, argv
 			}
 			return file, argv

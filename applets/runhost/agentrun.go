@@ -23,6 +23,7 @@ import (
 	"ctx/fsops/object"
 	"ctx/fsops/sandbox"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 	"ctx/ptyterm"
 )
 
@@ -45,7 +46,7 @@ type AgentRun struct {
 	runHeld   *os.File // runDir, locked while this host lives (fsops.MakeHeldDir)
 	// homeTop, in iso landlock, lets the agent write its home's top
 	// (agentrun_landlock_home.go).
-	homeTop *policy.HomeTop
+	homeTop *sandboxplan.HomeTop
 	// secret is the run's secret (fsops/runsecret.go), which every
 	// connection from outside the run presents; secretPath its file.
 	secret, secretPath string
@@ -56,10 +57,10 @@ type AgentRun struct {
 	cgTasks            []*os.File // the tasks files handed to that init, closed once it started
 	joinCmd            *exec.Cmd  // that init's command: only it is started without StartInside or Add
 	socket             string     // the terminal socket (runtime path)
-	tools              []policy.ProjectedTool
+	tools              []sandboxplan.ProjectedTool
 	toolLogs           map[string]string // tool name -> its host log file
 	exes               map[[2]uint64]bool
-	plan               *policy.Plan
+	plan               *sandboxplan.Plan
 	protect            *protectState // what the start found for the protect control (agentrun_protect.go)
 	env                []string
 	stderr             io.Writer // where the run's own warnings go (the caller's standard error)
@@ -110,10 +111,10 @@ func (r *AgentRun) closeIDMap() {
 // agents is the reading of the tree's agents the decision is made on (a
 // start's, shared with its budgets; a fresh one for each of the run
 // host's refreshes).
-func projectTools(agents *authority.Agents, a *policy.Agent) ([]policy.ProjectedTool, []string) {
+func projectTools(agents *authority.Agents, a *policy.Agent) ([]sandboxplan.ProjectedTool, []string) {
 	root := agents.Root()
 	tp := agents.TrustedToolDirs(a)
-	var tools []policy.ProjectedTool
+	var tools []sandboxplan.ProjectedTool
 	var lines []string
 	for _, s := range tp.Skipped {
 		lines = append(lines, policy.TierSkipLine(s.Tier, s.Reason))
@@ -135,7 +136,7 @@ func projectTools(agents *authority.Agents, a *policy.Agent) ([]policy.Projected
 		if schemaErr != nil {
 			schema = []byte("{}\n")
 		}
-		t := policy.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path, HostDotD: hit.ControlDir, Schema: schema}
+		t := sandboxplan.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path, HostDotD: hit.ControlDir, Schema: schema}
 		if loc, err := fsops.ReadControl(filepath.Join(hit.ControlDir, "mcp")); err == nil {
 			if l, err := object.ParseLocator(loc); err == nil {
 				t.MCPServer, t.MCPTool = l.Server, l.Tool
@@ -164,18 +165,18 @@ func indexOf(list []string, s string) int {
 // sharedGrants finds the shared spaces agent a may read or write. The
 // decision is authority.SharedGrant's, the same the tool-trust rule uses to
 // find the spaces an agent may write.
-func sharedGrants(root fsops.Root, a *policy.Agent) ([]policy.SharedGrant, []string) {
-	var grants []policy.SharedGrant
+func sharedGrants(root fsops.Root, a *policy.Agent) ([]sandboxplan.SharedGrant, []string) {
+	var grants []sandboxplan.SharedGrant
 	var lines []string
 	for _, space := range authority.SharedSpaces(root) {
 		dir := root.SharedDir(space)
 		canRead, canWrite := authority.SharedGrant(root, a, space)
 		switch {
 		case canWrite:
-			grants = append(grants, policy.SharedGrant{Space: space, HostDir: dir, Write: true})
+			grants = append(grants, sandboxplan.SharedGrant{Space: space, HostDir: dir, Write: true})
 			lines = append(lines, "shared:"+space+" write granted")
 		case canRead:
-			grants = append(grants, policy.SharedGrant{Space: space, HostDir: dir})
+			grants = append(grants, sandboxplan.SharedGrant{Space: space, HostDir: dir})
 			lines = append(lines, "shared:"+space+" read granted")
 		}
 	}
@@ -189,8 +190,8 @@ func networkGranted(a *policy.Agent) bool {
 }
 
 // systemDirs describes the host directories the sandbox shows read-only.
-func systemDirs() []policy.HostDir {
-	var out []policy.HostDir
+func systemDirs() []sandboxplan.HostDir {
+	var out []sandboxplan.HostDir
 	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"} {
 		st, err := os.Lstat(d)
 		if err != nil {
@@ -199,12 +200,12 @@ func systemDirs() []policy.HostDir {
 		if st.Mode()&fs.ModeSymlink != 0 {
 			target, err := os.Readlink(d)
 			if err == nil {
-				out = append(out, policy.HostDir{Path: d, Symlink: target})
+				out = append(out, sandboxplan.HostDir{Path: d, Symlink: target})
 			}
 			continue
 		}
 		if st.IsDir() {
-			out = append(out, policy.HostDir{Path: d})
+			out = append(out, sandboxplan.HostDir{Path: d})
 		}
 	}
 	return out

@@ -5,6 +5,7 @@ import (
 	"ctx/applets/lifecycle"
 	"ctx/fsops/sandbox"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 	"ctx/ptyterm"
 )
 
@@ -57,7 +58,7 @@ func (r *AgentRun) startEarly(e *cli.Env) {
 	}
 	a := r.Agent
 	start := sandbox.Start{
-		Namespaces: policy.SandboxNamespaces(string(r.iso), networkGranted(a)),
+		Namespaces: sandboxplan.SandboxNamespaces(string(r.iso), networkGranted(a)),
 		UID:        a.UID, GID: a.GID, OuterUID: uint32(r.callerUID), OuterGID: uint32(r.callerGID),
 	}
 	done := make(chan earlyInit, 1)

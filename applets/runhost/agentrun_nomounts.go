@@ -10,6 +10,7 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/broker"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The two modes without mounts, iso shared and iso landlock: the program
@@ -76,8 +77,8 @@ func (r *AgentRun) hostPathEnv(home string) []string {
 // (which brokers its tool calls too). It finds the tree at CTX_ROOT, its
 // run's files at CTX_RUN_DIR and the broker at CTX_BROKER, host paths; its
 // temporary files go to TMPDIR in its home.
-func (r *AgentRun) prepareLandlock(e *cli.Env, exe, home string, extra []policy.Mount, tools []policy.ProjectedTool,
-	shared []policy.SharedGrant, network bool) (int, bool) {
+func (r *AgentRun) prepareLandlock(e *cli.Env, exe, home string, extra []policy.Mount, tools []sandboxplan.ProjectedTool,
+	shared []sandboxplan.SharedGrant, network bool) (int, bool) {
 	a := r.Agent
 	tmp := filepath.Join(home, "tmp")
 	if err := fsops.MkdirNoFollow(tmp, 0o700); err != nil {
@@ -91,7 +92,7 @@ func (r *AgentRun) prepareLandlock(e *cli.Env, exe, home string, extra []policy.
 	if exe != "" {
 		exe = r.Root.Path("bin", "ctx")
 	}
-	in := policy.PlanInput{
+	in := sandboxplan.PlanInput{
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
 		RootDir: r.Root.Dir, SystemDirs: systemDirs(), Workspace: r.workspace, AgentHome: home, Extra: extra,
 		Tools: tools, Shared: shared, ProcDir: r.runDir, Network: network,
@@ -99,7 +100,7 @@ func (r *AgentRun) prepareLandlock(e *cli.Env, exe, home string, extra []policy.
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe, Protect: &r.protect.wp, HomeTop: r.homeTop,
 	}
 	var err error
-	if r.plan, err = policy.BuildLandlockPlan(in); err != nil {
+	if r.plan, err = sandboxplan.BuildLandlockPlan(in); err != nil {
 		return cli.Fail(e, cli.Unavailable, "%v", err), false
 	}
 	if err := r.protectLandlockPlan(); err != nil {

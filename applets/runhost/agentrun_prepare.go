@@ -14,6 +14,7 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/sandbox"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // Preparing a run (ctx agent start, before anything starts): who may
@@ -51,7 +52,7 @@ func (r *AgentRun) prepare(e *cli.Env, session, sharedSpace, cwd string, mountAr
 	// idmapped workspace (a process started and killed for its user
 	// namespace). Each was a large part of the run host's work before the
 	// sandbox starts. Both are waited for before prepare returns.
-	var tools []policy.ProjectedTool
+	var tools []sandboxplan.ProjectedTool
 	var policyLines []string
 	toolsRead := make(chan struct{})
 	go func() {
@@ -60,13 +61,13 @@ func (r *AgentRun) prepare(e *cli.Env, session, sharedSpace, cwd string, mountAr
 		toolrun.WithToolSpecs(tools)
 	}()
 	defer func() { <-toolsRead }()
-	var idmap *policy.IDMap
+	var idmap *sandboxplan.IDMap
 	idmapWhy := ""
 	idmapMade := make(chan struct{})
 	go func() {
 		defer close(idmapMade)
 		if r.iso == policy.IsoUID {
-			op := policy.WritableBind(a, policy.Op{Kind: policy.OpBind})
+			op := sandboxplan.WritableBind(a, sandboxplan.Op{Kind: sandboxplan.OpBind})
 			idmap, r.idmapTree, idmapWhy = r.workspaceIDMap(op)
 		}
 	}()
@@ -74,7 +75,7 @@ func (r *AgentRun) prepare(e *cli.Env, session, sharedSpace, cwd string, mountAr
 	budgetsMade := r.startCgroupAndInit(e)
 	defer func() { <-budgetsMade }()
 	var err error
-	r.Sess, err = r.Root.EnsureSessionAt(place, a.Name, r.Session, policy.SandboxWorkspace, r.workspace)
+	r.Sess, err = r.Root.EnsureSessionAt(place, a.Name, r.Session, sandboxplan.SandboxWorkspace, r.workspace)
 	if err != nil {
 		return cli.Fail(e, cli.Unavailable, "session %s: %v", r.Session, err), false
 	}
@@ -107,7 +108,7 @@ func (r *AgentRun) prepare(e *cli.Env, session, sharedSpace, cwd string, mountAr
 
 // preparePlan builds the sandbox's plan for the run's mode, and checks it
 // keeps the run's secret out of the agent's reach.
-func (r *AgentRun) preparePlan(e *cli.Env, exe string, extra []policy.Mount, tools []policy.ProjectedTool, idmap *policy.IDMap, g runGrants) (int, bool) {
+func (r *AgentRun) preparePlan(e *cli.Env, exe string, extra []policy.Mount, tools []sandboxplan.ProjectedTool, idmap *sandboxplan.IDMap, g runGrants) (int, bool) {
 	home := r.Root.AgentHome(int(r.Agent.UID), r.Agent.Name)
 	code, ok := 0, false
 	if r.iso == policy.IsoLandlock {
@@ -264,7 +265,7 @@ func (r *AgentRun) resolveRuntime(e *cli.Env) (int, bool) {
 // runGrants are what the agent is granted beside its tools: shared
 // spaces, the network, and (but in iso shared) its skills.
 type runGrants struct {
-	shared  []policy.SharedGrant
+	shared  []sandboxplan.SharedGrant
 	network bool
 	skills  lifecycle.RunSkills
 }
@@ -298,13 +299,13 @@ func (r *AgentRun) gatherGrants(e *cli.Env) (runGrants, []string, int, bool) {
 // ("" for a command, which is looked up). The agent's secrets are in the
 // environment and nowhere else; a plan only printed shows VAR=<secret>.
 func (r *AgentRun) programEnv(e *cli.Env, command []string, secrets []policy.EnvVar) (exe string) {
-	r.env = policy.SandboxEnv(r.Agent, policy.RunSettings{Session: r.Session, Run: r.RunID,
+	r.env = sandboxplan.SandboxEnv(r.Agent, sandboxplan.RunSettings{Session: r.Session, Run: r.RunID,
 		Term: e.Getenv("TERM"), Lang: e.Getenv("LANG")})
 	r.env = append(r.env, "CTX_RUN_FD="+strconv.Itoa(sandbox.RunFD))
 	r.env = policy.WithSecrets(r.env, secrets, r.planOnly)
 	r.argv = command
 	if len(r.argv) == 0 {
-		r.argv, exe = []string{"tsh"}, policy.SandboxRoot+"/bin/ctx"
+		r.argv, exe = []string{"tsh"}, sandboxplan.SandboxRoot+"/bin/ctx"
 	}
 	return exe
 }
@@ -364,7 +365,7 @@ func (r *AgentRun) prepareRunDir(e *cli.Env, policyLines []string, idmapWhy stri
 // prepareNamespaces builds the plan of a sandbox with namespaces (iso
 // userns, uid): a new root (the agent's own root filesystem, or a fresh
 // tmpfs) with what the agent is given mounted into it.
-func (r *AgentRun) prepareNamespaces(e *cli.Env, exe, home string, extra []policy.Mount, idmap *policy.IDMap, g runGrants) (int, bool) {
+func (r *AgentRun) prepareNamespaces(e *cli.Env, exe, home string, extra []policy.Mount, idmap *sandboxplan.IDMap, g runGrants) (int, bool) {
 	a := r.Agent
 	newRoot := filepath.Join(home, "root")
 	if a.Root != "" {
@@ -373,7 +374,7 @@ func (r *AgentRun) prepareNamespaces(e *cli.Env, exe, home string, extra []polic
 	if err := fsops.MkdirNoFollow(newRoot, 0o700); err != nil {
 		return cli.Fail(e, cli.Unavailable, "agent root %s: %v", newRoot, err), false
 	}
-	in := policy.PlanInput{
+	in := sandboxplan.PlanInput{
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
 		RootDir: r.Root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(), Etc: hostEtc(),
 		Workspace: r.workspace, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: r.tools, Shared: g.shared,
@@ -383,10 +384,10 @@ func (r *AgentRun) prepareNamespaces(e *cli.Env, exe, home string, extra []polic
 	}
 	in.Protect = &r.protect.wp
 	var err error
-	if r.plan, err = policy.BuildPlan(in); err != nil {
+	if r.plan, err = sandboxplan.BuildPlan(in); err != nil {
 		return cli.Fail(e, cli.Unavailable, "%v", err), false
 	}
-	r.plan.Worker = r.workerPath(policy.SandboxRoot + "/bin/ctx")
+	r.plan.Worker = r.workerPath(sandboxplan.SandboxRoot + "/bin/ctx")
 	return 0, true
 }
 

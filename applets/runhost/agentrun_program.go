@@ -11,6 +11,7 @@ import (
 	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // checkProgramShown refuses, before anything starts, a program its
@@ -52,16 +53,16 @@ func (r *AgentRun) checkProgramShown(e *cli.Env, exe string) (int, bool) {
 	return cli.Fail(e, cli.NotFound, "agent %s: %s", r.Agent.Name, cli.Escape(msg)), false
 }
 
-// ShownAt is policy.PlanHostPath, in iso landlock of the host path p
+// ShownAt is sandboxplan.PlanHostPath, in iso landlock of the host path p
 // leads to: Landlock rules are on the files links lead to (a merged-/usr
 // /bin is /usr/bin's).
-func ShownAt(plan *policy.Plan, p string) string {
+func ShownAt(plan *sandboxplan.Plan, p string) string {
 	if plan.Iso == string(policy.IsoLandlock) {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real
 		}
 	}
-	return policy.PlanHostPath(plan, p)
+	return sandboxplan.PlanHostPath(plan, p)
 }
 
 // MountLineFix says how to show host directory dir, read-only at the same
@@ -113,24 +114,24 @@ func envValue(env []string, key string) string {
 // build for its view: what its sandbox shows of the host, without tools
 // or a run, the current directory as the workspace; nil when it cannot be
 // made (doctor's account of an agent's PATH).
-func ViewPlan(root fsops.Root, a *policy.Agent, caller uint32, iso policy.Iso) *policy.Plan {
+func ViewPlan(root fsops.Root, a *policy.Agent, caller uint32, iso policy.Iso) *sandboxplan.Plan {
 	cwd, _ := os.Getwd()
 	home := root.AgentHome(int(a.UID), a.Name)
-	in := policy.PlanInput{Agent: a, Iso: string(iso), CallerUID: caller, RootDir: root.Dir, SystemDirs: systemDirs(),
-		Workspace: cwd, AgentHome: home, ProcDir: filepath.Join(home, "run"), Argv: []string{"tsh"}, Cwd: policy.SandboxWorkspace}
-	var plan *policy.Plan
+	in := sandboxplan.PlanInput{Agent: a, Iso: string(iso), CallerUID: caller, RootDir: root.Dir, SystemDirs: systemDirs(),
+		Workspace: cwd, AgentHome: home, ProcDir: filepath.Join(home, "run"), Argv: []string{"tsh"}, Cwd: sandboxplan.SandboxWorkspace}
+	var plan *sandboxplan.Plan
 	var err error
 	switch iso {
 	case policy.IsoLandlock:
 		in.HostTiers = authority.ToolDirs(root, a)
-		plan, err = policy.BuildLandlockPlan(in)
+		plan, err = sandboxplan.BuildLandlockPlan(in)
 	case policy.IsoUserns, policy.IsoUID:
 		in.NewRoot = filepath.Join(home, "root")
 		if a.Root != "" {
 			in.NewRoot = authority.Reroot(root, a.Root)
 		}
 		in.RootFS = hasRootFS(in.NewRoot)
-		plan, err = policy.BuildPlan(in)
+		plan, err = sandboxplan.BuildPlan(in)
 	default:
 		return nil
 	}
@@ -144,7 +145,7 @@ func ViewPlan(root fsops.Root, a *policy.Agent, caller uint32, iso policy.Iso) *
 // control's, else the default), as host paths where the run has no
 // mounts.
 func ProgramPATH(root fsops.Root, a *policy.Agent, iso policy.Iso) string {
-	p := envValue(policy.SandboxEnv(a, policy.RunSettings{}), "PATH")
+	p := envValue(sandboxplan.SandboxEnv(a, sandboxplan.RunSettings{}), "PATH")
 	if iso == policy.IsoLandlock || iso == policy.IsoShared {
 		p = sharedPATH(root, p)
 	}

@@ -7,14 +7,15 @@ import (
 
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The protect control on the host side (DESIGN §16 rule 11): at start the
 // run host finds which protected paths the workspace has, resolves the git
 // directory a .git file points to, and hands the plan plain facts
-// (policy.WorkspaceProtect); BuildPlan turns them into mounts. Without
+// (sandboxplan.WorkspaceProtect); BuildPlan turns them into mounts. Without
 // mounts (iso landlock, iso shared) the writable rules are decomposed
-// around them instead (policy.ProtectAccess, over the directories this
+// around them instead (sandboxplan.ProtectAccess, over the directories this
 // file reads): Landlock rules in the plan, or write rules ctx-confine
 // applies. When the run ends it looks again and reports what the run
 // created, moved or replaced where it could not be stopped: a mount needs
@@ -31,7 +32,7 @@ const (
 
 // protectState is what one run's start found, kept for the end.
 type protectState struct {
-	wp policy.WorkspaceProtect
+	wp sandboxplan.WorkspaceProtect
 	// The census of the protected paths at start (what they held), and
 	// what it needs to be taken again at the end.
 	set    []policy.ProtectPattern
@@ -51,7 +52,7 @@ type protectState struct {
 
 // protectListing is one directory as the start read it.
 type protectListing struct {
-	entries []policy.ProtectDirEntry
+	entries []sandboxplan.ProtectDirEntry
 	err     error
 }
 
@@ -66,7 +67,7 @@ func (r *AgentRun) gatherProtect() ([]string, error) {
 	if err := g.walk(); err != nil {
 		return nil, fmt.Errorf("%v; %s", err, protectEscape(a.Name))
 	}
-	st := &protectState{wp: policy.WorkspaceProtect{Paths: g.paths, GitDirs: g.gitDirs}, set: g.set, mounts: g.mounts}
+	st := &protectState{wp: sandboxplan.WorkspaceProtect{Paths: g.paths, GitDirs: g.gitDirs}, set: g.set, mounts: g.mounts}
 	var absent []string
 	for _, p := range g.set {
 		if _, err := fsops.Lstat(filepath.Join(g.ws, p.Path)); err != nil && !g.protected(p.Path) {

@@ -12,6 +12,7 @@ import (
 
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // A protected .git file leads to a git directory, which is protected too:
@@ -45,7 +46,7 @@ func (g *protectGather) gitFile(rel string) {
 	target, inSandbox := written, filepath.Clean(written)
 	if !filepath.IsAbs(written) {
 		target = filepath.Join(filepath.Dir(host), written)
-		inSandbox = filepath.Join(policy.SandboxWorkspace, filepath.Dir(rel), written)
+		inSandbox = filepath.Join(sandboxplan.SandboxWorkspace, filepath.Dir(rel), written)
 	}
 	// Notes name the path as the file wrote it, never what it resolves
 	// to, and say the same whether it exists or not: the file may be an
@@ -73,7 +74,7 @@ func (g *protectGather) gitFile(rel string) {
 			g.notes = append(g.notes, rel+": "+strconv.Quote(written)+" is not a git directory: nothing to protect there")
 			return
 		}
-		g.addGitDir(policy.GitDirMount{Host: common, Sandbox: common})
+		g.addGitDir(sandboxplan.GitDirMount{Host: common, Sandbox: common})
 		return
 	}
 	if !g.pointsBack(host, gitdir) {
@@ -83,7 +84,7 @@ func (g *protectGather) gitFile(rel string) {
 	if g.noMounts {
 		// iso landlock: the git directory is read where the file leads,
 		// on the host; a rule makes it readable, none writable.
-		g.addGitDir(policy.GitDirMount{Host: common, Sandbox: common})
+		g.addGitDir(sandboxplan.GitDirMount{Host: common, Sandbox: common})
 		return
 	}
 	m, err := g.worktreeMount(gitdir, common, inSandbox)
@@ -92,7 +93,7 @@ func (g *protectGather) gitFile(rel string) {
 		return
 	}
 	g.addGitDir(m)
-	g.worktrees = append(g.worktrees, filepath.Join(policy.SandboxWorkspace, filepath.Dir(rel)))
+	g.worktrees = append(g.worktrees, filepath.Join(sandboxplan.SandboxWorkspace, filepath.Dir(rel)))
 }
 
 // commonGitDir is the common directory of the git directory gitdir (a
@@ -127,8 +128,8 @@ func gitPathFile(gitdir, name string) (string, error) {
 // sandbox (inSandbox): the common directory, when the worktree's own lies
 // inside it, at the place that makes the two paths agree. The error says
 // why no such mount is allowed.
-func (g *protectGather) worktreeMount(gitdir, common, inSandbox string) (policy.GitDirMount, error) {
-	m := policy.GitDirMount{Host: gitdir, Sandbox: inSandbox}
+func (g *protectGather) worktreeMount(gitdir, common, inSandbox string) (sandboxplan.GitDirMount, error) {
+	m := sandboxplan.GitDirMount{Host: gitdir, Sandbox: inSandbox}
 	if common != gitdir {
 		if _, ok := g.inside(common); !ok {
 			// The common directory holds the worktree's objects and
@@ -138,10 +139,10 @@ func (g *protectGather) worktreeMount(gitdir, common, inSandbox string) (policy.
 			if !ok {
 				return m, errors.New("its common directory is not where its path leads")
 			}
-			m = policy.GitDirMount{Host: common, Sandbox: base}
+			m = sandboxplan.GitDirMount{Host: common, Sandbox: base}
 		}
 	}
-	return m, policy.GitDirTargetAllowed(m.Sandbox)
+	return m, sandboxplan.GitDirTargetAllowed(m.Sandbox)
 }
 
 // isGitDir reports whether dir looks like a git directory: HEAD, objects
@@ -177,7 +178,7 @@ func (g *protectGather) pointsBack(host, gitdir string) bool {
 }
 
 // addGitDir records an outside directory to show, once.
-func (g *protectGather) addGitDir(m policy.GitDirMount) {
+func (g *protectGather) addGitDir(m sandboxplan.GitDirMount) {
 	for _, d := range g.gitDirs {
 		if d == m {
 			return

@@ -12,12 +12,13 @@ import (
 
 	"ctx/fsops/sandbox"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The protect control under Landlock, in the runs without mounts (iso
 // landlock, iso shared): a protected path cannot be covered by a
 // read-only mount, so the writable rules are decomposed around it
-// (policy.ProtectAccess) on the directories as the start lists them.
+// (sandboxplan.ProtectAccess) on the directories as the start lists them.
 
 // maxProtectShown bounds the directories a policy line names.
 const maxProtectShown = 64
@@ -113,11 +114,11 @@ func (st *protectState) addTargets(g *protectGather, absent []string) (blocked b
 // directory on the way that cannot be decomposed refuses the start.
 func (r *AgentRun) protectDecompose(ws string, shared bool) ([]string, error) {
 	st := r.protect
-	root := policy.AccessRule{Path: ws, Write: true, Exec: true}
+	root := sandboxplan.AccessRule{Path: ws, Write: true, Exec: true}
 	if shared {
-		root = policy.AccessRule{Path: "/", Write: true}
+		root = sandboxplan.AccessRule{Path: "/", Write: true}
 	}
-	d, err := policy.ProtectAccess([]policy.AccessRule{root}, st.targets, st.list)
+	d, err := sandboxplan.ProtectAccess([]sandboxplan.AccessRule{root}, st.targets, st.list)
 	if err != nil {
 		return nil, err
 	}
@@ -160,10 +161,10 @@ func (r *AgentRun) protectShow(dirs []string, abs bool) string {
 	return strings.Join(out, " ")
 }
 
-// list is the policy.ProtectLister of the run: each directory read once,
+// list is the sandboxplan.ProtectLister of the run: each directory read once,
 // without following a symlink at its end, and no further than one entry
 // past the bound (which refuses it).
-func (st *protectState) list(dir string) ([]policy.ProtectDirEntry, error) {
+func (st *protectState) list(dir string) ([]sandboxplan.ProtectDirEntry, error) {
 	if l, ok := st.listed[dir]; ok {
 		return l.entries, l.err
 	}
@@ -175,17 +176,17 @@ func (st *protectState) list(dir string) ([]policy.ProtectDirEntry, error) {
 	return entries, err
 }
 
-func readProtectDir(dir string) ([]policy.ProtectDirEntry, error) {
+func readProtectDir(dir string) ([]sandboxplan.ProtectDirEntry, error) {
 	f, err := os.OpenFile(dir, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var out []policy.ProtectDirEntry
-	for len(out) <= policy.MaxProtectDirEntries {
+	var out []sandboxplan.ProtectDirEntry
+	for len(out) <= sandboxplan.MaxProtectDirEntries {
 		batch, err := f.ReadDir(512)
 		for _, e := range batch {
-			out = append(out, policy.ProtectDirEntry{Name: e.Name(), Dir: e.IsDir(), Symlink: e.Type()&fs.ModeSymlink != 0})
+			out = append(out, sandboxplan.ProtectDirEntry{Name: e.Name(), Dir: e.IsDir(), Symlink: e.Type()&fs.ModeSymlink != 0})
 		}
 		if err == io.EOF {
 			break
@@ -204,7 +205,7 @@ func (r *AgentRun) protectLandlockPlan() error {
 	if r.protect == nil || len(r.protect.targets) == 0 {
 		return nil
 	}
-	_, err := policy.ProtectLandlock(r.plan, r.protect.targets, r.protect.list)
+	_, err := sandboxplan.ProtectLandlock(r.plan, r.protect.targets, r.protect.list)
 	return err
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The search for the protected paths of a workspace at the start of a
@@ -24,9 +25,9 @@ type protectGather struct {
 	ws        string          // the canonical workspace on the host
 	mounts    map[string]bool // mount points below it: not in the sandbox
 	set       []policy.ProtectPattern
-	paths     []string             // protected, relative to ws
-	gitDirs   []policy.GitDirMount // outside the workspace
-	worktrees []string             // sandbox paths of work trees whose git directory is outside
+	paths     []string                  // protected, relative to ws
+	gitDirs   []sandboxplan.GitDirMount // outside the workspace
+	worktrees []string                  // sandbox paths of work trees whose git directory is outside
 	notes     []string
 	truncated bool
 	// noMounts: iso landlock or shared, where the agent sees the host's

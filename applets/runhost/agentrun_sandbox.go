@@ -12,21 +12,22 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/sandbox"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
-// hostEtc gathers the host's entries of policy.HostEtcNames for the
+// hostEtc gathers the host's entries of sandboxplan.HostEtcNames for the
 // synthesized /etc: symlinks are recreated as symlinks (never followed to
 // a bind source), resolv.conf is copied (it is often a symlink into /run,
 // which the sandbox does not have), files and directories are bound.
-func hostEtc() []policy.HostEtc {
-	var out []policy.HostEtc
-	for _, name := range policy.HostEtcNames {
+func hostEtc() []sandboxplan.HostEtc {
+	var out []sandboxplan.HostEtc
+	for _, name := range sandboxplan.HostEtcNames {
 		p := filepath.Join("/etc", name)
 		st, err := os.Lstat(p)
 		if err != nil {
 			continue
 		}
-		e := policy.HostEtc{Name: name}
+		e := sandboxplan.HostEtc{Name: name}
 		switch {
 		case name == "resolv.conf":
 			// The host's own file, read through its symlink: it is not
@@ -60,7 +61,7 @@ func hostEtc() []policy.HostEtc {
 // the plan and the tree for the sandbox, or nil and the reason it could not
 // (a kernel or filesystem without idmapped mounts), which /mnt/proc/policy
 // states.
-func (r *AgentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string) {
+func (r *AgentRun) workspaceIDMap(op sandboxplan.Op) (*sandboxplan.IDMap, *os.File, string) {
 	st, err := fsops.Stat(r.workspace)
 	if err != nil {
 		return nil, nil, err.Error()
@@ -73,7 +74,7 @@ func (r *AgentRun) workspaceIDMap(op policy.Op) (*policy.IDMap, *os.File, string
 	if err != nil {
 		return nil, nil, err.Error()
 	}
-	return &policy.IDMap{DiskUID: st.Uid, DiskGID: st.Gid}, tree, ""
+	return &sandboxplan.IDMap{DiskUID: st.Uid, DiskGID: st.Gid}, tree, ""
 }
 
 // wallLines are the /mnt/proc/policy lines that say which walls the run

@@ -5,7 +5,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The run's secret (fsops/runsecret.go): made with the run directory,
@@ -37,14 +37,14 @@ func (r *AgentRun) checkSecretHidden(e *cli.Env) (int, bool) {
 		places = append(places, dir)
 	}
 	for _, p := range places {
-		if what := policy.PlanExposes(r.plan, p); what != "" {
+		if what := sandboxplan.PlanExposes(r.plan, p); what != "" {
 			return cli.Fail(e, cli.Unavailable, "agent %s: %s would show the agent %s, where the run's secret is kept (ctx man sandbox); mount a directory below it instead",
 				r.Agent.Name, what, p), false
 		}
 	}
 	// The agents' secrets (API keys) too, every agent's: a mount of the
 	// tree, or of a directory above it, would show them.
-	if what := policy.PlanExposes(r.plan, r.Root.SecretDir()); what != "" {
+	if what := sandboxplan.PlanExposes(r.plan, r.Root.SecretDir()); what != "" {
 		return cli.Fail(e, cli.Unavailable, "agent %s: %s would show the agent %s, where the agents' secrets are kept (ctx man ctx-secret); mount a directory below it instead",
 			r.Agent.Name, what, r.Root.SecretDir()), false
 	}

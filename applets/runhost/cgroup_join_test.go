@@ -9,7 +9,7 @@ import (
 
 	"ctx/fsops"
 	"ctx/fsops/sandbox"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // TestInitJoinFollowsTheLastInit: the tasks files and the "joins itself"
@@ -33,7 +33,7 @@ func TestInitJoinFollowsTheLastInit(t *testing.T) {
 	if cg.Version != 1 {
 		t.Skip("cgroup v2: the init is moved in whole, never joins by thread")
 	}
-	start := sandbox.Start{Namespaces: policy.Namespaces{Mount: true, PID: true}}
+	start := sandbox.Start{Namespaces: sandboxplan.Namespaces{Mount: true, PID: true}}
 	newInit := func() *sandbox.Sandbox {
 		sb, err := sandbox.NewFor(start)
 		if err != nil {
@@ -58,8 +58,8 @@ func TestInitJoinFollowsTheLastInit(t *testing.T) {
 	ch := make(chan earlyInit, 1)
 	ch <- earlyInit{sb: early}
 	r.early = ch
-	r.plan = &policy.Plan{Iso: "uid", NewRoot: "/nonexistent", Argv: []string{"true"}, Cwd: "/",
-		Namespaces: policy.Namespaces{Mount: true, PID: true, Net: true}}
+	r.plan = &sandboxplan.Plan{Iso: "uid", NewRoot: "/nonexistent", Argv: []string{"true"}, Cwd: "/",
+		Namespaces: sandboxplan.Namespaces{Mount: true, PID: true, Net: true}}
 	if sb := r.takeEarly(); sb != nil {
 		t.Fatal("the early init took a plan for other namespaces")
 	}

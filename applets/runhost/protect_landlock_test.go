@@ -10,6 +10,7 @@ import (
 
 	"ctx/fsops/sandbox"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // protectTree is a workspace with a repository, a nested one, a worktree
@@ -39,7 +40,7 @@ func protectTree(t *testing.T) (base, ws, main string) {
 	return base, ws, main
 }
 
-func writeRules(access []policy.AccessRule) map[string]bool {
+func writeRules(access []sandboxplan.AccessRule) map[string]bool {
 	m := map[string]bool{}
 	for _, a := range access {
 		if a.Write {
@@ -72,12 +73,12 @@ func TestGatherProtectLandlock(t *testing.T) {
 	if strings.Contains(text, "not enforced") || hasEnv(r.env, "GIT_CONFIG_COUNT") {
 		t.Errorf("lines %s, env %q", text, r.env)
 	}
-	if want := (policy.GitDirMount{Host: main, Sandbox: main}); len(r.protect.wp.GitDirs) != 1 || r.protect.wp.GitDirs[0] != want {
+	if want := (sandboxplan.GitDirMount{Host: main, Sandbox: main}); len(r.protect.wp.GitDirs) != 1 || r.protect.wp.GitDirs[0] != want {
 		t.Errorf("git directories %+v", r.protect.wp.GitDirs)
 	}
 	// The plan: the workspace rule decomposed, the home's rule as it was.
 	home := filepath.Join(base, "home/data")
-	r.plan = &policy.Plan{Iso: string(policy.IsoLandlock), Argv: []string{"sh"}, Cwd: ws, Access: []policy.AccessRule{
+	r.plan = &sandboxplan.Plan{Iso: string(policy.IsoLandlock), Argv: []string{"sh"}, Cwd: ws, Access: []sandboxplan.AccessRule{
 		{Path: ws, Write: true, Exec: true, Optional: true},
 		{Path: main, Optional: true},
 		{Path: home, Write: true, Optional: true},
@@ -153,18 +154,18 @@ func TestProtectLandlockTooManyEntries(t *testing.T) {
 	mkfile(t, filepath.Join(ws, ".git/HEAD"), "x\n")
 	big := filepath.Join(ws, "big")
 	mkfile(t, filepath.Join(big, ".git/HEAD"), "x\n")
-	for i := 0; i < policy.MaxProtectDirEntries; i++ {
+	for i := 0; i < sandboxplan.MaxProtectDirEntries; i++ {
 		if err := os.WriteFile(filepath.Join(big, "f"+strconv.Itoa(i)), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	entries, err := readProtectDir(big)
-	if err != nil || len(entries) <= policy.MaxProtectDirEntries || len(entries) > policy.MaxProtectDirEntries+512 {
+	if err != nil || len(entries) <= sandboxplan.MaxProtectDirEntries || len(entries) > sandboxplan.MaxProtectDirEntries+512 {
 		t.Fatalf("read %d entries: %v", len(entries), err)
 	}
 	r := &AgentRun{Agent: protectAgent(t), workspace: ws, iso: policy.IsoLandlock}
 	_, err = r.gatherProtect()
-	var le *policy.ProtectLimitError
+	var le *sandboxplan.ProtectLimitError
 	if !errors.As(err, &le) || le.Dir != big || !strings.Contains(err.Error(), big+", on the way to a protected path, has more than 4096 entries") {
 		t.Errorf("%v", err)
 	}

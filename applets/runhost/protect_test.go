@@ -11,6 +11,7 @@ import (
 	"ctx/fsops"
 	"ctx/manual"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // TestManualSandboxListsProtectDefaults keeps the default set in `ctx man
@@ -107,7 +108,7 @@ func TestGatherProtect(t *testing.T) {
 	if !reflect.DeepEqual(r.protect.wp.Paths, wantPaths) {
 		t.Errorf("paths %q\nwant  %q", r.protect.wp.Paths, wantPaths)
 	}
-	wantGit := []policy.GitDirMount{{Host: main, Sandbox: main}}
+	wantGit := []sandboxplan.GitDirMount{{Host: main, Sandbox: main}}
 	if !reflect.DeepEqual(r.protect.wp.GitDirs, wantGit) {
 		t.Errorf("git directories %+v, want %+v", r.protect.wp.GitDirs, wantGit)
 	}

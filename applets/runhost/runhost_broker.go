@@ -21,6 +21,7 @@ import (
 	"ctx/fsops/broker"
 	"ctx/fsops/sandbox"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // Broker is the run host's side of the tool broker (fsops/broker/broker.go): it
@@ -271,7 +272,7 @@ func (b *Broker) decide(tool string) decision {
 		return decision{layer: "agent-context", why: "the agent's controls cannot be read: " + err.Error()}
 	}
 	if found && authority.CheckHit(a, authority.View(r.Root, a), hit).Allowed {
-		t := policy.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path}
+		t := sandboxplan.ProjectedTool{Name: hit.Name, Tier: tier, HostPath: hit.Path}
 		if projectedAtStart(r, t) {
 			d := decision{path: t.Tier + "/" + t.Name, ctl: hit.ControlDir}
 			if r.iso == policy.IsoLandlock {
@@ -333,7 +334,7 @@ func isCtxFile(r *AgentRun, file string) bool {
 
 // projectedAtStart reports whether t was mounted into the sandbox when the
 // run started (only those files exist inside).
-func projectedAtStart(r *AgentRun, t policy.ProjectedTool) bool {
+func projectedAtStart(r *AgentRun, t sandboxplan.ProjectedTool) bool {
 	for _, p := range r.tools {
 		if p.Name == t.Name && p.Tier == t.Tier {
 			return true

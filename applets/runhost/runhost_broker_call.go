@@ -14,6 +14,7 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/broker"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // One brokered tool call, from the request on the broker socket to the
@@ -213,10 +214,10 @@ func (b *Broker) admit(c *callReply, req *broker.Request, files []*os.File) (dec
 // ctx-hooked-tool around a program with hooks).
 func (b *Broker) execOrder(req *broker.Request, dec decision, id uint64, fromRun bool) broker.Order {
 	cwd := req.Cwd
-	if b.R.iso == policy.IsoLandlock && within(cwd, policy.SandboxWorkspace) {
+	if b.R.iso == policy.IsoLandlock && within(cwd, sandboxplan.SandboxWorkspace) {
 		// A caller outside the run (ctx run from the host) names the
 		// sandbox's workspace; a landlock run has only the host's path.
-		cwd = b.R.workspace + strings.TrimPrefix(cwd, policy.SandboxWorkspace)
+		cwd = b.R.workspace + strings.TrimPrefix(cwd, sandboxplan.SandboxWorkspace)
 	}
 	env := brokerEnv(req.Env)
 	if !fromRun {

@@ -12,6 +12,7 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/object"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The agentrc /mnt profile (ctx man agentrc) beyond the plan itself: the
@@ -102,7 +103,7 @@ func jsonObject(b []byte) json.RawMessage {
 // WithToolSpecs replaces each projected tool's input schema with its
 // toolspec, which the plan writes beside /mnt/tools/NAME and
 // /mnt/mcp/SERVER/TOOL.
-func WithToolSpecs(tools []policy.ProjectedTool) {
+func WithToolSpecs(tools []sandboxplan.ProjectedTool) {
 	for i := range tools {
 		if tools[i].SelfSpec != nil {
 			tools[i].Schema = tools[i].SelfSpec
@@ -121,7 +122,7 @@ func WithToolSpecs(tools []policy.ProjectedTool) {
 // in that tier, which dispatch then runs as if invoked there. Which tool
 // runs is no authority: the call is checked (and brokered) by name.
 func MntTool(e *cli.Env, argv0 string) (name, exe string, ok bool) {
-	if !strings.HasPrefix(argv0, policy.SandboxMnt+"/") {
+	if !strings.HasPrefix(argv0, sandboxplan.SandboxMnt+"/") {
 		return "", "", false
 	}
 	p := path.Clean(argv0)
@@ -134,7 +135,7 @@ func MntTool(e *cli.Env, argv0 string) (name, exe string, ok bool) {
 		}
 	}
 	switch {
-	case dir == policy.SandboxMnt+"/tools" && policy.ValidName(base) == nil:
+	case dir == sandboxplan.SandboxMnt+"/tools" && policy.ValidName(base) == nil:
 		if _, isApplet := cli.LookupApplet(base); isApplet {
 			return "", "", false
 		}
@@ -143,7 +144,7 @@ func MntTool(e *cli.Env, argv0 string) (name, exe string, ok bool) {
 				return base, filepath.Join(t, base), true
 			}
 		}
-	case path.Dir(dir) == policy.SandboxMnt+"/mcp" && policy.ValidName(base) == nil:
+	case path.Dir(dir) == sandboxplan.SandboxMnt+"/mcp" && policy.ValidName(base) == nil:
 		server := path.Base(dir)
 		matches := func(t, n string) bool {
 			loc, err := fsops.ReadControl(filepath.Join(t, n+".d", "mcp"))

@@ -14,7 +14,7 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/proc"
 	"ctx/fsops/sandbox"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 	"ctx/policy/schema"
 )
 
@@ -190,7 +190,7 @@ func runSelfSchema(hit fsops.ToolHit, uid, gid uint32) ([]byte, bool) {
 
 // SelfToolSpec is the toolspec of a tool that described itself: its
 // description control when it has one, and the schemas it gave.
-func SelfToolSpec(t policy.ProjectedTool, s selfSpec) []byte {
+func SelfToolSpec(t sandboxplan.ProjectedTool, s selfSpec) []byte {
 	spec := struct {
 		Name         string          `json:"name"`
 		Description  string          `json:"description,omitempty"`
@@ -206,7 +206,7 @@ func SelfToolSpec(t policy.ProjectedTool, s selfSpec) []byte {
 // MntSelfSchema is, inside a run, the input schema tool hit described
 // itself with, read from the toolspec its run host wrote; nil elsewhere.
 func MntSelfSchema(hit fsops.ToolHit) json.RawMessage {
-	p, ok := policy.MntToolSpecPath(hit.Name, func(p string) bool { _, err := os.Lstat(p); return err == nil })
+	p, ok := sandboxplan.MntToolSpecPath(hit.Name, func(p string) bool { _, err := os.Lstat(p); return err == nil })
 	if !ok {
 		return nil
 	}

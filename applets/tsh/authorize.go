@@ -8,6 +8,7 @@ import (
 	"ctx/applets/authority"
 	"ctx/fsops"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // authorize is the authority check run before every execution:
@@ -53,7 +54,7 @@ func caller(e *Env, root fsops.Root) (authority.Caller, error) {
 		return authority.Caller{}, err
 	}
 	if ctx.Source == policy.ContextSandbox {
-		root = fsops.Root{Dir: policy.SandboxRoot}
+		root = fsops.Root{Dir: sandboxplan.SandboxRoot}
 	}
 	a, err := authority.LoadAgent(root, ctx.Agent)
 	if err != nil {

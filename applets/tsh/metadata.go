@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"ctx/fsops"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // Metadata is what tsh shows and loads about a tool: its description and
@@ -85,7 +85,7 @@ func terminalTool(hit fsops.ToolHit) bool {
 // NAME.toolspec.json), as the run host wrote it into the tool's toolspec
 // at /mnt/tools/NAME.toolspec.json; outside a run there is none.
 func selfDescribedSchema(hit fsops.ToolHit) ([]byte, bool) {
-	p, ok := policy.MntToolSpecPath(hit.Name, func(p string) bool { _, err := os.Lstat(p); return err == nil })
+	p, ok := sandboxplan.MntToolSpecPath(hit.Name, func(p string) bool { _, err := os.Lstat(p); return err == nil })
 	if !ok {
 		return nil, false
 	}

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // A read-only rbind makes every mount under its source read-only too, not
@@ -22,11 +22,11 @@ func TestReadOnlyRbindCoversSubmounts(t *testing.T) {
 			os.Chmod(newRoot, 0o755)
 			plan := testPlanWithRoot(newRoot, iso, 0, ws,
 				`for d in /tmp/src /tmp/src/sub /tmp/ro /tmp/ro/sub; do if touch $d/x 2>/dev/null; then echo $d=rw; else echo $d=ro; fi; done; cat /tmp/ro/sub/seen`)
-			pre := []policy.Op{
-				{Kind: policy.OpTmpfs, Target: "/tmp/src", Mode: 0o777},
-				{Kind: policy.OpTmpfs, Target: "/tmp/src/sub", Mode: 0o777},
-				{Kind: policy.OpFile, Target: "/tmp/src/sub/seen", Data: []byte("through the rbind\n")},
-				{Kind: policy.OpBind, Source: newRoot + "/tmp/src", Target: "/tmp/ro", ReadOnly: true, NoSuid: true, NoDev: true, Recursive: true},
+			pre := []sandboxplan.Op{
+				{Kind: sandboxplan.OpTmpfs, Target: "/tmp/src", Mode: 0o777},
+				{Kind: sandboxplan.OpTmpfs, Target: "/tmp/src/sub", Mode: 0o777},
+				{Kind: sandboxplan.OpFile, Target: "/tmp/src/sub/seen", Data: []byte("through the rbind\n")},
+				{Kind: sandboxplan.OpBind, Source: newRoot + "/tmp/src", Target: "/tmp/ro", ReadOnly: true, NoSuid: true, NoDev: true, Recursive: true},
 			}
 			// Before the loopback and the pivot (the last three ops).
 			n := len(plan.Ops) - 3

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"ctx/policy/sandboxplan"
 
-	"ctx/policy"
+	"golang.org/x/sys/unix"
 )
 
 // An init started before its plan exists (as the run host starts it
@@ -275,7 +275,7 @@ func TestReadEndReport(t *testing.T) {
 // startWaitingInit starts an init born for plan's namespaces, without its
 // plan (as the run host starts it early); its output is gathered in a
 // buffer that may be read while it runs.
-func startWaitingInit(t *testing.T, plan *policy.Plan) (*Sandbox, *lockedBuffer) {
+func startWaitingInit(t *testing.T, plan *sandboxplan.Plan) (*Sandbox, *lockedBuffer) {
 	t.Helper()
 	sb, err := NewFor(StartOf(plan))
 	if err != nil {

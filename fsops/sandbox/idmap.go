@@ -13,7 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // UsernsHoldApplet is the hidden applet that holds a user namespace open
@@ -73,18 +73,18 @@ func IDMappedTree(dir string, m IDMapping, attrs uint64, runtime string) (*os.Fi
 // opFlags are an op's mount flags, as mount(2) and mount_setattr(2)
 // spell them.
 var opFlags = []struct {
-	set  func(policy.Op) bool
+	set  func(sandboxplan.Op) bool
 	ms   uintptr
 	attr uint64
 }{
-	{func(o policy.Op) bool { return o.ReadOnly }, unix.MS_RDONLY, unix.MOUNT_ATTR_RDONLY},
-	{func(o policy.Op) bool { return o.NoSuid }, unix.MS_NOSUID, unix.MOUNT_ATTR_NOSUID},
-	{func(o policy.Op) bool { return o.NoDev }, unix.MS_NODEV, unix.MOUNT_ATTR_NODEV},
-	{func(o policy.Op) bool { return o.NoExec }, unix.MS_NOEXEC, unix.MOUNT_ATTR_NOEXEC},
+	{func(o sandboxplan.Op) bool { return o.ReadOnly }, unix.MS_RDONLY, unix.MOUNT_ATTR_RDONLY},
+	{func(o sandboxplan.Op) bool { return o.NoSuid }, unix.MS_NOSUID, unix.MOUNT_ATTR_NOSUID},
+	{func(o sandboxplan.Op) bool { return o.NoDev }, unix.MS_NODEV, unix.MOUNT_ATTR_NODEV},
+	{func(o sandboxplan.Op) bool { return o.NoExec }, unix.MS_NOEXEC, unix.MOUNT_ATTR_NOEXEC},
 }
 
 // MountAttrs turns an op's flags into MOUNT_ATTR_* flags.
-func MountAttrs(op policy.Op) uint64 {
+func MountAttrs(op sandboxplan.Op) uint64 {
 	var a uint64
 	for _, f := range opFlags {
 		if f.set(op) {
@@ -95,7 +95,7 @@ func MountAttrs(op policy.Op) uint64 {
 }
 
 // msFlags turns an op's flags into MS_* flags.
-func msFlags(op policy.Op) uintptr {
+func msFlags(op sandboxplan.Op) uintptr {
 	var m uintptr
 	for _, f := range opFlags {
 		if f.set(op) {
@@ -163,7 +163,7 @@ func holdUserns(self string, m IDMapping, traced bool) (*os.File, error) {
 
 // attachIDMapped moves the host's idmapped workspace tree onto target.
 // Its flags were set when it was made.
-func attachIDMapped(base string, op policy.Op) error {
+func attachIDMapped(base string, op sandboxplan.Op) error {
 	pfd, name, err := mountPoint(base, op.Target, true)
 	if err != nil {
 		return err

@@ -15,7 +15,7 @@ import (
 
 	"ctx/fsops"
 	"ctx/fsops/proc"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // Error names the step of the plan that failed. The run host turns
@@ -101,7 +101,7 @@ func pendingTermination(sigs chan os.Signal) (syscall.Signal, bool) {
 	}
 }
 
-func readPlan() (*policy.Plan, error) {
+func readPlan() (*sandboxplan.Plan, error) {
 	f := os.NewFile(planFD, "plan")
 	if f == nil {
 		return nil, &Error{"reading the plan", os.ErrInvalid}
@@ -198,7 +198,7 @@ func receiveHandoff(fd int) error {
 	return nil
 }
 
-func buildSandbox(plan *policy.Plan) error {
+func buildSandbox(plan *sandboxplan.Plan) error {
 	if plan.Namespaces.Mount {
 		if err := applyMounts(plan); err != nil {
 			return err
@@ -213,7 +213,7 @@ func buildSandbox(plan *policy.Plan) error {
 }
 
 // applyMounts builds the new root under plan.NewRoot and pivots into it.
-func applyMounts(plan *policy.Plan) error {
+func applyMounts(plan *sandboxplan.Plan) error {
 	// First, and fatal if it fails: nothing we mount may propagate back to
 	// the host's mount namespace.
 	root := plan.NewRoot
@@ -263,7 +263,7 @@ func applyMounts(plan *policy.Plan) error {
 			}
 			return &Error{step, err}
 		}
-		if op.Kind == policy.OpPivotRoot {
+		if op.Kind == sandboxplan.OpPivotRoot {
 			pivoted = true
 		}
 	}

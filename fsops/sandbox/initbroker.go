@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"ctx/fsops/broker"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // initBroker is the sandbox init's side of the run host's broker: it
@@ -17,7 +17,7 @@ import (
 // (Landlock, seccomp, limits, the agent's uid), and reports how each ended.
 type initBroker struct {
 	ch     *os.File
-	plan   *policy.Plan
+	plan   *sandboxplan.Plan
 	orders chan brokerDelivery
 	byPid  map[int]uint64 // running tool process -> call id
 	pgid   map[uint64]int // call id -> its process group
@@ -44,7 +44,7 @@ type brokerDelivery struct {
 
 // newInitBroker returns the init's broker when the host passed its order
 // channel, else nil (a sandbox started without a broker: tests).
-func newInitBroker(plan *policy.Plan) *initBroker {
+func newInitBroker(plan *sandboxplan.Plan) *initBroker {
 	ch := brokerChannel
 	if ch == nil {
 		return nil

@@ -12,10 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
-// The plan's ops (policy.Op: directories, files, symlinks, tmpfs, proc,
+// The plan's ops (sandboxplan.Op: directories, files, symlinks, tmpfs, proc,
 // devpts, binds, masks, read-only remounts, the pivot), applied one at a
 // time by the sandbox's init (applyMounts): each below base, the new root
 // it has entered ("." before the pivot, "/" after), and never through a
@@ -33,13 +33,13 @@ const (
 )
 
 // applyOp applies one op of the plan below base.
-func applyOp(base string, op policy.Op) error {
+func applyOp(base string, op sandboxplan.Op) error {
 	switch op.Kind {
-	case policy.OpPivotRoot:
+	case sandboxplan.OpPivotRoot:
 		return pivotRoot(base)
-	case policy.OpLoopback:
+	case sandboxplan.OpLoopback:
 		return loopbackUp()
-	case policy.OpBind:
+	case sandboxplan.OpBind:
 		// Its mount point is made and attached to through a descriptor
 		// of its checked parent (mountPoint): no separate check.
 		if err := cleanComponents(op.Target); err != nil {
@@ -53,40 +53,40 @@ func applyOp(base string, op policy.Op) error {
 	}
 	mode := os.FileMode(op.Mode)
 	switch op.Kind {
-	case policy.OpDir:
+	case sandboxplan.OpDir:
 		return mkdirAll(base, op.Target, orMode(mode, 0o755))
-	case policy.OpFile:
+	case sandboxplan.OpFile:
 		if err := mkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
 			return err
 		}
 		return os.WriteFile(target, op.Data, orMode(mode, 0o644))
-	case policy.OpSymlink:
+	case sandboxplan.OpSymlink:
 		if err := mkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
 			return err
 		}
 		return os.Symlink(op.Source, target)
-	case policy.OpTmpfs:
+	case sandboxplan.OpTmpfs:
 		if err := mkdirAll(base, op.Target, 0o755); err != nil {
 			return err
 		}
 		return mountTmpfs(target, op, orMode(mode, 0o755))
-	case policy.OpProc:
+	case sandboxplan.OpProc:
 		if err := mkdirAll(base, op.Target, 0o555); err != nil {
 			return err
 		}
 		return unix.Mount("proc", target, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
-	case policy.OpDevpts:
+	case sandboxplan.OpDevpts:
 		if err := mkdirAll(base, op.Target, 0o755); err != nil {
 			return err
 		}
 		return unix.Mount("devpts", target, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
-	case policy.OpMask:
+	case sandboxplan.OpMask:
 		return maskPath(target)
-	case policy.OpReadOnly:
+	case sandboxplan.OpReadOnly:
 		return remount(target, unix.MS_RDONLY)
-	case policy.OpProtectPath:
+	case sandboxplan.OpProtectPath:
 		return protectInPlace(target)
-	case policy.OpProtect:
+	case sandboxplan.OpProtect:
 		// A part of a filesystem the plan mounted (/proc/sys): bound onto
 		// itself, then that bind made read-only.
 		if _, err := os.Lstat(target); errors.Is(err, fs.ErrNotExist) {
@@ -103,7 +103,7 @@ func applyOp(base string, op policy.Op) error {
 // mountTmpfs mounts a fresh tmpfs of op's size at target, nosuid,
 // nodev (and noexec when op says so), its top of the given mode, and
 // fills it with op's entries.
-func mountTmpfs(target string, op policy.Op, mode os.FileMode) error {
+func mountTmpfs(target string, op sandboxplan.Op, mode os.FileMode) error {
 	opts := "mode=" + strconv.FormatUint(uint64(mode), 8)
 	if op.Size != "" {
 		opts += ",size=" + op.Size
@@ -157,7 +157,7 @@ func orMode(m, def os.FileMode) os.FileMode {
 // descriptor, so the object checked is the object mounted: an agent that
 // turned a source (its skills, a shared directory, a --mount path) into a
 // symlink between runs gets a refusal, never the symlink's target.
-func bindMount(base string, op policy.Op, target string) error {
+func bindMount(base string, op sandboxplan.Op, target string) error {
 	if op.IDMap && idmappedWorkspace != nil {
 		return attachIDMapped(base, op)
 	}
@@ -200,7 +200,7 @@ func bindMount(base string, op policy.Op, target string) error {
 // of building it. mount_setattr only adds flags, so locked ones stay by
 // themselves. done is false when the kernel has no such calls (before
 // 5.12): then mount(2) does it.
-func attachBind(srcFD int, op policy.Op, dirFD int, name string) (done bool, err error) {
+func attachBind(srcFD int, op sandboxplan.Op, dirFD int, name string) (done bool, err error) {
 	how := uint(unix.OPEN_TREE_CLONE | unix.OPEN_TREE_CLOEXEC | unix.AT_EMPTY_PATH)
 	at := uint(unix.AT_EMPTY_PATH)
 	if op.Recursive {
@@ -234,7 +234,7 @@ func attachBind(srcFD int, op policy.Op, dirFD int, name string) (done bool, err
 
 // restrictBind adds the op's ro, nosuid, nodev and noexec to the bind at
 // target and, for an rbind, to every submount under it.
-func restrictBind(op policy.Op, target string) error {
+func restrictBind(op sandboxplan.Op, target string) error {
 	want := msFlags(op)
 	if want == 0 {
 		return nil

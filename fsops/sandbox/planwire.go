@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // How a plan travels to the sandbox's init (Sandbox.SendPlan): in a
@@ -29,18 +29,18 @@ import (
 const maxPlanPart = 64 << 20
 
 // opFlagBits are Op's booleans, each its bit of the flags field.
-var opFlagBits = []func(*policy.Op) *bool{
-	func(o *policy.Op) *bool { return &o.ReadOnly },
-	func(o *policy.Op) *bool { return &o.NoSuid },
-	func(o *policy.Op) *bool { return &o.NoDev },
-	func(o *policy.Op) *bool { return &o.NoExec },
-	func(o *policy.Op) *bool { return &o.Recursive },
-	func(o *policy.Op) *bool { return &o.Optional },
-	func(o *policy.Op) *bool { return &o.IDMap },
+var opFlagBits = []func(*sandboxplan.Op) *bool{
+	func(o *sandboxplan.Op) *bool { return &o.ReadOnly },
+	func(o *sandboxplan.Op) *bool { return &o.NoSuid },
+	func(o *sandboxplan.Op) *bool { return &o.NoDev },
+	func(o *sandboxplan.Op) *bool { return &o.NoExec },
+	func(o *sandboxplan.Op) *bool { return &o.Recursive },
+	func(o *sandboxplan.Op) *bool { return &o.Optional },
+	func(o *sandboxplan.Op) *bool { return &o.IDMap },
 }
 
 // encodePlan is the wire form of plan.
-func encodePlan(plan *policy.Plan) ([]byte, error) {
+func encodePlan(plan *sandboxplan.Plan) ([]byte, error) {
 	rest := encodePlanRest(plan)
 	ops := encodeOps(plan.Ops)
 	out := make([]byte, 0, len(rest)+len(ops)+2*binary.MaxVarintLen64)
@@ -51,7 +51,7 @@ func encodePlan(plan *policy.Plan) ([]byte, error) {
 }
 
 // decodePlan reads one wire plan from r.
-func decodePlan(r *bufio.Reader) (*policy.Plan, error) {
+func decodePlan(r *bufio.Reader) (*sandboxplan.Plan, error) {
 	rest, err := readPart(r, "the plan")
 	if err != nil {
 		return nil, err
@@ -103,7 +103,7 @@ func (w *wireEncoder) strs(l []string) {
 }
 
 // encodeOps is the binary form of ops.
-func encodeOps(ops []policy.Op) []byte {
+func encodeOps(ops []sandboxplan.Op) []byte {
 	w := &wireEncoder{}
 	w.num(uint64(len(ops)))
 	for i := range ops {
@@ -190,18 +190,18 @@ func (d *wireDecoder) u32() uint32 {
 }
 
 // decodeOps reads ops from their binary form, all of it.
-func decodeOps(b []byte) ([]policy.Op, error) {
+func decodeOps(b []byte) ([]sandboxplan.Op, error) {
 	d := &wireDecoder{b: b}
 	// The least an op takes: five empty strings, flags, mode, empty
 	// data and no fill, a byte each.
 	n := d.count(9)
-	var ops []policy.Op
+	var ops []sandboxplan.Op
 	if n > 0 {
-		ops = make([]policy.Op, n)
+		ops = make([]sandboxplan.Op, n)
 	}
 	for i := 0; i < n && d.err == nil; i++ {
 		op := &ops[i]
-		op.Kind = policy.OpKind(d.str())
+		op.Kind = sandboxplan.OpKind(d.str())
 		op.Source = d.str()
 		op.Target = d.str()
 		op.Size = d.str()
@@ -211,7 +211,7 @@ func decodeOps(b []byte) ([]policy.Op, error) {
 		op.Data = d.bytes()
 		// A fill entry takes at least five bytes.
 		if m := d.count(5); m > 0 {
-			op.Fill = make([]policy.FillEntry, m)
+			op.Fill = make([]sandboxplan.FillEntry, m)
 			for j := range op.Fill {
 				e := &op.Fill[j]
 				e.Path = d.str()

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"strconv"
 
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The rest of a plan (all but its ops) in the same binary form as the
@@ -22,30 +22,30 @@ import (
 // 0, or 1 then disk uid and disk gid); the limits (count, each: name
 // (string), value (uvarint)), by name.
 
-var nsFlagBits = []func(*policy.Namespaces) *bool{
-	func(n *policy.Namespaces) *bool { return &n.User },
-	func(n *policy.Namespaces) *bool { return &n.Mount },
-	func(n *policy.Namespaces) *bool { return &n.PID },
-	func(n *policy.Namespaces) *bool { return &n.UTS },
-	func(n *policy.Namespaces) *bool { return &n.IPC },
-	func(n *policy.Namespaces) *bool { return &n.Net },
+var nsFlagBits = []func(*sandboxplan.Namespaces) *bool{
+	func(n *sandboxplan.Namespaces) *bool { return &n.User },
+	func(n *sandboxplan.Namespaces) *bool { return &n.Mount },
+	func(n *sandboxplan.Namespaces) *bool { return &n.PID },
+	func(n *sandboxplan.Namespaces) *bool { return &n.UTS },
+	func(n *sandboxplan.Namespaces) *bool { return &n.IPC },
+	func(n *sandboxplan.Namespaces) *bool { return &n.Net },
 }
 
-var planFlagBits = []func(*policy.Plan) *bool{
-	func(p *policy.Plan) *bool { return &p.RootFS },
-	func(p *policy.Plan) *bool { return &p.ExecAll },
-	func(p *policy.Plan) *bool { return &p.DenyTCP },
-	func(p *policy.Plan) *bool { return &p.NoNetwork },
-	func(p *policy.Plan) *bool { return &p.UnixGate },
+var planFlagBits = []func(*sandboxplan.Plan) *bool{
+	func(p *sandboxplan.Plan) *bool { return &p.RootFS },
+	func(p *sandboxplan.Plan) *bool { return &p.ExecAll },
+	func(p *sandboxplan.Plan) *bool { return &p.DenyTCP },
+	func(p *sandboxplan.Plan) *bool { return &p.NoNetwork },
+	func(p *sandboxplan.Plan) *bool { return &p.UnixGate },
 }
 
-var accessFlagBits = []func(*policy.AccessRule) *bool{
-	func(a *policy.AccessRule) *bool { return &a.Write },
-	func(a *policy.AccessRule) *bool { return &a.Exec },
-	func(a *policy.AccessRule) *bool { return &a.Dev },
-	func(a *policy.AccessRule) *bool { return &a.Optional },
-	func(a *policy.AccessRule) *bool { return &a.Connect },
-	func(a *policy.AccessRule) *bool { return &a.KeepDirs },
+var accessFlagBits = []func(*sandboxplan.AccessRule) *bool{
+	func(a *sandboxplan.AccessRule) *bool { return &a.Write },
+	func(a *sandboxplan.AccessRule) *bool { return &a.Exec },
+	func(a *sandboxplan.AccessRule) *bool { return &a.Dev },
+	func(a *sandboxplan.AccessRule) *bool { return &a.Optional },
+	func(a *sandboxplan.AccessRule) *bool { return &a.Connect },
+	func(a *sandboxplan.AccessRule) *bool { return &a.KeepDirs },
 }
 
 // flagsOf packs the booleans bits names of v.
@@ -60,7 +60,7 @@ func flagsOf[T any](v *T, bits []func(*T) *bool) uint64 {
 }
 
 // encodePlanRest is the binary form of everything in plan but its ops.
-func encodePlanRest(plan *policy.Plan) []byte {
+func encodePlanRest(plan *sandboxplan.Plan) []byte {
 	w := &wireEncoder{}
 	w.str(plan.Iso)
 	w.num(flagsOf(&plan.Namespaces, nsFlagBits))
@@ -136,9 +136,9 @@ func (d *wireDecoder) strs() []string {
 
 // decodePlanRest reads everything but the ops from its binary form, all
 // of it.
-func decodePlanRest(b []byte) (*policy.Plan, error) {
+func decodePlanRest(b []byte) (*sandboxplan.Plan, error) {
 	d := &wireDecoder{b: b}
-	p := &policy.Plan{}
+	p := &sandboxplan.Plan{}
 	p.Iso = d.str()
 	readFlags(d, &p.Namespaces, nsFlagBits, "namespaces", -1)
 	p.NewRoot = d.str()
@@ -159,7 +159,7 @@ func decodePlanRest(b []byte) (*policy.Plan, error) {
 	p.Exe = d.str()
 	p.Worker = d.str()
 	if n := d.count(2); n > 0 {
-		p.Access = make([]policy.AccessRule, n)
+		p.Access = make([]sandboxplan.AccessRule, n)
 		for i := range p.Access {
 			p.Access[i].Path = d.str()
 			readFlags(d, &p.Access[i], accessFlagBits, "access rule", i)
@@ -169,7 +169,7 @@ func decodePlanRest(b []byte) (*policy.Plan, error) {
 	switch d.uvarint() {
 	case 0:
 	case 1:
-		p.IDMap = &policy.IDMap{DiskUID: d.u32(), DiskGID: d.u32()}
+		p.IDMap = &sandboxplan.IDMap{DiskUID: d.u32(), DiskGID: d.u32()}
 	default:
 		if d.err == nil {
 			d.err = fmt.Errorf("idmap: neither absent nor present")

@@ -6,21 +6,21 @@ import (
 	"reflect"
 	"testing"
 
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // wireOps are ops with every field of Op and FillEntry set somewhere.
-func wireOps() []policy.Op {
-	return []policy.Op{
-		{Kind: policy.OpBind, Source: "/usr", Target: "/usr", ReadOnly: true, NoSuid: true, NoDev: true, Recursive: true, Why: "system directory"},
-		{Kind: policy.OpBind, Source: "/opt/x", Target: "/opt/x", NoExec: true, Optional: true, IDMap: true, Why: "mount line 3"},
-		{Kind: policy.OpTmpfs, Target: "/mnt", Mode: 0o755, Size: "16m", Fill: []policy.FillEntry{
-			{Path: "tools", Kind: policy.FillDir},
-			{Path: "tools/fs.read", Kind: policy.FillLink, Link: "/ctx/bin/ctx"},
-			{Path: "SOP", Kind: policy.FillFile, Data: []byte("be careful\n\x00\xff"), Mode: 0o444},
+func wireOps() []sandboxplan.Op {
+	return []sandboxplan.Op{
+		{Kind: sandboxplan.OpBind, Source: "/usr", Target: "/usr", ReadOnly: true, NoSuid: true, NoDev: true, Recursive: true, Why: "system directory"},
+		{Kind: sandboxplan.OpBind, Source: "/opt/x", Target: "/opt/x", NoExec: true, Optional: true, IDMap: true, Why: "mount line 3"},
+		{Kind: sandboxplan.OpTmpfs, Target: "/mnt", Mode: 0o755, Size: "16m", Fill: []sandboxplan.FillEntry{
+			{Path: "tools", Kind: sandboxplan.FillDir},
+			{Path: "tools/fs.read", Kind: sandboxplan.FillLink, Link: "/ctx/bin/ctx"},
+			{Path: "SOP", Kind: sandboxplan.FillFile, Data: []byte("be careful\n\x00\xff"), Mode: 0o444},
 		}},
-		{Kind: policy.OpFile, Target: "/mnt/proc/identity", Data: []byte("agent=t\n"), Mode: 0o1644},
-		{Kind: policy.OpPivotRoot},
+		{Kind: sandboxplan.OpFile, Target: "/mnt/proc/identity", Data: []byte("agent=t\n"), Mode: 0o1644},
+		{Kind: sandboxplan.OpPivotRoot},
 	}
 }
 
@@ -30,20 +30,20 @@ func TestPlanWireRoundTrip(t *testing.T) {
 	for _, c := range []struct {
 		v any
 		n int
-	}{{policy.Op{}, 15}, {policy.FillEntry{}, 5}, {policy.Plan{}, 24}, {policy.AccessRule{}, 7}, {policy.Namespaces{}, 6}, {policy.IDMap{}, 2}} {
+	}{{sandboxplan.Op{}, 15}, {sandboxplan.FillEntry{}, 5}, {sandboxplan.Plan{}, 24}, {sandboxplan.AccessRule{}, 7}, {sandboxplan.Namespaces{}, 6}, {sandboxplan.IDMap{}, 2}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.n {
 			t.Fatalf("%T has %d fields; the wire (planwire.go, planwire_plan.go) carries %d: add the new one there and here", c.v, got, c.n)
 		}
 	}
 	// Every field set, each boolean on somewhere and off somewhere.
-	plan := &policy.Plan{Iso: "uid", Namespaces: policy.Namespaces{User: true, PID: true, Net: true}, NewRoot: "/r",
+	plan := &sandboxplan.Plan{Iso: "uid", Namespaces: sandboxplan.Namespaces{User: true, PID: true, Net: true}, NewRoot: "/r",
 		RootFS: true, Ops: wireOps(), UID: 60101, GID: 60102, Groups: []uint32{7, 1 << 31}, OuterUID: 1, OuterGID: 1<<32 - 1,
 		Hostname: "ctx-coder", Cwd: "/workspace", Env: []string{"A=b", ""}, Argv: []string{"sh", "-c", "x"}, Exe: "/ctx/bin/ctx",
-		Worker: "/ctx/bin/ctx", Access: []policy.AccessRule{{Path: "/workspace", Write: true, Dev: true, Connect: true}, {Path: "/", Exec: true, Optional: true, KeepDirs: true}},
-		ExecAll: true, ExecPaths: []string{"/ctx/bin"}, DenyTCP: true, IDMap: &policy.IDMap{DiskUID: 5, DiskGID: 6},
+		Worker: "/ctx/bin/ctx", Access: []sandboxplan.AccessRule{{Path: "/workspace", Write: true, Dev: true, Connect: true}, {Path: "/", Exec: true, Optional: true, KeepDirs: true}},
+		ExecAll: true, ExecPaths: []string{"/ctx/bin"}, DenyTCP: true, IDMap: &sandboxplan.IDMap{DiskUID: 5, DiskGID: 6},
 		Limits: map[string]uint64{"nofile": 1024, "cpu": 1<<64 - 1}, NoNetwork: true, UnixGate: true}
-	plan2 := &policy.Plan{Iso: "userns", Namespaces: policy.Namespaces{Mount: true, UTS: true, IPC: true}}
-	for _, p := range []*policy.Plan{plan, plan2} {
+	plan2 := &sandboxplan.Plan{Iso: "userns", Namespaces: sandboxplan.Namespaces{Mount: true, UTS: true, IPC: true}}
+	for _, p := range []*sandboxplan.Plan{plan, plan2} {
 		b, err := encodePlan(p)
 		if err != nil {
 			t.Fatal(err)
@@ -62,7 +62,7 @@ func TestPlanWireRoundTrip(t *testing.T) {
 		}
 	}
 	// A plan without ops.
-	empty := &policy.Plan{Iso: "uid"}
+	empty := &sandboxplan.Plan{Iso: "uid"}
 	b, _ := encodePlan(empty)
 	if got, err := decodePlan(bufio.NewReader(bytes.NewReader(b))); err != nil || !reflect.DeepEqual(got, empty) {
 		t.Fatalf("empty plan: %+v %v", got, err)
@@ -87,7 +87,7 @@ func TestPlanWireRefusals(t *testing.T) {
 	}
 	// The rest of the plan: truncated, trailing, unknown flags, an idmap
 	// neither absent nor present, a count beyond the input.
-	rest := encodePlanRest(&policy.Plan{Iso: "uid", Argv: []string{"sh"}})
+	rest := encodePlanRest(&sandboxplan.Plan{Iso: "uid", Argv: []string{"sh"}})
 	for name, b := range map[string][]byte{
 		"truncated":       rest[:len(rest)-1],
 		"trailing":        append(append([]byte{}, rest...), 0),
@@ -125,9 +125,9 @@ func FuzzPlanWireOps(f *testing.F) {
 // FuzzPlanWireRest: any input decodes or is refused without panicking,
 // and what decodes encodes back to the same plan.
 func FuzzPlanWireRest(f *testing.F) {
-	f.Add(encodePlanRest(&policy.Plan{Iso: "uid", NewRoot: "/r", Argv: []string{"sh"}, Access: []policy.AccessRule{{Path: "/", Exec: true}},
-		IDMap: &policy.IDMap{DiskUID: 1}, Limits: map[string]uint64{"nofile": 8}}))
-	f.Add(encodePlanRest(&policy.Plan{}))
+	f.Add(encodePlanRest(&sandboxplan.Plan{Iso: "uid", NewRoot: "/r", Argv: []string{"sh"}, Access: []sandboxplan.AccessRule{{Path: "/", Exec: true}},
+		IDMap: &sandboxplan.IDMap{DiskUID: 1}, Limits: map[string]uint64{"nofile": 8}}))
+	f.Add(encodePlanRest(&sandboxplan.Plan{}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		p, err := decodePlanRest(b)
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"ctx/fsops/proc"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The sandbox's init once the sandbox is built: it starts the agent's
@@ -25,7 +26,7 @@ import (
 // environment and waits as init: it reaps every process of the namespace,
 // forwards termination signals, and when the program exits, everything
 // else in the sandbox goes with it.
-func runAgentProgram(plan *policy.Plan, sigs chan os.Signal, stderr io.Writer) int {
+func runAgentProgram(plan *sandboxplan.Plan, sigs chan os.Signal, stderr io.Writer) int {
 	cmd, code := agentCommand(plan, stderr)
 	if cmd == nil {
 		return code
@@ -54,7 +55,7 @@ func runAgentProgram(plan *policy.Plan, sigs chan os.Signal, stderr io.Writer) i
 // every tool inherit them from this thread), waits for the run host's
 // release, and returns the program's command, not started; or nil and
 // the exit status once it has printed why not.
-func agentCommand(plan *policy.Plan, stderr io.Writer) (*exec.Cmd, int) {
+func agentCommand(plan *sandboxplan.Plan, stderr io.Writer) (*exec.Cmd, int) {
 	exe := plan.Exe
 	if exe == "" {
 		exe = plan.Argv[0]
@@ -96,7 +97,7 @@ func agentCommand(plan *policy.Plan, stderr io.Writer) (*exec.Cmd, int) {
 // orders, reaps, and passes termination on, until the program (child)
 // has exited and every program that joined the run has too. It returns
 // the program's status.
-func serveRun(plan *policy.Plan, child int, sigs <-chan os.Signal) int {
+func serveRun(plan *sandboxplan.Plan, child int, sigs <-chan os.Signal) int {
 	broker := newInitBroker(plan)
 	orders := broker.deliveries()
 	status := -1
@@ -131,7 +132,7 @@ func serveRun(plan *policy.Plan, child int, sigs <-chan os.Signal) int {
 }
 
 // endRun ends what the program left behind, and reaps it.
-func endRun(plan *policy.Plan) {
+func endRun(plan *sandboxplan.Plan) {
 	signalRun(plan, syscall.SIGKILL)
 	if plan.Namespaces.PID {
 		for {
@@ -162,7 +163,7 @@ func endRun(plan *policy.Plan) {
 // the init must switch to it: in uid mode, and in iso landlock run by root
 // (a user's landlock run is the user; a user namespace maps the agent by
 // itself).
-func agentCredential(plan *policy.Plan) *syscall.Credential {
+func agentCredential(plan *sandboxplan.Plan) *syscall.Credential {
 	switch {
 	case plan.Iso == "uid", plan.Iso == string(policy.IsoLandlock) && os.Geteuid() == 0 && plan.UID != 0:
 		return &syscall.Credential{Uid: plan.UID, Gid: plan.GID, Groups: plan.Groups}
@@ -174,7 +175,7 @@ func agentCredential(plan *policy.Plan) *syscall.Credential {
 // that is kill(-1): everything but the init. Without one (iso landlock)
 // kill(-1) would reach the whole host: the init is the run's subreaper
 // instead, and signals exactly its own descendants.
-func signalRun(plan *policy.Plan, sig syscall.Signal) {
+func signalRun(plan *sandboxplan.Plan, sig syscall.Signal) {
 	if plan.Namespaces.PID {
 		syscall.Kill(-1, sig)
 		return

@@ -7,16 +7,16 @@ import (
 	"strings"
 	"testing"
 
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // withProtect inserts OpProtectPath operations right after the workspace
 // bind, as BuildPlan does.
-func withProtect(plan *policy.Plan, rels ...string) *policy.Plan {
-	i := slices.IndexFunc(plan.Ops, func(op policy.Op) bool { return op.Why == "workspace" })
-	var ops []policy.Op
+func withProtect(plan *sandboxplan.Plan, rels ...string) *sandboxplan.Plan {
+	i := slices.IndexFunc(plan.Ops, func(op sandboxplan.Op) bool { return op.Why == "workspace" })
+	var ops []sandboxplan.Op
 	for _, rel := range rels {
-		ops = append(ops, policy.Op{Kind: policy.OpProtectPath, Target: "/workspace/" + rel, Why: "protect " + rel})
+		ops = append(ops, sandboxplan.Op{Kind: sandboxplan.OpProtectPath, Target: "/workspace/" + rel, Why: "protect " + rel})
 	}
 	plan.Ops = slices.Insert(plan.Ops, i+1, ops...)
 	return plan

@@ -21,7 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // InitApplet is the hidden applet the sandbox child runs as: the
@@ -57,13 +57,13 @@ const releaseByte = 'g'
 // namespaces it is born in and, in a user namespace, the ids mapped.
 // Everything else comes later, with the plan.
 type Start struct {
-	Namespaces         policy.Namespaces
+	Namespaces         sandboxplan.Namespaces
 	UID, GID           uint32 // the agent's ids, inside a user namespace
 	OuterUID, OuterGID uint32 // the ids they map onto
 }
 
 // StartOf is the start a plan needs.
-func StartOf(plan *policy.Plan) Start {
+func StartOf(plan *sandboxplan.Plan) Start {
 	return Start{Namespaces: plan.Namespaces, UID: plan.UID, GID: plan.GID, OuterUID: plan.OuterUID, OuterGID: plan.OuterGID}
 }
 
@@ -85,7 +85,7 @@ type Sandbox struct {
 // New prepares a child that applies plan. The caller may set Cmd's
 // Stdin/Stdout/Stderr, Cmd.SysProcAttr.Setsid/Setctty/Ctty, and the
 // descriptors handed over (SetRunFile, ...) before SendPlan.
-func New(plan *policy.Plan) (*Sandbox, error) {
+func New(plan *sandboxplan.Plan) (*Sandbox, error) {
 	s, err := NewFor(StartOf(plan))
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func NewFor(start Start) (*Sandbox, error) {
 // SetPlan gives the sandbox its plan. The plan must need the start the
 // sandbox was prepared for: an init born in other namespaces than the
 // plan's would build the wrong sandbox, so that is refused.
-func (s *Sandbox) SetPlan(plan *policy.Plan) error {
+func (s *Sandbox) SetPlan(plan *sandboxplan.Plan) error {
 	if err := plan.Validate(); err != nil {
 		return err
 	}

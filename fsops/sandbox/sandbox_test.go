@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"ctx/fsops"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 func TestMain(m *testing.M) {
@@ -47,8 +47,8 @@ func requireSandbox(t *testing.T) {
 
 // systemOps binds the host system directories read-only, or recreates them
 // as symlinks on a merged-/usr system, as the real plan does.
-func systemOps() []policy.Op {
-	var ops []policy.Op
+func systemOps() []sandboxplan.Op {
+	var ops []sandboxplan.Op
 	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc"} {
 		st, err := os.Lstat(d)
 		if err != nil {
@@ -56,39 +56,39 @@ func systemOps() []policy.Op {
 		}
 		if st.Mode()&os.ModeSymlink != 0 {
 			target, _ := os.Readlink(d)
-			ops = append(ops, policy.Op{Kind: policy.OpSymlink, Source: target, Target: d})
+			ops = append(ops, sandboxplan.Op{Kind: sandboxplan.OpSymlink, Source: target, Target: d})
 			continue
 		}
-		ops = append(ops, policy.Op{Kind: policy.OpBind, Source: d, Target: d, ReadOnly: true, NoSuid: true, NoDev: true, Recursive: true})
+		ops = append(ops, sandboxplan.Op{Kind: sandboxplan.OpBind, Source: d, Target: d, ReadOnly: true, NoSuid: true, NoDev: true, Recursive: true})
 	}
 	return ops
 }
 
-func testPlan(t *testing.T, iso string, uid uint32, workspace, script string) *policy.Plan {
+func testPlan(t *testing.T, iso string, uid uint32, workspace, script string) *sandboxplan.Plan {
 	newRoot := t.TempDir()
 	os.Chmod(newRoot, 0o755)
 	return testPlanWithRoot(newRoot, iso, uid, workspace, script)
 }
 
-func testPlanWithRoot(newRoot, iso string, uid uint32, workspace, script string) *policy.Plan {
+func testPlanWithRoot(newRoot, iso string, uid uint32, workspace, script string) *sandboxplan.Plan {
 	ops := systemOps()
 	ops = append(ops,
-		policy.Op{Kind: policy.OpMask, Target: "/etc/profile"},
-		policy.Op{Kind: policy.OpTmpfs, Target: "/dev", Mode: 0o755},
-		policy.Op{Kind: policy.OpBind, Source: "/dev/null", Target: "/dev/null", NoExec: true, NoSuid: true},
-		policy.Op{Kind: policy.OpProc, Target: "/proc"},
-		policy.Op{Kind: policy.OpTmpfs, Target: "/tmp", Mode: 0o1777, Size: "16m"},
-		policy.Op{Kind: policy.OpBind, Source: workspace, Target: "/workspace", NoSuid: true, NoDev: true, Why: "workspace"},
-		policy.Op{Kind: policy.OpTmpfs, Target: "/mnt"},
-		policy.Op{Kind: policy.OpFile, Target: "/mnt/proc/identity", Data: []byte("agent=t\n")},
-		policy.Op{Kind: policy.OpReadOnly, Target: "/mnt"},
-		policy.Op{Kind: policy.OpLoopback},
-		policy.Op{Kind: policy.OpPivotRoot},
-		policy.Op{Kind: policy.OpReadOnly, Target: "/"},
+		sandboxplan.Op{Kind: sandboxplan.OpMask, Target: "/etc/profile"},
+		sandboxplan.Op{Kind: sandboxplan.OpTmpfs, Target: "/dev", Mode: 0o755},
+		sandboxplan.Op{Kind: sandboxplan.OpBind, Source: "/dev/null", Target: "/dev/null", NoExec: true, NoSuid: true},
+		sandboxplan.Op{Kind: sandboxplan.OpProc, Target: "/proc"},
+		sandboxplan.Op{Kind: sandboxplan.OpTmpfs, Target: "/tmp", Mode: 0o1777, Size: "16m"},
+		sandboxplan.Op{Kind: sandboxplan.OpBind, Source: workspace, Target: "/workspace", NoSuid: true, NoDev: true, Why: "workspace"},
+		sandboxplan.Op{Kind: sandboxplan.OpTmpfs, Target: "/mnt"},
+		sandboxplan.Op{Kind: sandboxplan.OpFile, Target: "/mnt/proc/identity", Data: []byte("agent=t\n")},
+		sandboxplan.Op{Kind: sandboxplan.OpReadOnly, Target: "/mnt"},
+		sandboxplan.Op{Kind: sandboxplan.OpLoopback},
+		sandboxplan.Op{Kind: sandboxplan.OpPivotRoot},
+		sandboxplan.Op{Kind: sandboxplan.OpReadOnly, Target: "/"},
 	)
-	return &policy.Plan{
+	return &sandboxplan.Plan{
 		Iso:        iso,
-		Namespaces: policy.Namespaces{User: iso == "userns", Mount: true, PID: true, UTS: true, IPC: true, Net: true},
+		Namespaces: sandboxplan.Namespaces{User: iso == "userns", Mount: true, PID: true, UTS: true, IPC: true, Net: true},
 		NewRoot:    newRoot,
 		Ops:        ops,
 		UID:        uid, GID: uid,
@@ -98,13 +98,13 @@ func testPlanWithRoot(newRoot, iso string, uid uint32, workspace, script string)
 		Env:      []string{"PATH=/usr/bin:/bin", "HOME=/workspace"},
 		Argv:     []string{"/bin/sh", "-c", script},
 		// The second wall as BuildPlan draws it for perm rwx.
-		Access: []policy.AccessRule{{Path: "/", Exec: true}, {Path: "/dev", Write: true, Dev: true},
+		Access: []sandboxplan.AccessRule{{Path: "/", Exec: true}, {Path: "/dev", Write: true, Dev: true},
 			{Path: "/tmp", Write: true, Exec: true}, {Path: "/workspace", Write: true, Exec: true}},
 		ExecAll: true,
 	}
 }
 
-func runPlan(t *testing.T, plan *policy.Plan) (string, int) {
+func runPlan(t *testing.T, plan *sandboxplan.Plan) (string, int) {
 	t.Helper()
 	sb, err := New(plan)
 	if err != nil {

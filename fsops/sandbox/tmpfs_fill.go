@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"path"
 
-	"golang.org/x/sys/unix"
+	"ctx/policy/sandboxplan"
 
-	"ctx/policy"
+	"golang.org/x/sys/unix"
 )
 
 // fillTmpfs writes a tmpfs op's Fill into the tmpfs just mounted at dir:
@@ -15,7 +15,7 @@ import (
 // inside a directory an earlier entry made: none goes through a symlink or
 // replaces anything. One op this way replaced two per tool at /mnt, each
 // of which checked every directory on its way from the host's /.
-func fillTmpfs(dir string, entries []policy.FillEntry) error {
+func fillTmpfs(dir string, entries []sandboxplan.FillEntry) error {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -30,22 +30,22 @@ func fillTmpfs(dir string, entries []policy.FillEntry) error {
 	return nil
 }
 
-func fillEntry(dirfd int, e policy.FillEntry, dirs map[string]bool) error {
-	if !policy.FillPathClean(e.Path) {
+func fillEntry(dirfd int, e sandboxplan.FillEntry, dirs map[string]bool) error {
+	if !sandboxplan.FillPathClean(e.Path) {
 		return fmt.Errorf("not a clean relative path")
 	}
 	if !dirs[path.Dir(e.Path)] {
 		return fmt.Errorf("its parent is not a directory of the fill")
 	}
 	switch e.Kind {
-	case policy.FillDir:
+	case sandboxplan.FillDir:
 		if err := unix.Mkdirat(dirfd, e.Path, 0o755); err != nil {
 			return err
 		}
 		dirs[e.Path] = true
 		// The umask must not take the agent's access away.
 		return unix.Fchmodat(dirfd, e.Path, 0o755, 0)
-	case policy.FillFile:
+	case sandboxplan.FillFile:
 		mode := uint32(0o444)
 		if e.Mode != 0 {
 			mode = e.Mode & 0o7777
@@ -66,7 +66,7 @@ func fillEntry(dirfd int, e policy.FillEntry, dirs map[string]bool) error {
 			data = data[n:]
 		}
 		return nil
-	case policy.FillLink:
+	case sandboxplan.FillLink:
 		return unix.Symlinkat(e.Link, dirfd, e.Path)
 	}
 	return fmt.Errorf("unknown kind %q", e.Kind)

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // fillTmpfs works on any directory; the sandbox gives it a fresh tmpfs.
@@ -15,12 +15,12 @@ func TestFillTmpfs(t *testing.T) {
 	old := syscall.Umask(0o077) // a strict umask must not close it to the agent
 	defer syscall.Umask(old)
 	dir := t.TempDir()
-	err := fillTmpfs(dir, []policy.FillEntry{
-		{Path: "tools", Kind: policy.FillDir},
-		{Path: "tools/fs.read", Kind: policy.FillLink, Link: "/ctx/bin/ctx"},
-		{Path: "tools/fs.read.toolspec.json", Kind: policy.FillFile, Data: []byte(`{"name":"fs.read"}`)},
-		{Path: "passwd", Kind: policy.FillFile, Data: []byte("root:x:0:0::/:/bin/sh\n"), Mode: 0o644},
-		{Path: "SOP", Kind: policy.FillFile},
+	err := fillTmpfs(dir, []sandboxplan.FillEntry{
+		{Path: "tools", Kind: sandboxplan.FillDir},
+		{Path: "tools/fs.read", Kind: sandboxplan.FillLink, Link: "/ctx/bin/ctx"},
+		{Path: "tools/fs.read.toolspec.json", Kind: sandboxplan.FillFile, Data: []byte(`{"name":"fs.read"}`)},
+		{Path: "passwd", Kind: sandboxplan.FillFile, Data: []byte("root:x:0:0::/:/bin/sh\n"), Mode: 0o644},
+		{Path: "SOP", Kind: sandboxplan.FillFile},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -43,13 +43,13 @@ func TestFillTmpfs(t *testing.T) {
 // entry or land in a directory the fill did not make are refused, naming
 // the entry, and nothing is written outside the directory.
 func TestFillTmpfsRefusals(t *testing.T) {
-	for _, bad := range [][]policy.FillEntry{
-		{{Path: "../escape", Kind: policy.FillFile}},
-		{{Path: "/abs", Kind: policy.FillFile}},
-		{{Path: "a//b", Kind: policy.FillFile}},
-		{{Path: "tools/x", Kind: policy.FillFile}},
-		{{Path: "l", Kind: policy.FillLink, Link: ".."}, {Path: "l/escape", Kind: policy.FillFile}},
-		{{Path: "f", Kind: policy.FillFile}, {Path: "f", Kind: policy.FillFile}},
+	for _, bad := range [][]sandboxplan.FillEntry{
+		{{Path: "../escape", Kind: sandboxplan.FillFile}},
+		{{Path: "/abs", Kind: sandboxplan.FillFile}},
+		{{Path: "a//b", Kind: sandboxplan.FillFile}},
+		{{Path: "tools/x", Kind: sandboxplan.FillFile}},
+		{{Path: "l", Kind: sandboxplan.FillLink, Link: ".."}, {Path: "l/escape", Kind: sandboxplan.FillFile}},
+		{{Path: "f", Kind: sandboxplan.FillFile}, {Path: "f", Kind: sandboxplan.FillFile}},
 		{{Path: "x", Kind: "fifo"}},
 	} {
 		base := t.TempDir()

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops/broker"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The unix gate keeps an iso landlock run off the host's pathname unix
@@ -108,7 +108,7 @@ func installUnixGate() (*os.File, error) {
 // the gate, and hands the gate's listener and the connector's channel to
 // the run host on the broker's channel; the init keeps no copy (whoever
 // holds the listener decides the run's connects).
-func startUnixGate(plan *policy.Plan) error {
+func startUnixGate(plan *sandboxplan.Plan) error {
 	if brokerChannel == nil || plan.Worker == "" {
 		return errors.New("no broker channel to hand the gate to")
 	}

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops/broker"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // The unix gate's connector: the process that makes, inside the run, the
@@ -44,7 +44,7 @@ type connectRequest struct {
 
 // startConnector starts the connector from the calling (locked) thread
 // and returns the host's end of its channel.
-func startConnector(plan *policy.Plan) (*os.File, error) {
+func startConnector(plan *sandboxplan.Plan) (*os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 	"ctx/fsops"
 	"ctx/fsops/proc"
 	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // applyWalls puts the walls that stand behind the mounts on the init's
@@ -22,7 +23,7 @@ import (
 // no signals or abstract sockets out of the sandbox), then the seccomp
 // filter. exe is the program about to start: without perm x it is, with
 // its ELF interpreter, the one file outside ctx's tools that may run.
-func applyWalls(plan *policy.Plan, exe string) error {
+func applyWalls(plan *sandboxplan.Plan, exe string) error {
 	var rules []LandlockRule
 	for _, a := range plan.Access {
 		// A namespace sandbox connects to any socket its mounts show;

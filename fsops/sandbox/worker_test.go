@@ -10,7 +10,7 @@ import (
 
 	"ctx/fsops/broker"
 	"ctx/fsops/proc"
-	"ctx/policy"
+	"ctx/policy/sandboxplan"
 )
 
 // testToolWorker is this test binary as a tool worker: given its order it
@@ -45,7 +45,7 @@ func TestWorkerReportsWithItsExit(t *testing.T) {
 	}
 	defer host.Close()
 	defer initEnd.Close()
-	b := &initBroker{ch: initEnd, plan: &policy.Plan{Worker: exe}, byPid: map[int]uint64{}, pgid: map[uint64]int{},
+	b := &initBroker{ch: initEnd, plan: &sandboxplan.Plan{Worker: exe}, byPid: map[int]uint64{}, pgid: map[uint64]int{},
 		retired: map[int]bool{}, working: map[int]*os.File{}, joined: map[int]bool{}}
 	defer func() {
 		if b.worker != nil {

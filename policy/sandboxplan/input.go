@@ -1,4 +1,6 @@
-package policy
+package sandboxplan
+
+import "ctx/policy"
 
 // What BuildPlan and BuildLandlockPlan are given: the agent and what
 // the host found for it.
@@ -65,7 +67,7 @@ type SharedGrant struct {
 // PlanInput is everything BuildPlan needs, gathered by the caller: the
 // agent, the run, and facts about the host. BuildPlan reads nothing itself.
 type PlanInput struct {
-	Agent     *Agent
+	Agent     *policy.Agent
 	Iso       string // the effective isolation: userns or uid
 	CallerUID uint32
 	CallerGID uint32
@@ -80,8 +82,8 @@ type PlanInput struct {
 	// to the agent as itself through an idmapped mount; nil binds as is.
 	WorkspaceIDMap *IDMap
 	Protect        *WorkspaceProtect
-	AgentHome      string  // home/UID/agent/NAME on the host
-	Extra          []Mount // --mount entries of this start
+	AgentHome      string         // home/UID/agent/NAME on the host
+	Extra          []policy.Mount // --mount entries of this start
 	Tools          []ProjectedTool
 	Shared         []SharedGrant
 	ProcDir        string // host directory shown read-only at /mnt/proc
@@ -93,7 +95,7 @@ type PlanInput struct {
 	// Budgets are the run's limits; Cgroup says the run's cgroup holds
 	// memory_bytes and pids (then no per-process data or process limit is
 	// set: the cgroup counts the run as a whole, and reports each refusal).
-	Budgets Budgets
+	Budgets policy.Budgets
 	Cgroup  bool
 	// HostTiers are the agent's tool tiers on the host (iso landlock,
 	// where CTX_PATH names them).
@@ -112,7 +114,7 @@ type PlanInput struct {
 // ok is true only inside a run's sandbox (its /mnt/proc/identity is
 // there): a host path /mnt/tools means nothing of the kind.
 func MntToolSpecPath(name string, exists func(string) bool) (string, bool) {
-	if ValidName(name) != nil || !exists(IdentityPath) {
+	if policy.ValidName(name) != nil || !exists(policy.IdentityPath) {
 		return "", false
 	}
 	return SandboxMnt + "/tools/" + name + ".toolspec.json", true

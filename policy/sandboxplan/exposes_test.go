@@ -1,6 +1,10 @@
-package policy
+package sandboxplan
 
-import "testing"
+import (
+	"testing"
+
+	"ctx/policy"
+)
 
 // TestPlanExposes: a bind or a Landlock rule on the secret or above it
 // exposes it; one below it, or a sibling, does not.
@@ -17,7 +21,7 @@ func TestPlanExposes(t *testing.T) {
 	if got := PlanExposes(ns, secret); got == "" {
 		t.Fatal("a bind of the runtime directory's parent does not expose the secret")
 	}
-	ll := &Plan{Iso: string(IsoLandlock), Access: []AccessRule{{Path: "/proc"}, {Path: "/run/user/1000/cortexfs/secret/run1x"}}}
+	ll := &Plan{Iso: string(policy.IsoLandlock), Access: []AccessRule{{Path: "/proc"}, {Path: "/run/user/1000/cortexfs/secret/run1x"}}}
 	if got := PlanExposes(ll, secret); got != "" {
 		t.Fatalf("a Landlock rule beside it exposes the secret: %s", got)
 	}
@@ -60,7 +64,7 @@ func TestPlanHostPath(t *testing.T) {
 	if got := PlanHostPath(ns, "/opt/x"); got != "/ctx/home/60101/agent/coder/root/opt/x" {
 		t.Errorf("own root filesystem: %q", got)
 	}
-	ll := &Plan{Iso: string(IsoLandlock), Access: []AccessRule{{Path: "/usr"}, {Path: "/tmp/tc"}}}
+	ll := &Plan{Iso: string(policy.IsoLandlock), Access: []AccessRule{{Path: "/usr"}, {Path: "/tmp/tc"}}}
 	if got := PlanHostPath(ll, "/tmp/tc/prog"); got != "/tmp/tc/prog" {
 		t.Errorf("landlock rule: %q", got)
 	}

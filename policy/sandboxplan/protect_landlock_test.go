@@ -1,4 +1,4 @@
-package policy
+package sandboxplan
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"ctx/policy"
 )
 
 // fakeTree is a made-up file tree: absolute path -> 'd', 'f' or 'l'
@@ -220,7 +222,7 @@ func checkProtectModel(t *testing.T, tree fakeTree, before []AccessRule, targets
 	t.Helper()
 	writes := func(rules []AccessRule, p string) bool {
 		for _, r := range rules {
-			if r.Write && within(p, r.Path) {
+			if r.Write && policy.Within(p, r.Path) {
 				return true
 			}
 		}
@@ -232,7 +234,7 @@ func checkProtectModel(t *testing.T, tree fakeTree, before []AccessRule, targets
 	// on the way (so an absent target is not made either).
 	for _, tg := range ts {
 		for p := range tree {
-			if within(p, tg) && writes(d.Access, p) {
+			if policy.Within(p, tg) && writes(d.Access, p) {
 				t.Errorf("%s (protected %s) is writable", p, tg)
 			}
 		}
@@ -280,7 +282,7 @@ func checkProtectModel(t *testing.T, tree fakeTree, before []AccessRule, targets
 		}
 		onWay := false
 		for _, tg := range ts {
-			onWay = onWay || within(p, tg) || within(tg, p)
+			onWay = onWay || policy.Within(p, tg) || policy.Within(tg, p)
 		}
 		if !onWay && !writes(d.Access, p) {
 			t.Errorf("%s is no longer writable", p)

@@ -1,14 +1,16 @@
-package policy
+package sandboxplan
 
 import (
 	"fmt"
 	"path"
 	"strings"
+
+	"ctx/policy"
 )
 
 // The plan as data: its operations, the second wall, the identity and
-// what Validate checks before the init acts on it. BuildPlan
-// (sandboxplan.go) decides it.
+// what Validate checks before the init acts on it. BuildPlan (plan.go)
+// decides it.
 
 // OpKind is one kind of setup operation.
 type OpKind string
@@ -92,7 +94,7 @@ type AccessRule struct {
 	Connect bool `json:"connect,omitempty"`
 	// KeepDirs, with Write, withholds removing directories beneath Path:
 	// none can be removed or renamed there (an iso landlock home's top,
-	// whose held directories must stay in place; policy.HomeTop).
+	// whose held directories must stay in place; sandboxplan.HomeTop).
 	KeepDirs bool `json:"keep_dirs,omitempty"`
 }
 
@@ -174,7 +176,7 @@ type Plan struct {
 // without "..", known kinds, a pivot last. It is the mechanism's first step,
 // so a corrupt plan never starts mounting.
 func (p *Plan) Validate() error {
-	if p.Iso == string(IsoLandlock) {
+	if p.Iso == string(policy.IsoLandlock) {
 		return p.validateLandlock()
 	}
 	if !path.IsAbs(p.NewRoot) || path.Clean(p.NewRoot) != p.NewRoot || p.NewRoot == "/" {

@@ -1,8 +1,10 @@
-package policy
+package sandboxplan
 
 import (
 	"path"
 	"strings"
+
+	"ctx/policy"
 )
 
 // PlanExposes names what of plan would show the agent hostPath (a host
@@ -15,19 +17,19 @@ func PlanExposes(plan *Plan, hostPath string) string {
 	if plan == nil || hostPath == "" {
 		return ""
 	}
-	if plan.Iso == string(IsoLandlock) {
+	if plan.Iso == string(policy.IsoLandlock) {
 		for _, r := range plan.Access {
-			if r.Path != "" && within(hostPath, r.Path) {
+			if r.Path != "" && policy.Within(hostPath, r.Path) {
 				return "the Landlock rule on " + r.Path
 			}
 		}
 		return ""
 	}
-	if plan.RootFS && plan.NewRoot != "" && within(hostPath, plan.NewRoot) {
+	if plan.RootFS && plan.NewRoot != "" && policy.Within(hostPath, plan.NewRoot) {
 		return "the root filesystem " + plan.NewRoot
 	}
 	for _, op := range plan.Ops {
-		if op.Kind == OpBind && op.Source != "" && within(hostPath, op.Source) {
+		if op.Kind == OpBind && op.Source != "" && policy.Within(hostPath, op.Source) {
 			return "the mount of " + op.Source + " at " + op.Target
 		}
 	}
@@ -45,9 +47,9 @@ func PlanHostPath(plan *Plan, p string) string {
 	if plan == nil || !path.IsAbs(p) {
 		return ""
 	}
-	if plan.Iso == string(IsoLandlock) {
+	if plan.Iso == string(policy.IsoLandlock) {
 		for _, r := range plan.Access {
-			if r.Path != "" && within(p, r.Path) {
+			if r.Path != "" && policy.Within(p, r.Path) {
 				return p
 			}
 		}
@@ -59,7 +61,7 @@ func PlanHostPath(plan *Plan, p string) string {
 			op := &plan.Ops[i]
 			switch op.Kind {
 			case OpBind, OpTmpfs, OpProc, OpDevpts, OpFile, OpSymlink, OpMask:
-				if op.Target != "" && within(p, op.Target) {
+				if op.Target != "" && policy.Within(p, op.Target) {
 					last = op
 				}
 			}

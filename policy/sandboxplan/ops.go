@@ -1,21 +1,23 @@
-package policy
+package sandboxplan
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"ctx/policy"
 )
 
 // The operations BuildPlan composes: budgets as limits, /etc, mounts.
 
 // tmpfsSize is /tmp's size option: tmp_bytes (a tmpfs needs a size; an
 // unlimited budget gets the kernel's default, half of RAM).
-func tmpfsSize(b Budgets) string {
+func tmpfsSize(b policy.Budgets) string {
 	if b == nil {
-		b = DefaultBudgets()
+		b = policy.DefaultBudgets()
 	}
 	v := b.Get("tmp_bytes")
-	if v == Unlimited {
+	if v == policy.Unlimited {
 		return ""
 	}
 	return strconv.FormatUint(v, 10)
@@ -24,9 +26,9 @@ func tmpfsSize(b Budgets) string {
 // processLimits are the rlimits every process of the run starts with:
 // CPU seconds, file size, open files, no core dumps, and, when no cgroup
 // holds the run, the data segment and the processes of the agent's uid.
-func processLimits(b Budgets, cgroup bool) map[string]uint64 {
+func processLimits(b policy.Budgets, cgroup bool) map[string]uint64 {
 	if b == nil {
-		b = DefaultBudgets()
+		b = policy.DefaultBudgets()
 	}
 	l := map[string]uint64{
 		"cpu":    b.Get("cpu_s"),
@@ -41,12 +43,12 @@ func processLimits(b Budgets, cgroup bool) map[string]uint64 {
 	return l
 }
 
-func hostname(a *Agent) string { return "ctx-" + a.Name }
+func hostname(a *policy.Agent) string { return "ctx-" + a.Name }
 
 // etcOps synthesizes /etc: a tmpfs holding passwd and group that name the
 // agent, hosts, hostname and nsswitch.conf, then the host entries of
 // HostEtcNames (resolv.conf only with the network), read-only.
-func etcOps(a *Agent, in PlanInput, add func(Op)) {
+func etcOps(a *policy.Agent, in PlanInput, add func(Op)) {
 	// Files and links are the tmpfs's Fill; host entries are bound after.
 	var fill []FillEntry
 	var binds []Op
@@ -113,11 +115,11 @@ func validEtcName(name string) bool {
 
 // mountOp turns a mount entry into a bind operation. Sources written as ABI
 // paths (/ctx/...) are re-rooted under the root on the host.
-func mountOp(m Mount, rootDir, why string) Op {
+func mountOp(m policy.Mount, rootDir, why string) Op {
 	src := m.Source
-	if within(src, SandboxRoot) {
-		src = rebase(src, SandboxRoot, rootDir)
+	if policy.Within(src, SandboxRoot) {
+		src = policy.Rebase(src, SandboxRoot, rootDir)
 	}
 	return Op{Kind: OpBind, Source: src, Target: m.Target, ReadOnly: m.ReadOnly,
-		NoSuid: m.NoSuid, NoDev: m.NoDev, NoExec: m.NoExec, Recursive: m.Bind == BindRecursive, Why: why}
+		NoSuid: m.NoSuid, NoDev: m.NoDev, NoExec: m.NoExec, Recursive: m.Bind == policy.BindRecursive, Why: why}
 }

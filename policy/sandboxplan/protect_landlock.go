@@ -1,10 +1,12 @@
-package policy
+package sandboxplan
 
 import (
 	"fmt"
 	"path"
 	"sort"
 	"strings"
+
+	"ctx/policy"
 )
 
 // Protected paths under Landlock (iso landlock, and iso shared where the
@@ -120,7 +122,7 @@ func ProtectAccess(access []AccessRule, targets []string, list ProtectLister) (*
 		}
 		var below []string
 		for _, t := range ts {
-			if t != r.Path && within(t, r.Path) {
+			if t != r.Path && policy.Within(t, r.Path) {
 				below = append(below, t)
 			}
 		}
@@ -263,7 +265,7 @@ func protectTargets(targets []string) ([]string, error) {
 // coveringTarget returns the target that p is or lies inside, or "".
 func coveringTarget(ts []string, p string) string {
 	for _, t := range ts {
-		if within(p, t) {
+		if policy.Within(p, t) {
 			return t
 		}
 	}

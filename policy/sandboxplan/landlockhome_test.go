@@ -1,9 +1,11 @@
-package policy
+package sandboxplan
 
 import (
 	"io/fs"
 	"strings"
 	"testing"
+
+	"ctx/policy"
 )
 
 // TestLandlockHomeTop: an iso landlock home's top is writable only when
@@ -15,13 +17,13 @@ func TestLandlockHomeTop(t *testing.T) {
 	a := mustAgent(t, "coder", coderControls())
 	a.UID, a.GID = 60101, 60101
 	home := "/ctx/home/60101/agent/coder"
-	dir := func(name string, uid uint32, perm fs.FileMode) FileFacts {
-		return FileFacts{Path: home + "/" + name, Mode: fs.ModeDir | perm, UID: uid}
+	dir := func(name string, uid uint32, perm fs.FileMode) policy.FileFacts {
+		return policy.FileFacts{Path: home + "/" + name, Mode: fs.ModeDir | perm, UID: uid}
 	}
-	held := []FileFacts{dir("run", 0, 0o755), dir("session", 0, 0o700), dir("skills", 0, 0o755)}
-	mine := []FileFacts{dir("data", 60101, 0o700), dir(".config", 60101, 0o755),
+	held := []policy.FileFacts{dir("run", 0, 0o755), dir("session", 0, 0o700), dir("skills", 0, 0o755)}
+	mine := []policy.FileFacts{dir("data", 60101, 0o700), dir(".config", 60101, 0o755),
 		{Path: home + "/.npmrc", Mode: 0o644, UID: 60101}, {Path: home + "/.x", Mode: fs.ModeSymlink | 0o777, UID: 60101}}
-	top, why := LandlockHomeTop(a, home, append(held, mine...), []FileFacts{dir("skills/tips", 0, 0o755)}, true)
+	top, why := LandlockHomeTop(a, home, append(held, mine...), []policy.FileFacts{dir("skills/tips", 0, 0o755)}, true)
 	if top == nil {
 		t.Fatalf("refused: %s", why)
 	}
@@ -31,18 +33,18 @@ func TestLandlockHomeTop(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name            string
-		entries, skills []FileFacts
+		entries, skills []policy.FileFacts
 		complete        bool
 		why             string
 	}{
-		{"a user's run", []FileFacts{dir("run", 60101, 0o755), held[1], held[2]}, nil, true, "run is owned by the agent's uid 60101"},
-		{"group-writable", []FileFacts{held[0], {Path: home + "/session", Mode: fs.ModeDir | 0o770, GID: 60101}, held[2]}, nil, true,
+		{"a user's run", []policy.FileFacts{dir("run", 60101, 0o755), held[1], held[2]}, nil, true, "run is owned by the agent's uid 60101"},
+		{"group-writable", []policy.FileFacts{held[0], {Path: home + "/session", Mode: fs.ModeDir | 0o770, GID: 60101}, held[2]}, nil, true,
 			"session (mode 0770 owner 0:60101) is writable"},
-		{"a skill the agent owns", held, []FileFacts{dir("skills/tips", 60101, 0o755)}, true, "skills/tips is owned by the agent's uid"},
-		{"world-writable skill", held, []FileFacts{{Path: home + "/skills/x", Mode: 0o666}}, true, "skills/x (mode 0666 owner 0:0) is writable"},
-		{"a symlink", []FileFacts{held[0], held[1], {Path: home + "/skills", Mode: fs.ModeSymlink | 0o777}}, nil, true, "skills is a symlink"},
+		{"a skill the agent owns", held, []policy.FileFacts{dir("skills/tips", 60101, 0o755)}, true, "skills/tips is owned by the agent's uid"},
+		{"world-writable skill", held, []policy.FileFacts{{Path: home + "/skills/x", Mode: 0o666}}, true, "skills/x (mode 0666 owner 0:0) is writable"},
+		{"a symlink", []policy.FileFacts{held[0], held[1], {Path: home + "/skills", Mode: fs.ModeSymlink | 0o777}}, nil, true, "skills is a symlink"},
 		{"missing", held[:2], nil, true, "skills does not exist"},
-		{"a file", []FileFacts{held[0], held[1], {Path: home + "/skills", Mode: 0o644}}, nil, true, "skills is not a directory"},
+		{"a file", []policy.FileFacts{held[0], held[1], {Path: home + "/skills", Mode: 0o644}}, nil, true, "skills is not a directory"},
 		{"too many skills", held, nil, false, "too many entries"},
 	} {
 		top, why := LandlockHomeTop(a, home, c.entries, c.skills, c.complete)
@@ -51,12 +53,12 @@ func TestLandlockHomeTop(t *testing.T) {
 		}
 	}
 	ro := *a
-	ro.Ceiling = CeilingRead | CeilingExec
+	ro.Ceiling = policy.CeilingRead | policy.CeilingExec
 	if top, _ := LandlockHomeTop(&ro, home, held, nil, true); top != nil {
 		t.Error("perm without w: home top writable")
 	}
 
-	in := PlanInput{Agent: a, Iso: string(IsoLandlock), RootDir: "/ctx", Workspace: "/w", AgentHome: home,
+	in := PlanInput{Agent: a, Iso: string(policy.IsoLandlock), RootDir: "/ctx", Workspace: "/w", AgentHome: home,
 		Argv: []string{"true"}, HomeTop: top}
 	p, err := BuildLandlockPlan(in)
 	if err != nil {

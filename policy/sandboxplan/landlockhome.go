@@ -1,4 +1,4 @@
-package policy
+package sandboxplan
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"path"
 	"slices"
 	"sort"
+
+	"ctx/policy"
 )
 
 // An iso landlock run has no mount to show its home at /home/agent, so
@@ -46,16 +48,16 @@ type HomeTop struct {
 // skills those of everything in skills/, complete false when that walk
 // stopped early. It returns the grant, or nil and why not (for the run's
 // policy account).
-func LandlockHomeTop(a *Agent, home string, entries, skills []FileFacts, complete bool) (*HomeTop, string) {
+func LandlockHomeTop(a *policy.Agent, home string, entries, skills []policy.FileFacts, complete bool) (*HomeTop, string) {
 	switch {
-	case !a.Ceiling.Has(CeilingWrite):
+	case !a.Ceiling.Has(policy.CeilingWrite):
 		return nil, "perm has no w"
 	case a.UID == 0:
 		return nil, "the agent runs as uid 0"
 	case !complete:
 		return nil, path.Join(home, "skills") + " holds too many entries to check"
 	}
-	byName := map[string]FileFacts{}
+	byName := map[string]policy.FileFacts{}
 	for _, f := range entries {
 		byName[path.Base(f.Path)] = f
 	}
@@ -93,13 +95,13 @@ func LandlockHomeTop(a *Agent, home string, entries, skills []FileFacts, complet
 
 // heldProblem says why the agent could change f, a held directory or an
 // entry of skills/, by its owner and mode; "" when it cannot.
-func heldProblem(a *Agent, f FileFacts) string {
-	switch bits, _ := modeClass(a, &f); {
+func heldProblem(a *policy.Agent, f policy.FileFacts) string {
+	switch bits, _ := policy.ModeClass(a, &f); {
 	case f.Mode&fs.ModeSymlink != 0:
 		return f.Path + " is a symlink"
 	case f.UID == a.UID:
 		return fmt.Sprintf("%s is owned by the agent's uid %d", f.Path, a.UID)
-	case bits.Has(CeilingWrite):
+	case bits.Has(policy.CeilingWrite):
 		return fmt.Sprintf("%s (mode %04o owner %d:%d) is writable by the agent", f.Path, uint32(f.Mode.Perm()), f.UID, f.GID)
 	}
 	return ""

@@ -1,9 +1,16 @@
-package policy
+// Package sandboxplan builds the sandbox of one run as data from policy's
+// decisions: the namespaces, the identity, the ordered mount operations of
+// the new root (or, in iso landlock, the Landlock rules), the environment
+// and the protected paths. Like policy it is pure: it reads nothing but
+// what it is handed; fsops/sandbox applies what it returns.
+package sandboxplan
 
 import (
 	"fmt"
 	"path"
 	"strconv"
+
+	"ctx/policy"
 )
 
 // A sandbox plan is plain data: the namespaces to create, the identity to
@@ -51,8 +58,8 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	if in.Iso != "userns" && in.Iso != "uid" {
 		return nil, fmt.Errorf("sandbox: isolation %q builds no sandbox", in.Iso)
 	}
-	canWrite := a.Ceiling.Has(CeilingWrite)
-	canExec := a.Ceiling.Has(CeilingExec)
+	canWrite := a.Ceiling.Has(policy.CeilingWrite)
+	canExec := a.Ceiling.Has(policy.CeilingExec)
 	var ops []Op
 	add := func(op Op) { ops = append(ops, op) }
 	ro := func(src, dst, why string) Op {
@@ -130,7 +137,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	}
 	execPaths := []string{SandboxRoot + "/bin", SandboxMnt + "/tools", SandboxMnt + "/mcp"}
 	for _, tier := range a.Path {
-		if !within(tier, SandboxRoot) {
+		if !policy.Within(tier, SandboxRoot) {
 			continue // a tier outside /ctx is served by the mount file, if at all
 		}
 		execPaths = append(execPaths, tier)
@@ -216,7 +223,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 
 	// The agent's mount control, then the --mount entries of this start:
 	// always nosuid and nodev, read-only without perm w.
-	mounts := func(list []Mount, why string) {
+	mounts := func(list []policy.Mount, why string) {
 		for i, m := range list {
 			op := mountOp(m, in.RootDir, fmt.Sprintf("%s %d", why, i+1))
 			if op.ReadOnly {
@@ -293,12 +300,12 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 // WritableBind gives a bind the agent may write through (workspace, home,
 // a writable mount or shared space) what the agent's perm allows: always
 // nosuid and nodev, read-only without w, noexec without x.
-func WritableBind(a *Agent, op Op) Op {
+func WritableBind(a *policy.Agent, op Op) Op {
 	op.NoSuid, op.NoDev = true, true
-	if !a.Ceiling.Has(CeilingWrite) {
+	if !a.Ceiling.Has(policy.CeilingWrite) {
 		op.ReadOnly = true
 	}
-	if !a.Ceiling.Has(CeilingExec) {
+	if !a.Ceiling.Has(policy.CeilingExec) {
 		op.NoExec = true
 	}
 	return op
@@ -308,5 +315,5 @@ func WritableBind(a *Agent, op Op) Op {
 // or uid) is born in: all but the network's when the network is granted,
 // and a user namespace in userns mode.
 func SandboxNamespaces(iso string, network bool) Namespaces {
-	return Namespaces{User: iso == string(IsoUserns), Mount: true, PID: true, UTS: true, IPC: true, Net: !network}
+	return Namespaces{User: iso == string(policy.IsoUserns), Mount: true, PID: true, UTS: true, IPC: true, Net: !network}
 }

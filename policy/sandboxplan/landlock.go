@@ -1,9 +1,11 @@
-package policy
+package sandboxplan
 
 import (
 	"fmt"
 	"path"
 	"strings"
+
+	"ctx/policy"
 )
 
 // iso landlock runs the agent without namespaces: nothing is mounted, and
@@ -36,8 +38,8 @@ var landlockEtc = []string{"passwd", "group", "hosts", "hostname", "nsswitch.con
 // Landlock counterpart of BuildPlan's mounts), sharing the rule helpers.
 func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 	a := in.Agent
-	canWrite := a.Ceiling.Has(CeilingWrite)
-	canExec := a.Ceiling.Has(CeilingExec)
+	canWrite := a.Ceiling.Has(policy.CeilingWrite)
+	canExec := a.Ceiling.Has(policy.CeilingExec)
 	var access []AccessRule
 	read := func(p string, exec bool) {
 		access = append(access, AccessRule{Path: p, Exec: exec && canExec, Optional: true})
@@ -121,10 +123,10 @@ func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 			read(g.Host, false)
 		}
 	}
-	for _, m := range append(append([]Mount(nil), a.Mounts...), in.Extra...) {
+	for _, m := range append(append([]policy.Mount(nil), a.Mounts...), in.Extra...) {
 		src := m.Source
-		if within(src, SandboxRoot) {
-			src = rebase(src, SandboxRoot, in.RootDir)
+		if policy.Within(src, SandboxRoot) {
+			src = policy.Rebase(src, SandboxRoot, in.RootDir)
 		}
 		if m.ReadOnly {
 			read(src, !m.NoExec)
@@ -133,11 +135,11 @@ func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 		}
 	}
 	cwd := in.Cwd
-	if cwd == "" || within(cwd, SandboxWorkspace) {
+	if cwd == "" || policy.Within(cwd, SandboxWorkspace) {
 		cwd = in.Workspace + strings.TrimPrefix(cwd, SandboxWorkspace)
 	}
 	p := &Plan{
-		Iso:       string(IsoLandlock),
+		Iso:       string(policy.IsoLandlock),
 		UID:       a.UID,
 		GID:       a.GID,
 		Groups:    a.Groups,

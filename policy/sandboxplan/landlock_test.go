@@ -1,6 +1,10 @@
-package policy
+package sandboxplan
 
-import "testing"
+import (
+	"testing"
+
+	"ctx/policy"
+)
 
 // TestLandlockPlanSockets: an iso landlock plan lets unix sockets be
 // connected to (Landlock ABI 9; below it the run host's gate goes by the
@@ -11,7 +15,7 @@ import "testing"
 func TestLandlockPlanSockets(t *testing.T) {
 	home := "/ctx/home/1000/agent/coder"
 	run := "/ctx/home/1000/agent/coder/run/x"
-	in := PlanInput{Agent: mustAgent(t, "coder", coderControls()), Iso: string(IsoLandlock), RootDir: "/ctx",
+	in := PlanInput{Agent: mustAgent(t, "coder", coderControls()), Iso: string(policy.IsoLandlock), RootDir: "/ctx",
 		Workspace: "/home/me/project", AgentHome: home, ProcDir: run, Argv: []string{"true"},
 		SystemDirs: []HostDir{{Path: "/usr"}, {Path: "/bin"}}}
 	p, err := BuildLandlockPlan(in)
@@ -53,7 +57,7 @@ func TestLandlockPlanSockets(t *testing.T) {
 	}
 	// The namespace modes: no network grant, unix sockets only there too
 	// (a network namespace does not confine AF_VSOCK).
-	in.Iso, in.NewRoot = string(IsoUserns), home+"/root"
+	in.Iso, in.NewRoot = string(policy.IsoUserns), home+"/root"
 	ns, err := BuildPlan(in)
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,10 @@
-package policy
+package sandboxplan
 
 import (
 	"strconv"
 	"strings"
+
+	"ctx/policy"
 )
 
 // RunSettings are the per-run values of the sandbox environment.
@@ -29,7 +31,7 @@ const (
 // from the caller's own environment must not smuggle a second line into
 // the list), in which case def.
 func orDefault(v, def string) string {
-	if v == "" || hasControlByte(v) {
+	if v == "" || policy.HasControlByte(v) {
 		return def
 	}
 	return v
@@ -46,7 +48,7 @@ func orDefault(v, def string) string {
 // the list (HOME, PATH, TERM...) replaces that value in place instead of
 // appearing twice; CTX_* keys never reach here (ParseEnv refuses them).
 // CTX_PATH joins the agent's tool path with ":".
-func SandboxEnv(a *Agent, r RunSettings) []string {
+func SandboxEnv(a *policy.Agent, r RunSettings) []string {
 	user := orDefault(r.User, a.Name)
 	keys := []string{"CTX_ROOT", "CTX_HOME", "CTX_AGENT", "CTX_AGENT_SUBJECT", "CTX_SESSION", "CTX_RUN_ID",
 		"CTX_PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "PATH"}
