@@ -220,21 +220,12 @@ var notExitStatuses = map[string]string{
 	"fsops/sandbox/unixgate_host.go": "128 is sizeof(struct sockaddr_storage)",
 }
 
-// exitLiteralsOwed are files that still write exit statuses as numbers,
-// owed their names (issue 34: the broker's restructure rewrites them). An
-// entry with no literal left fails the test, so the list only shrinks.
-var exitLiteralsOwed = map[string]bool{
-	"fsops/sandbox/initbroker.go": true,
-	"fsops/sandbox/worker.go":     true,
-}
-
 // TestNoExitLiterals: no exit status is written as a number anywhere in
 // the module but in its home (exitNumbersHome): one table, one
 // start-failure mapping (proc.StartFailure), nothing to drift. A number
 // that is the whole value of a named constant (MaxSecretKeyLen = 128) is
 // a name already, and passes.
 func TestNoExitLiterals(t *testing.T) {
-	found := map[string]bool{}
 	named := map[ast.Node]bool{}
 	inspectSources(t, ".", func(p string, fset *token.FileSet, n ast.Node) {
 		if d, ok := n.(*ast.GenDecl); ok && d.Tok == token.CONST {
@@ -249,16 +240,8 @@ func TestNoExitLiterals(t *testing.T) {
 		if !ok || named[lit] || lit.Kind != token.INT || !exitLiterals[lit.Value] || exitNumbersHome[path.Dir(p)] || notExitStatuses[p] != "" {
 			return
 		}
-		found[p] = true
-		if !exitLiteralsOwed[p] {
-			t.Errorf("%s: exit status %s as a literal (use the names of fsops/proc or applets/cli)", fset.Position(lit.Pos()), lit.Value)
-		}
+		t.Errorf("%s: exit status %s as a literal (use the names of fsops/proc or applets/cli)", fset.Position(lit.Pos()), lit.Value)
 	})
-	for p := range exitLiteralsOwed {
-		if !found[p] {
-			t.Errorf("%s writes no exit status as a number now: take it off exitLiteralsOwed", p)
-		}
-	}
 }
 
 // inspectSources calls visit for every node of every non-test Go file under dir.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"ctx/fsops/broker"
+	"ctx/fsops/proc"
 	"ctx/policy/sandboxplan"
 )
 
@@ -122,18 +123,14 @@ func (b *initBroker) handle(d brokerDelivery) {
 // a failure to start as an exec would (126, 127 when not found).
 func (b *initBroker) startOrder(o broker.Order, files []*os.File, path string, env []string) (int, bool) {
 	if len(files) < 3 || len(o.Argv) == 0 || (o.Op == broker.OpRun && len(files) != 3) {
-		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: 70, Error: "an " + string(o.Op) + " order without three descriptors"})
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: proc.ExitInternal, Error: "an " + string(o.Op) + " order without three descriptors"})
 		return 0, false
 	}
 	cmd := &exec.Cmd{Path: path, Args: o.Argv, Env: env, Dir: o.Cwd, Stdin: files[0], Stdout: files[1], Stderr: files[2],
 		ExtraFiles: files[3:]}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(b.plan)}
 	if err := cmd.Start(); err != nil {
-		status := 126
-		if os.IsNotExist(err) {
-			status = 127
-		}
-		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: status, Error: err.Error()})
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: proc.StartFailure(err), Error: err.Error()})
 		return 0, false
 	}
 	b.byPid[cmd.Process.Pid] = o.ID

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"ctx/fsops/broker"
+	"ctx/fsops/proc"
 )
 
 // A tool worker is the process of every brokered call of ctx's own tools
@@ -83,7 +84,7 @@ func (b *initBroker) launchWorker(path string) (*toolWorker, error) {
 // failed (126, 127 when not found).
 func (b *initBroker) runInWorker(o broker.Order, files []*os.File) {
 	if len(files) < 3 || len(o.Argv) == 0 {
-		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: 70, Error: "an exec order without three descriptors"})
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: proc.ExitInternal, Error: "an exec order without three descriptors"})
 		return
 	}
 	if w := b.takeIdle(); w != nil && b.give(w, o, files) {
@@ -91,15 +92,11 @@ func (b *initBroker) runInWorker(o broker.Order, files []*os.File) {
 	}
 	w, err := b.launchWorker(o.Path)
 	if err != nil {
-		status := 126
-		if os.IsNotExist(err) {
-			status = 127
-		}
-		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: status, Error: err.Error()})
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: proc.StartFailure(err), Error: err.Error()})
 		return
 	}
 	if !b.give(w, o, files) {
-		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: 126, Error: "the tool worker did not take the call"})
+		b.report(broker.InitReport{Op: broker.OpExit, ID: o.ID, Status: proc.ExitNotExec, Error: "the tool worker did not take the call"})
 	}
 }
 
@@ -211,7 +208,7 @@ func WorkerOrder() (call *WorkerCall, status int) {
 		if err == broker.ErrClosed {
 			return nil, 0
 		}
-		return nil, 126
+		return nil, proc.ExitNotExec
 	}
 	call = &WorkerCall{Argv: o.Argv}
 	if len(files) > 3 {
@@ -220,7 +217,7 @@ func WorkerOrder() (call *WorkerCall, status int) {
 	// 0-2 the caller's.
 	for i, f := range files[:3] {
 		if err := unix.Dup3(int(f.Fd()), i, 0); err != nil {
-			return nil, 126
+			return nil, proc.ExitNotExec
 		}
 		f.Close()
 	}
@@ -233,7 +230,7 @@ func WorkerOrder() (call *WorkerCall, status int) {
 	os.Stderr = os.NewFile(2, "/dev/stderr")
 	if err := os.Chdir(o.Cwd); err != nil {
 		os.Stderr.WriteString("ctx: " + err.Error() + "\n")
-		return nil, 126
+		return nil, proc.ExitNotExec
 	}
 	os.Clearenv()
 	for _, kv := range o.Env {
