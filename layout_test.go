@@ -46,6 +46,7 @@ var rank = map[string]int{
 	"ctx/applets/tsh":       9,
 	"ctx/applets/toolrun":   10,
 	"ctx/applets/lifecycle": 11,
+	"ctx/applets/egress":    11, // a run's egress proxy, lent the run host's decisions
 	"ctx/applets/runhost":   12,
 	"ctx/applets/mcp":       13,
 	"ctx/applets/ctx":       14,

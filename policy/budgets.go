@@ -40,6 +40,8 @@ var BudgetKeys = []BudgetKey{
 	{"log_bytes", 16 << 20, true, "events and log lines the run host writes for the run"},
 	{"record_bytes", 64 << 20, true, "terminal recording of the run"},
 	{"children", 8, false, "live sub-agents (agent.start of children; not enforced until the agent tools exist)"},
+	{"net_bytes", 16 << 30, true, "bytes the egress proxy relays for the run, both ways (named network grants)"},
+	{"net_connections", 100000, false, "connections the egress proxy lets through for the run"},
 }
 
 // Budgets are a run's limits, keyed by BudgetKeys names.

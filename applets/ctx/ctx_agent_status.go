@@ -59,10 +59,11 @@ func RunAgentStatus(e *cli.Env, args []string) int {
 		groups[i] = fmt.Sprint(g)
 	}
 	session := root.CurrentSession(int(a.UID), a.Name)
-	fmt.Fprintf(e.Stdout, "%s\nmodel=%s\nlife=%s\nparent=%s\nchildren=%d\npid=%s\nuid=%d\ngid=%d\ngroups=%s\niso=%s\nsubject=%s\nperm=%s\nsession=%s\nbudget=%s\nprotect=%s\n",
+	fmt.Fprintf(e.Stdout, "%s\nmodel=%s\nlife=%s\nparent=%s\nchildren=%d\npid=%s\nuid=%d\ngid=%d\ngroups=%s\niso=%s\nsubject=%s\nperm=%s\nsession=%s\nbudget=%s\nprotect=%s\nnet_refused=%s\n",
 		cli.Escape(status), cli.Escape(a.Model), a.Life, cli.Escape(a.Parent.String()), children, pidText, a.UID, a.GID, strings.Join(groups, ","),
 		a.Isolation(uint32(os.Getuid())), cli.Escape(a.Subject), cli.Escape(a.Ceiling.String()), cli.Escape(session),
-		cli.Escape(lastBudgetEvent(filepath.Join(root.AgentControl(a.Name), "log"))), lastProtectEvent(filepath.Join(root.AgentControl(a.Name), "log")))
+		cli.Escape(lastBudgetEvent(filepath.Join(root.AgentControl(a.Name), "log"))), lastProtectEvent(filepath.Join(root.AgentControl(a.Name), "log")),
+		recentNetRefusals(filepath.Join(root.AgentControl(a.Name), "log")))
 	return cli.OK
 }
 
@@ -240,3 +241,26 @@ func foreignMark(root fsops.Root, name string) string {
 	}
 	return "\tforeign: " + cli.Escape(fe.Reason)
 }
+
+// recentNetRefusals describes the last netRefusalsShown connections the
+// egress proxy refused, in the tail of the agent's log, the last first:
+// "HOST:PORT LAYER at TS", joined by "; " and escaped (the names are the
+// agent's), or "-".
+func recentNetRefusals(logPath string) string {
+	var out []string
+	lastEvent(logPath, "net.connect", func(ev fsops.Event) bool {
+		target, ok := strings.CutPrefix(ev.Object, "network:")
+		if !ok || ev.Status != "denied" {
+			return false
+		}
+		out = append(out, cli.Escape(target+" "+ev.Layer+" at "+ev.TS))
+		return len(out) == netRefusalsShown
+	})
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, "; ")
+}
+
+// netRefusalsShown is how many refused connections status shows.
+const netRefusalsShown = 3

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 
 	"ctx/applets/authority"
+	"ctx/applets/egress"
 	"ctx/applets/cli"
 	"ctx/applets/lifecycle"
 	"ctx/applets/toolrun"
@@ -74,6 +75,7 @@ type AgentRun struct {
 	idmapTree     *os.File // the idmapped workspace for the sandbox, until it starts
 	planOnly      bool     // --plan: nothing is started, no cgroup made
 	budgets       *runBudgets
+	net           *egress.Run                          // the run's egress proxy, when it has one (network.go)
 	broker        *Broker                              // the run's tool broker, when it could be bound
 	isoAsked      policy.Iso                           // the iso the agent asked for (auto, or a mode)
 	earlyErr      error                                // why the early init could not be started (agentrun_early.go)

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"ctx/applets/egress"
 	"ctx/applets/lifecycle"
 	"ctx/fsops"
 	"ctx/fsops/sandbox"
@@ -256,6 +257,8 @@ func (r *AgentRun) budgetsText() []byte {
 			// agent.start, served by this run host's broker, refuses a
 			// child past the limit (EAGAIN, budget.exceeded).
 			mech, used = "host", strconv.Itoa(r.liveChildren())
+		case "net_bytes", "net_connections":
+			mech, used, why = egress.BudgetText(k.Name, networkGranted(r.Agent), r.net)
 		}
 		fmt.Fprintf(&out, "%s=%s mechanism=%s", k.Name, policy.FormatBudgetValue(b.limits.Get(k.Name)), mech)
 		if used != "" {

@@ -122,6 +122,7 @@ func (r *AgentRun) closeRun(e *cli.Env, runcap *broker.RunCapability, stopWatch 
 	runcap.CloseChild()
 	close(stopWatch)
 	r.settleBroker()
+	r.closeNetwork() // its last records before the stop's
 	r.endChildren()
 	r.endDisk()
 	if r.initJoins {
@@ -230,6 +231,9 @@ func (r *AgentRun) firstCommand(e *cli.Env, runcap *broker.RunCapability) (*exec
 		if r.broker != nil {
 			sandbox.SetBrokerChannel(r.broker.init)
 		}
+		if r.net != nil && r.net.InitEnd() != nil {
+			sandbox.SetEgressChannel(r.net.InitEnd())
+		}
 		r.sendEarly(sandbox)
 		return sandbox.Cmd, sandbox, 0, true
 	}
@@ -247,7 +251,9 @@ func (r *AgentRun) firstCommand(e *cli.Env, runcap *broker.RunCapability) (*exec
 		return nil, nil, cli.Fail(e, cli.Unavailable, "agent %s: cannot find ctx itself to confine the program: %v", r.Agent.Name, err), false
 	}
 	network := fssandbox.ConfineNoNetwork
-	if networkGranted(r.Agent) {
+	if networkGranted(r.Agent) || r.net != nil {
+		// iso shared with named grants: the proxy variables, nothing
+		// enforced (network.go).
 		network = fssandbox.ConfineNetwork
 	}
 	cmd = &exec.Cmd{Path: self, Args: append([]string{fssandbox.ConfineApplet, network, cmd.Path}, cmd.Args...)}
@@ -292,6 +298,7 @@ func (r *AgentRun) onStarted(e *cli.Env, sandbox *fssandbox.Sandbox, runcap *bro
 		if r.broker != nil {
 			r.broker.sandboxStarted()
 		}
+		r.net.SandboxStarted()
 		r.closeIDMap()
 		runcap.CloseChild()
 		r.setStatus("ready", os.Getpid())

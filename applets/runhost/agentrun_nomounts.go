@@ -95,7 +95,7 @@ func (r *AgentRun) prepareLandlock(e *cli.Env, exe, home string, extra []policy.
 	in := sandboxplan.PlanInput{
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
 		RootDir: r.Root.Dir, SystemDirs: systemDirs(), Workspace: r.workspace, AgentHome: home, Extra: extra,
-		Tools: tools, Shared: shared, ProcDir: r.runDir, Network: network,
+		Tools: tools, Shared: shared, ProcDir: r.runDir, Network: network, Egress: r.net.PlanEgress(),
 		Budgets: r.planBudgets(), Cgroup: r.budgets.cgroup != nil, HostTiers: authority.ToolDirs(r.Root, a),
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe, Protect: &r.protect.wp, HomeTop: r.homeTop,
 	}

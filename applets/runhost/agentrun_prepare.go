@@ -87,8 +87,7 @@ func (r *AgentRun) prepare(e *cli.Env, session, sharedSpace, cwd string, mountAr
 	}
 
 	<-toolsRead
-	<-budgetsMade
-	if code, ok := r.checkDiskAtStart(e); !ok {
+	if grantLines, code, ok = r.prepareWithBudgets(e, budgetsMade, g.network, grantLines); !ok {
 		return code, false
 	}
 	r.tools = tools
@@ -104,6 +103,22 @@ func (r *AgentRun) prepare(e *cli.Env, session, sharedSpace, cwd string, mountAr
 		return code, false
 	}
 	return r.preparePlan(e, exe, extra, tools, idmap, g)
+}
+
+// prepareWithBudgets is what the run's limits decide, once they are
+// known (budgetsMade): the disk budget's look at the start, and the
+// egress proxy (net_bytes, net_connections), whose /mnt/proc/policy lines
+// it adds to lines.
+func (r *AgentRun) prepareWithBudgets(e *cli.Env, budgetsMade <-chan struct{}, network bool, lines []string) ([]string, int, bool) {
+	<-budgetsMade
+	if code, ok := r.checkDiskAtStart(e); !ok {
+		return nil, code, false
+	}
+	netLines, err := r.prepareNetwork(network)
+	if err != nil {
+		return nil, cli.Fail(e, cli.Unavailable, "agent %s: network: %v", r.Agent.Name, err), false
+	}
+	return append(lines, netLines...), 0, true
 }
 
 // preparePlan builds the sandbox's plan for the run's mode, and checks it
@@ -286,11 +301,9 @@ func (r *AgentRun) gatherGrants(e *cli.Env) (runGrants, []string, int, bool) {
 		g.skills = skills
 		lines = append(lines, skillLines...)
 	}
-	if g.network {
-		lines = append(lines, "network:default connect granted")
-	} else {
-		lines = append(lines, "network:default connect rejected agent-policy")
-	}
+	// network:default granted or not, then each named grant: what the
+	// run may reach (a run with egress keeps them current).
+	lines = append(lines, a.NetworkGrants().ProcLines()...)
 	return g, lines, 0, true
 }
 
@@ -342,6 +355,9 @@ func (r *AgentRun) prepareRunDir(e *cli.Env, policyLines []string, idmapWhy stri
 	}
 	var static []string
 	for _, l := range policyLines {
+		if r.net != nil && strings.HasPrefix(l, "network:") {
+			continue // written as the policy is now (writePolicy)
+		}
 		if !strings.HasPrefix(l, "tool:") && !strings.HasPrefix(l, "tool ") && !strings.HasPrefix(l, "tier ") {
 			static = append(static, l)
 		}
@@ -378,7 +394,7 @@ func (r *AgentRun) prepareNamespaces(e *cli.Env, exe, home string, extra []polic
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
 		RootDir: r.Root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(), Etc: hostEtc(),
 		Workspace: r.workspace, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: r.tools, Shared: g.shared,
-		ProcDir: r.runDir, SkillsDir: g.skills.Dir, Skills: g.skills.List, SOP: r.sop, Network: g.network,
+		ProcDir: r.runDir, SkillsDir: g.skills.Dir, Skills: g.skills.List, SOP: r.sop, Network: g.network, Egress: r.net.PlanEgress(),
 		Budgets: r.planBudgets(), Cgroup: r.budgets.cgroup != nil,
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe,
 	}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/applets/egress"
 	"ctx/fsops"
 	"ctx/fsops/sandbox"
 	"ctx/policy"
@@ -80,16 +81,11 @@ func (r *AgentRun) workspaceIDMap(op sandboxplan.Op) (*sandboxplan.IDMap, *os.Fi
 // wallLines are the /mnt/proc/policy lines that say which walls the run
 // has beyond its mounts: seccomp, Landlock and the workspace's ownership.
 func (r *AgentRun) wallLines(idmapWhy string) []string {
-	lines := []string{"sandbox seccomp enforced (denied: see ctx man sandbox)"}
-	if networkGranted(r.Agent) {
-		lines = append(lines, "sandbox sockets "+sandbox.SocketFamilies(true)+"; other families EPERM")
-	} else {
-		lines = append(lines, "sandbox sockets AF_UNIX only, without the network grant; other families EPERM")
-	}
+	lines := []string{"sandbox seccomp enforced (denied: see ctx man sandbox)", egress.SocketsLine(networkGranted(r.Agent), r.net)}
 	if r.iso == policy.IsoLandlock {
 		lines = append(lines, "sandbox iso landlock: no namespaces and no mounts; /ctx is CTX_ROOT, /mnt/proc is CTX_RUN_DIR, the broker is CTX_BROKER (host paths)")
 		lines = append(lines, r.landlockHomeLine())
-		if !networkGranted(r.Agent) {
+		if !networkGranted(r.Agent) && r.net == nil {
 			lines = append(lines, "sandbox network refused: seccomp allows AF_UNIX sockets only, Landlock denies TCP")
 		}
 	}

@@ -68,6 +68,8 @@ type Broker struct {
 	cacheMu sync.Mutex
 	cache   *decideCache
 	pending bool
+	// policyGen counts the changes the watch reported (noteChangeLocked).
+	policyGen uint64
 }
 
 // startBroker binds the broker socket in the run directory and makes the

@@ -72,7 +72,8 @@ func (b *Broker) startWatch() {
 		}
 		// What was read before the watch held may be stale already: the
 		// next decision reads again, and the policy is rewritten once.
-		b.watch, b.cache, b.pending = w, nil, true
+		b.watch = w
+		b.noteChangeLocked()
 		b.cacheMu.Unlock()
 		go func() {
 			for first := true; first || w.Wait(1000); first = false {
@@ -109,8 +110,7 @@ func (b *Broker) changed() bool {
 	b.cacheMu.Lock()
 	defer b.cacheMu.Unlock()
 	if b.watch.Changed(policyIgnored) {
-		b.cache = nil
-		b.pending = true
+		b.noteChangeLocked()
 	}
 	c := b.pending
 	b.pending = false
@@ -127,9 +127,11 @@ func (b *Broker) changed() bool {
 func (b *Broker) lookupTool(tool string) (a *policy.Agent, hit fsops.ToolHit, tier string, found bool, err error) {
 	b.cacheMu.Lock()
 	defer b.cacheMu.Unlock()
-	if b.watch == nil || !b.watch.Complete() || b.watch.Changed(policyIgnored) {
+	if b.watch == nil || !b.watch.Complete() {
 		b.cache = nil
 		b.pending = true
+	} else if b.watch.Changed(policyIgnored) {
+		b.noteChangeLocked()
 	}
 	if b.cache == nil {
 		a, err := authority.LoadAgent(b.R.Root, b.R.Agent.Name)
@@ -144,6 +146,32 @@ func (b *Broker) lookupTool(tool string) (a *policy.Agent, hit fsops.ToolHit, ti
 		return b.cache.agent, hit, "", false, nil
 	}
 	return b.cache.agent, hit, b.cache.path.TierOf(hit.Dir), true, nil
+}
+
+// noteChangeLocked is what a reader of the watch does when it reports a
+// change (under cacheMu): decide's reading is dropped, the refresher is
+// told, the policy's generation moves on, and the run's egress proxy
+// decides its open relays again (network.go).
+func (b *Broker) noteChangeLocked() {
+	b.cache = nil
+	b.pending = true
+	b.policyGen++
+	b.R.net.PolicyChanged()
+}
+
+// policyGeneration consumes the watch's queued changes as decide does and
+// returns how many it has seen; watched is false while no complete watch
+// holds, when every reading must be fresh.
+func (b *Broker) policyGeneration() (gen uint64, watched bool) {
+	b.cacheMu.Lock()
+	defer b.cacheMu.Unlock()
+	if b.watch == nil || !b.watch.Complete() {
+		return 0, false
+	}
+	if b.watch.Changed(policyIgnored) {
+		b.noteChangeLocked()
+	}
+	return b.policyGen, true
 }
 
 // decideCache is what decide read from the tree for the last call.
@@ -177,6 +205,9 @@ func (b *Broker) policyDirs() []string {
 // decision and the run's other lines.
 func (b *Broker) writePolicy(toolLines []string) {
 	lines := append(append([]string(nil), toolLines...), b.static...)
+	if n := b.R.net; n != nil {
+		lines = append(lines, n.ProcLines()...) // the grants as they are now
+	}
 	sort.Strings(lines)
 	text := strings.Join(lines, "\n") + "\n"
 	// One writer at a time, and only when the decision changed: calls run

@@ -107,6 +107,7 @@ func Start(e *cli.Env, o Options) int {
 // the idmapped workspace is released.
 func (r *AgentRun) teardown() {
 	r.abandonEarly()
+	r.closeNetwork()
 	r.closeBroker()
 	r.endBudgets()
 	r.closeIDMap()

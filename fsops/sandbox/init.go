@@ -140,7 +140,7 @@ var (
 // is an error: the init acts on nothing it cannot account for.
 func receiveHandoff(fd int) error {
 	var b [1]byte
-	oob := make([]byte, unix.CmsgSpace(3*4))
+	oob := make([]byte, unix.CmsgSpace(handoffBits*4))
 	var n, oobn, flags int
 	var err error
 	for {
@@ -170,14 +170,14 @@ func receiveHandoff(fd int) error {
 		return io.ErrUnexpectedEOF
 	}
 	var want int
-	for bit := 0; bit < 3; bit++ {
+	for bit := 0; bit < handoffBits; bit++ {
 		if b[0]&(1<<bit) != 0 {
 			want++
 		}
 	}
 	// MSG_CTRUNC: more descriptors came than there was room for, and the
 	// kernel closed the rest.
-	if b[0]>>3 != 0 || len(fds) != want || flags&unix.MSG_CTRUNC != 0 {
+	if b[0]>>handoffBits != 0 || len(fds) != want || flags&unix.MSG_CTRUNC != 0 {
 		closeAll()
 		return fmt.Errorf("handoff %#x with %d descriptors", b[0], len(fds))
 	}
@@ -195,6 +195,9 @@ func receiveHandoff(fd int) error {
 	if b[0]&handoffBroker != 0 {
 		brokerChannel = next()
 	}
+	if b[0]&handoffNet != 0 {
+		netChannel = next()
+	}
 	return nil
 }
 
@@ -203,6 +206,11 @@ func buildSandbox(plan *sandboxplan.Plan) error {
 		if err := applyMounts(plan); err != nil {
 			return err
 		}
+	}
+	// In the namespace, its loopback up, before the privileges go (the
+	// ports below 1024 need CAP_NET_BIND_SERVICE).
+	if err := listenEgress(plan); err != nil {
+		return err
 	}
 	if plan.Namespaces.UTS && plan.Hostname != "" {
 		if err := unix.Sethostname([]byte(plan.Hostname)); err != nil {

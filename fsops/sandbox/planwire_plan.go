@@ -20,7 +20,8 @@ import (
 // access rules (count, each: path (string), flags (uvarint,
 // accessFlagBits)); the exec paths (count, strings); the idmap (uvarint
 // 0, or 1 then disk uid and disk gid); the limits (count, each: name
-// (string), value (uvarint)), by name.
+// (string), value (uvarint)), by name; the egress (uvarint 0, or 1 then
+// proxy, dns (strings), forward (count, strings), connect port (uvarint)).
 
 var nsFlagBits = []func(*sandboxplan.Namespaces) *bool{
 	func(n *sandboxplan.Namespaces) *bool { return &n.User },
@@ -102,6 +103,15 @@ func encodePlanRest(plan *sandboxplan.Plan) []byte {
 		w.str(n)
 		w.num(plan.Limits[n])
 	}
+	if e := plan.Egress; e == nil {
+		w.num(0)
+	} else {
+		w.num(1)
+		w.str(e.Proxy)
+		w.str(e.DNS)
+		w.strs(e.Forward)
+		w.num(uint64(e.ConnectPort))
+	}
 	return w.b
 }
 
@@ -180,6 +190,20 @@ func decodePlanRest(b []byte) (*sandboxplan.Plan, error) {
 		for i := 0; i < n && d.err == nil; i++ {
 			name := d.str()
 			p.Limits[name] = d.uvarint()
+		}
+	}
+	switch d.uvarint() {
+	case 0:
+	case 1:
+		p.Egress = &sandboxplan.Egress{Proxy: d.str(), DNS: d.str(), Forward: d.strs()}
+		if port := d.uvarint(); port <= 0xffff {
+			p.Egress.ConnectPort = uint16(port)
+		} else if d.err == nil {
+			d.err = fmt.Errorf("egress: connect port %d", port)
+		}
+	default:
+		if d.err == nil {
+			d.err = fmt.Errorf("egress: neither absent nor present")
 		}
 	}
 	if d.err == nil && len(d.b) != 0 {

@@ -30,7 +30,7 @@ func TestPlanWireRoundTrip(t *testing.T) {
 	for _, c := range []struct {
 		v any
 		n int
-	}{{sandboxplan.Op{}, 15}, {sandboxplan.FillEntry{}, 5}, {sandboxplan.Plan{}, 24}, {sandboxplan.AccessRule{}, 7}, {sandboxplan.Namespaces{}, 6}, {sandboxplan.IDMap{}, 2}} {
+	}{{sandboxplan.Op{}, 15}, {sandboxplan.FillEntry{}, 5}, {sandboxplan.Plan{}, 25}, {sandboxplan.Egress{}, 4}, {sandboxplan.AccessRule{}, 7}, {sandboxplan.Namespaces{}, 6}, {sandboxplan.IDMap{}, 2}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.n {
 			t.Fatalf("%T has %d fields; the wire (planwire.go, planwire_plan.go) carries %d: add the new one there and here", c.v, got, c.n)
 		}
@@ -41,7 +41,8 @@ func TestPlanWireRoundTrip(t *testing.T) {
 		Hostname: "ctx-coder", Cwd: "/workspace", Env: []string{"A=b", ""}, Argv: []string{"sh", "-c", "x"}, Exe: "/ctx/bin/ctx",
 		Worker: "/ctx/bin/ctx", Access: []sandboxplan.AccessRule{{Path: "/workspace", Write: true, Dev: true, Connect: true}, {Path: "/", Exec: true, Optional: true, KeepDirs: true}},
 		ExecAll: true, ExecPaths: []string{"/ctx/bin"}, DenyTCP: true, IDMap: &sandboxplan.IDMap{DiskUID: 5, DiskGID: 6},
-		Limits: map[string]uint64{"nofile": 1024, "cpu": 1<<64 - 1}, NoNetwork: true, UnixGate: true}
+		Limits: map[string]uint64{"nofile": 1024, "cpu": 1<<64 - 1}, NoNetwork: true, UnixGate: true,
+		Egress: &sandboxplan.Egress{Proxy: "127.0.0.1:3128", DNS: "127.0.0.53:53", Forward: []string{"0.0.0.0:443", "127.0.0.1:5173"}, ConnectPort: 40001}}
 	plan2 := &sandboxplan.Plan{Iso: "userns", Namespaces: sandboxplan.Namespaces{Mount: true, UTS: true, IPC: true}}
 	for _, p := range []*sandboxplan.Plan{plan, plan2} {
 		b, err := encodePlan(p)

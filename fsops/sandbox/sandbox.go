@@ -47,6 +47,8 @@ const (
 	handoffRun    = 1 << iota // the run capability (a run without a broker)
 	handoffIDMap              // the idmapped workspace tree (uid mode)
 	handoffBroker             // the init's end of the broker's order channel
+	handoffNet                // the init's end of the egress channel (netlisten.go)
+	handoffBits   = 4         // how many handoff bits there are
 )
 
 // releaseByte follows the plan on its channel when the run host lets the
@@ -75,7 +77,7 @@ type Sandbox struct {
 	plan    []byte
 	planW   *os.File // the run host's end of the plan channel
 	planR   *os.File // the init's end, closed here once the init has it
-	pass    [3]*os.File
+	pass    [handoffBits]*os.File
 	release chan struct{}
 	once    sync.Once
 	sent    sync.Once
@@ -136,7 +138,9 @@ func NewFor(start Start) (*Sandbox, error) {
 		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: int(start.UID), HostID: int(start.OuterUID), Size: 1}}
 		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: int(start.GID), HostID: int(start.OuterGID), Size: 1}}
 		attr.GidMappingsEnableSetgroups = false
-		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN}
+		// CAP_NET_BIND_SERVICE: the egress listeners at ports below 1024
+		// (the DNS stub's 53, forwarders at 80 and 443; netlisten.go).
+		attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP, unix.CAP_NET_ADMIN, unix.CAP_NET_BIND_SERVICE}
 	}
 	cmd.SysProcAttr = attr
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)

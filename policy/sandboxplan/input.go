@@ -90,6 +90,10 @@ type PlanInput struct {
 	SkillsDir      string // home/UID/agent/NAME/skills, bound read-only over /home/agent/skills, or ""
 	SOP            []byte // /mnt/SOP
 	Network        bool   // network:default connect is granted
+	// Egress, without Network, is the run's way out through the run
+	// host's egress proxy (NamespaceEgress; in iso landlock its
+	// ConnectPort); nil: no network at all.
+	Egress *Egress
 	// Skills are the bundles shown at /mnt/skills/NAME, each read-only.
 	Skills []Skill
 	// Budgets are the run's limits; Cgroup says the run's cgroup holds

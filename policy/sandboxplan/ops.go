@@ -47,7 +47,8 @@ func hostname(a *policy.Agent) string { return "ctx-" + a.Name }
 
 // etcOps synthesizes /etc: a tmpfs holding passwd and group that name the
 // agent, hosts, hostname and nsswitch.conf, then the host entries of
-// HostEtcNames (resolv.conf only with the network), read-only.
+// HostEtcNames (resolv.conf only with the network; the run's DNS stub's
+// with egress), read-only.
 func etcOps(a *policy.Agent, in PlanInput, add func(Op)) {
 	// Files and links are the tmpfs's Fill; host entries are bound after.
 	var fill []FillEntry
@@ -77,6 +78,10 @@ func etcOps(a *policy.Agent, in PlanInput, add func(Op)) {
 	file("hostname", hostname(a)+"\n")
 	file("hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\t"+hostname(a)+"\n")
 	file("nsswitch.conf", "passwd: files\ngroup: files\nshadow: files\nhosts: files dns\nnetworks: files\nprotocols: files\nservices: files\n")
+	if !in.Network && in.Egress != nil {
+		// The run's DNS stub, whatever the host has.
+		file("resolv.conf", EgressResolvConf())
+	}
 	for _, e := range in.Etc {
 		if strings.Contains(e.Name, "/") || !validEtcName(e.Name) {
 			continue

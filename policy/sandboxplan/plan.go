@@ -286,6 +286,12 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		// grant the filter makes unix sockets only, as in the other modes.
 		NoNetwork: !in.Network,
 	}
+	if in.Egress != nil && !in.Network {
+		// The namespace holds only loopback, where the init listens for
+		// the run host's proxy: inet sockets reach nothing else, and the
+		// filter lets the program make them (still no AF_VSOCK).
+		p.Egress, p.NoNetwork = in.Egress, false
+	}
 	if !canExec {
 		p.ExecPaths = execPaths
 	}

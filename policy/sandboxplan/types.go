@@ -170,12 +170,20 @@ type Plan struct {
 	// pathname unix sockets closed (ABI below 9): the broker socket alone
 	// is reached (fsops/sandbox/unixgate.go).
 	UnixGate bool `json:"unix_gate,omitempty"`
+	// Egress is the run's way out through the run host's egress proxy
+	// (a run without network:default; egress.go); nil: none.
+	Egress *Egress `json:"egress,omitempty"`
 }
 
 // Validate checks the plan's own consistency: absolute clean targets
 // without "..", known kinds, a pivot last. It is the mechanism's first step,
 // so a corrupt plan never starts mounting.
 func (p *Plan) Validate() error {
+	if p.Egress != nil {
+		if err := p.Egress.validate(); err != nil {
+			return err
+		}
+	}
 	if p.Iso == string(policy.IsoLandlock) {
 		return p.validateLandlock()
 	}

@@ -119,6 +119,16 @@ func main() {
 		joinBrokers(os.Args[2:4], os.Args[4:])
 	case "stall":
 		stall(os.Args[2])
+	case "net-serve":
+		netServe(os.Args[2], os.Args[3], os.Args[4])
+	case "net-get":
+		netGet(os.Args[2], len(os.Args) > 3 && os.Args[3] == "direct")
+	case "net-resolve":
+		netResolve(os.Args[2])
+	case "net-socks":
+		netSOCKS(os.Args[2])
+	case "net-hold":
+		netHold(os.Args[2], os.Args[3], os.Args[4])
 	default:
 		fmt.Fprintln(os.Stderr, "unknown attack", os.Args[1])
 		os.Exit(2)

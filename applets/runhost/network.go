@@ -1,0 +1,90 @@
+package runhost
+
+import (
+	"fmt"
+
+	"ctx/applets/egress"
+	"ctx/fsops"
+	"ctx/fsops/netproxy"
+	"ctx/policy"
+	"ctx/policy/sandboxplan"
+)
+
+// A run's network by name (DESIGN §17): a run without network:default
+// gets the run host as its egress proxy (applets/egress), lent what the
+// run host decides and records with: the broker's policy generation, room
+// in the audit for each connection's record, the run's events and stderr.
+
+// prepareNetwork sets up the run's egress when it has one: a run without
+// network:default in a network namespace (named grants or none: the stub
+// answers at once either way), or in iso landlock and iso shared with
+// named grants. It sets the proxy variables and returns the lines
+// /mnt/proc/policy has about it.
+func (r *AgentRun) prepareNetwork(network bool) ([]string, error) {
+	g := r.Agent.NetworkGrants()
+	var mode egress.Mode
+	switch {
+	case network:
+		return nil, nil
+	case r.iso == policy.IsoUserns || r.iso == policy.IsoUID:
+		mode = egress.Namespace
+	case len(g.Targets()) == 0:
+		return nil, nil // nothing to reach: no socket but unix ones (seccomp)
+	case r.iso == policy.IsoShared:
+		mode = egress.Shared
+	default:
+		return nil, nil // iso landlock: its Landlock port rule comes next
+	}
+	limits := r.budgets.limits
+	budget := netproxy.Budget{Bytes: int64(min(limitOrZero(limits.Get("net_bytes")), 1<<62)),
+		Connections: int64(min(limitOrZero(limits.Get("net_connections")), 1<<62))}
+	run, err := egress.Open(mode, g, budget, egress.Host{Root: r.Root, Agent: r.Agent.Name, Generation: r.policyGeneration,
+		Reserve: r.reserveConnection, Record: r.record, Warnf: r.warnf, BudgetExceeded: r.budgetExceeded})
+	if err != nil {
+		return nil, err
+	}
+	r.net = run
+	r.env = sandboxplan.ProxyEnv(r.env, run.Egress().Proxy)
+	return run.Lines(), nil
+}
+
+// policyGeneration is the broker's count of the policy changes its watch
+// saw, and whether one holds.
+func (r *AgentRun) policyGeneration() (uint64, bool) {
+	if r.broker == nil {
+		return 0, false
+	}
+	return r.broker.policyGeneration()
+}
+
+// reserveConnection reserves room for one more connection's record, on
+// top of the tool calls and connections in flight: a connection is not
+// made unrecorded.
+func (r *AgentRun) reserveConnection() error {
+	if r.logSpent() {
+		return fmt.Errorf("%v: connections are not made unrecorded", errLogBudget)
+	}
+	var inFlight int64
+	if r.net != nil {
+		inFlight = r.net.InFlight()
+	}
+	if r.broker != nil {
+		inFlight += r.broker.inFlight.Load()
+	}
+	for _, t := range r.recordTargets(fsops.Event{Type: "net.connect"}) {
+		if err := fsops.ReserveAppend(t.path, recordReserve*(inFlight+1)); err != nil && !notOurs(t, err) {
+			err = fmt.Errorf("%s: %v", t.role, errnoOf(err))
+			r.auditState(err)
+			return fmt.Errorf("the audit cannot be written (%v): connections are not made unrecorded", err)
+		}
+	}
+	return nil
+}
+
+// closeNetwork ends the run's egress, its last records written before
+// the run's end is.
+func (r *AgentRun) closeNetwork() {
+	if r.net != nil {
+		r.net.Close()
+	}
+}
