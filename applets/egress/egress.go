@@ -77,7 +77,7 @@ type Run struct {
 	hostListener     net.Listener // the proxy's listener on the host (Landlock, Shared)
 
 	mu        sync.Mutex
-	listeners *sandbox.EgressListeners
+	listeners *netproxy.Listeners
 	closed    bool
 	served    sync.WaitGroup // connections being served
 	// inFlight counts connections between their acceptance and their
@@ -105,7 +105,7 @@ func Open(mode Mode, start *policy.NetworkGrants, budget netproxy.Budget, h Host
 	go n.revalidateOnKick()
 	if mode == Namespace {
 		n.egress, n.skipped = sandboxplan.NamespaceEgress(start)
-		if n.hostEnd, n.initEnd, err = sandbox.NewEgressChannel(); err != nil {
+		if n.hostEnd, n.initEnd, err = netproxy.NewEgressChannel(); err != nil {
 			n.Close()
 			return nil, fmt.Errorf("the egress channel: %v", err)
 		}
@@ -143,6 +143,15 @@ func (n *Run) PlanEgress() *sandboxplan.Egress {
 	return n.egress
 }
 
+// LandlockProxy is the address an iso landlock run connects to, the one
+// its unix gate lets through; the zero value in any other mode.
+func (n *Run) LandlockProxy() netip.AddrPort {
+	if n == nil || n.mode != Landlock {
+		return netip.AddrPort{}
+	}
+	return netip.MustParseAddrPort(n.egress.Proxy)
+}
+
 // InitEnd is the init's end of the egress channel (Namespace), for the
 // sandbox's handoff; nil once SandboxStarted.
 func (n *Run) InitEnd() *os.File { return n.initEnd }
@@ -150,10 +159,9 @@ func (n *Run) InitEnd() *os.File { return n.initEnd }
 // InFlight counts the connections whose records are yet to be written.
 func (n *Run) InFlight() int64 { return n.inFlight.Load() }
 
-
 // receive takes the init's listeners and serves them until the run ends.
 func (n *Run) receive() {
-	l, err := sandbox.ReceiveEgress(n.hostEnd)
+	l, err := netproxy.ReceiveListeners(n.hostEnd)
 	n.mu.Lock()
 	closed := n.closed
 	if err == nil && !closed {

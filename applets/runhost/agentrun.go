@@ -16,8 +16,8 @@ import (
 	"sync/atomic"
 
 	"ctx/applets/authority"
-	"ctx/applets/egress"
 	"ctx/applets/cli"
+	"ctx/applets/egress"
 	"ctx/applets/lifecycle"
 	"ctx/applets/toolrun"
 	"ctx/fsops"

@@ -6,6 +6,7 @@ import (
 	"ctx/applets/egress"
 	"ctx/fsops"
 	"ctx/fsops/netproxy"
+	"ctx/fsops/sandbox"
 	"ctx/policy"
 	"ctx/policy/sandboxplan"
 )
@@ -32,8 +33,12 @@ func (r *AgentRun) prepareNetwork(network bool) ([]string, error) {
 		return nil, nil // nothing to reach: no socket but unix ones (seccomp)
 	case r.iso == policy.IsoShared:
 		mode = egress.Shared
+	case landlockNet():
+		mode = egress.Landlock
 	default:
-		return nil, nil // iso landlock: its Landlock port rule comes next
+		// iso landlock without Landlock's network rules: nothing would
+		// hold the run to the proxy's port, so no network at all.
+		return []string{"sandbox network refused: Landlock below ABI 4 cannot hold TCP to the egress proxy's port; no network, as without grants"}, nil
 	}
 	limits := r.budgets.limits
 	budget := netproxy.Budget{Bytes: int64(min(limitOrZero(limits.Get("net_bytes")), 1<<62)),
@@ -87,4 +92,11 @@ func (r *AgentRun) closeNetwork() {
 	if r.net != nil {
 		r.net.Close()
 	}
+}
+
+// landlockNet reports whether this kernel's Landlock has TCP rules (ABI
+// 4), which iso landlock's egress depends on.
+func landlockNet() bool {
+	abi, _ := sandbox.LandlockABI()
+	return abi >= sandbox.LandlockABINet
 }

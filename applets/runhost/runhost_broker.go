@@ -193,6 +193,7 @@ func (b *Broker) startUnixGate(listener, connector *os.File) {
 	rules := sandbox.UnixGateRules{
 		Broker:  filepath.Join(b.R.runDir, broker.SocketName),
 		Network: networkGranted(b.R.Agent),
+		Proxy:   b.R.net.LandlockProxy(),
 		Hand: func(conn, pid int) {
 			p := brokerPeer{pid: pid, uid: -1, inside: descendsFrom(pid, int(b.initPid.Load()))}
 			if u, err := fsops.ProcessUID(pid); err == nil {

@@ -9,14 +9,16 @@
 // grants (network:HOST connect) and no network:default:
 //
 //   - The sandbox gets a network namespace with only loopback, as without
-//     grants. The init listens inside on loopback (say 127.0.0.1:3128) and
-//     hands each accepted connection to the run host over the run's
-//     socket (SCM_RIGHTS); the run host makes a net.Conn of it
-//     (net.FileConn) and calls Proxy.ServeConn, which tells an HTTP proxy
-//     request (CONNECT, or an absolute http:// URI) from SOCKS5 by the
-//     first byte. The program gets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY
-//     (socks5h://, so names, not addresses, reach the proxy) and NO_PROXY
-//     (localhost,127.0.0.1,::1), upper and lower case.
+//     grants. The init binds there, on loopback, the proxy's listener
+//     (127.0.0.1:3128), the DNS stub's sockets and the forwarders', and
+//     hands them once to the run host on the egress channel
+//     (listeners.go: SendListeners, ReceiveListeners); the run host
+//     accepts on them itself and calls Proxy.ServeConn for each proxy
+//     connection, which tells an HTTP proxy request (CONNECT, or an
+//     absolute http:// URI) from SOCKS5 by the first byte. The program
+//     gets HTTP_PROXY, HTTPS_PROXY, ALL_PROXY (socks5h://, so names, not
+//     addresses, reach the proxy) and NO_PROXY (localhost,127.0.0.1,::1),
+//     upper and lower case.
 //   - Names are resolved on the host through Config.Resolver (a
 //     *net.Resolver), and the address dialled is the address checked: a
 //     name that resolves to a loopback, private, link-local, CGNAT,
@@ -26,15 +28,15 @@
 //     again for the address). DNS answers that change between check and
 //     dial change nothing: the dial is to the checked address.
 //   - For programs that ignore the proxy variables, the sandbox's
-//     resolv.conf points at a DNSStub the init serves (UDP and TCP port 53
-//     on a loopback address). It answers a granted name (AddressBook with
+//     resolv.conf points at a DNSStub the run host serves on the sockets
+//     the init bound (UDP and TCP port 53 on a loopback address). It answers a granted name (AddressBook with
 //     policy.NetworkGrants.NameGranted) with a sandbox-local 127.x.y.z
 //     from the run's AddressBook, and every other name NXDOMAIN at once,
 //     calling Refused so the run host can print the grant that would allow
-//     it on the run's stderr. The init listens on each assigned address at
-//     the name's granted ports (policy.NetworkGrants.Ports), or on the
-//     wildcard address of those ports, and hands connections over as
-//     above; the run host calls Proxy.ServeForward, which maps the
+//     it on the run's stderr. The init listens on the wildcard address of
+//     every port a name is granted on (policy.NetworkGrants.Ports) and
+//     hands those listeners over as above; the run host calls
+//     Proxy.ServeForward for each connection, which maps the
 //     connection's local address back to the name. localhost:PORT grants
 //     are the init listening on 127.0.0.1:PORT, bound in the book to the
 //     name "localhost".

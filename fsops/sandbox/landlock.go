@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -44,7 +45,11 @@ type LandlockRule struct {
 type LandlockPolicy struct {
 	Rules   []LandlockRule
 	DenyTCP bool // ABI 4+: no TCP bind or connect at all
-	Scope   bool // ABI 6+: no signal and no abstract unix socket connect outside the domain
+	// ConnectTCP, with DenyTCP, is the one TCP port connect is allowed
+	// to (the run host's egress proxy, iso landlock): any address at
+	// that port, as Landlock's rules name ports only.
+	ConnectTCP uint16
+	Scope      bool // ABI 6+: no signal and no abstract unix socket connect outside the domain
 	// WriteOnly handles the write rights alone (iso shared's protected
 	// paths): reading and executing stay as the uid's permissions have
 	// them, and only writing needs a rule.
@@ -104,6 +109,8 @@ const (
 	landlockABIScope = 6 // scoped: signals and abstract unix sockets
 	// LandlockABIScope is landlockABIScope for the run host's unix gate.
 	LandlockABIScope = landlockABIScope
+	// LandlockABINet is landlockABINet for the run host's egress.
+	LandlockABINet   = landlockABINet
 	landlockABITSync = 8 // LANDLOCK_RESTRICT_SELF_TSYNC: every thread of the process
 	// LandlockABIResolveUnix brought LANDLOCK_ACCESS_FS_RESOLVE_UNIX:
 	// connecting to pathname unix sockets is a right.
@@ -240,6 +247,12 @@ func ApplyLandlock(p LandlockPolicy) (int, string, error) {
 		if err := landlockAddRule(rulesetFD, r, attr.handledAccessFS); err != nil {
 			return 0, "", err
 		}
+	}
+	if p.ConnectTCP != 0 && attr.handledAccessNet != 0 {
+		if err := landlockAllowConnect(rulesetFD, p.ConnectTCP); err != nil {
+			return 0, "", err
+		}
+		tcp = "connect:" + strconv.Itoa(int(p.ConnectTCP))
 	}
 
 	// no_new_privs and the domain belong to one thread: both must land on

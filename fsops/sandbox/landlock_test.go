@@ -300,6 +300,8 @@ func TestLandlockChild(t *testing.T) {
 		landlockChildErrors(t, dir)
 	case "tcp":
 		landlockChildTCP(t, arg)
+	case "tcp-port":
+		landlockChildTCPPort(t, arg)
 	case "scope":
 		landlockChildScope(t, arg)
 	default:

@@ -69,6 +69,11 @@ type SeccompOptions struct {
 	// (sock_diag, uevents, audit, netfilter), and families a later kernel
 	// adds.
 	NoNetwork bool
+	// TCPOnly (iso landlock's egress, without NoNetwork) narrows the
+	// families to AF_UNIX, and AF_INET and AF_INET6 of SOCK_STREAM with
+	// protocol 0 or IPPROTO_TCP: the TCP that Landlock's port rule
+	// confines, never UDP, raw, SCTP or MPTCP sockets, which it does not.
+	TCPOnly bool
 }
 
 // InstallSeccompWith installs the agent filter with opts on the calling thread (the caller has
@@ -329,6 +334,7 @@ func (arch seccompArch) filter(opts SeccompOptions) ([]unix.SockFilter, error) {
 	a.jumpIfEqual(unix.SYS_PERSONALITY, checkPerson, bpfNext)
 	a.jumpIfEqual(unix.SYS_SOCKET, checkSocket, bpfNext)
 	a.jumpIfEqual(unix.SYS_SOCKETPAIR, checkSocket, bpfNext)
+	fastOpenDispatch(&a, opts)
 	a.ret(unix.SECCOMP_RET_ALLOW)
 
 	// clone's flags are arg 0 on both architectures (s390x swaps them, and
@@ -361,6 +367,7 @@ func (arch seccompArch) filter(opts SeccompOptions) ([]unix.SockFilter, error) {
 
 	a.mark(checkSocket)
 	socketFamilyChecks(&a, opts, allow, deny)
+	fastOpenChecks(&a, opts, allow, deny)
 
 	a.mark(deny)
 	a.ret(unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM))

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"bytes"
 	"encoding/binary"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -65,7 +66,10 @@ type UnixGateRules struct {
 	// made. Abstract: Landlock scopes abstract unix sockets (ABI 6), so
 	// an abstract connect made inside the run stays inside it.
 	Network, Abstract bool
-	broker            unix.Stat_t
+	// Proxy, without Network, is the one inet address the run connects
+	// to: the run host's egress proxy on the host's loopback.
+	Proxy  netip.AddrPort
+	broker unix.Stat_t
 }
 
 // ServeUnixGate answers, until every process of the run is gone, the
@@ -191,7 +195,7 @@ func (g *unixGate) decide(n *seccompNotif) syscall.Errno {
 		return unix.ENOTSOCK
 	}
 	if domain != unix.AF_UNIX {
-		if !g.Network {
+		if !g.Network && !(g.Proxy.IsValid() && inet4Addr(addr) == g.Proxy) {
 			return unix.EACCES
 		}
 		return g.connector.connect(sock, addr, -1)
@@ -241,6 +245,14 @@ func (g *unixGate) writable(target int) bool {
 		}
 	}
 	return false
+}
+
+// inet4Addr is the AF_INET address a sockaddr names, or the zero value.
+func inet4Addr(addr []byte) netip.AddrPort {
+	if len(addr) < 8 || binary.LittleEndian.Uint16(addr) != unix.AF_INET {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(netip.AddrFrom4([4]byte(addr[4:8])), binary.BigEndian.Uint16(addr[2:4]))
 }
 
 // threadGroup is the process (thread group) thread tid belongs to.

@@ -48,11 +48,22 @@ func applyWalls(plan *sandboxplan.Plan, exe string) error {
 			rules = append(rules, LandlockRule{Inherited: &fd, Write: true, Dev: true})
 		}
 	}
-	abi, _, err := ApplyLandlock(LandlockPolicy{Rules: rules, DenyTCP: plan.DenyTCP, Scope: true})
+	// iso landlock's egress: TCP to the run host's proxy port alone,
+	// which only Landlock's network rules (ABI 4) can say; without them
+	// the run keeps unix sockets only.
+	opts := SeccompOptions{NoNetwork: plan.NoNetwork}
+	var port uint16
+	if e := plan.Egress; e != nil && e.ConnectPort != 0 && plan.DenyTCP {
+		port, opts.TCPOnly = e.ConnectPort, true
+	}
+	abi, _, err := ApplyLandlock(LandlockPolicy{Rules: rules, DenyTCP: plan.DenyTCP, ConnectTCP: port, Scope: true})
 	if err != nil && abi > 0 {
 		return &Error{"applying the Landlock ruleset", err}
 	}
-	if err := InstallSeccompWith(SeccompOptions{NoNetwork: plan.NoNetwork}); err != nil {
+	if opts.TCPOnly && abi < landlockABINet {
+		opts.NoNetwork, opts.TCPOnly = true, false
+	}
+	if err := InstallSeccompWith(opts); err != nil {
 		return &Error{"installing the seccomp filter", err}
 	}
 	// Below Landlock ABI 9 nothing else keeps pathname unix sockets

@@ -155,6 +155,11 @@ func BuildLandlockPlan(in PlanInput) (*Plan, error) {
 		NoNetwork: !in.Network,
 		Limits:    processLimits(in.Budgets, in.Cgroup),
 	}
+	if e := in.Egress; e != nil && e.ConnectPort != 0 && !in.Network {
+		// TCP to the run host's proxy port alone (Landlock's port
+		// rule), TCP sockets only (the filter): fsops applies both.
+		p.Egress, p.NoNetwork = e, false
+	}
 	if !canExec {
 		p.ExecPaths = execPaths
 	}
