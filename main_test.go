@@ -57,6 +57,15 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "building testdata/attack:", err)
 		return 1
 	}
+	// The stand-ins of the recipe tests (testdata/standin): agent CLIs,
+	// package managers and the hosts they reach, none of them real.
+	standin := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(binDir, "ctx-standin"), "./testdata/standin")
+	standin.Env = append(os.Environ(), "CGO_ENABLED=0")
+	standin.Stdout, standin.Stderr = os.Stderr, os.Stderr
+	if err := standin.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "building testdata/standin:", err)
+		return 1
+	}
 	workRoot = filepath.Join(dir, "work")
 	if err := os.Mkdir(workRoot, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -86,6 +95,10 @@ func scriptParams(dir string) testscript.Params {
 			env.Setenv("CTXBIN", binDir)
 			env.Setenv("CTX_ROOT", "")
 			env.Setenv("NPMMCP", os.Getenv("CTX_MCP_NPM_DIR"))
+			// the go command that runs these tests, for the go recipe
+			if goBin, err := exec.LookPath("go"); err == nil {
+				env.Setenv("GODIR", filepath.Dir(goBin))
+			}
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){

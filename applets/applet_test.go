@@ -68,7 +68,7 @@ func TestManualMatchesTable(t *testing.T) {
 
 func TestManualAliasesResolve(t *testing.T) {
 	for _, topic := range []string{"agent", "tool", "session", "ctx", "root", "model", "provider", "coreutils",
-		"policy", "shared", "queue", "sandbox", "mnt", "mcp", "agentrc"} {
+		"policy", "shared", "queue", "sandbox", "mnt", "mcp", "agentrc", "recipes"} {
 		f, ok := manual.Resolve(topic)
 		if !ok {
 			t.Errorf("ctx man %s: no page", topic)

@@ -39,6 +39,7 @@ var topicAliases = [...][2]string{
 	{"mcp", "ctx.mcp"},
 	{"agentrc", "ctx.agentrc"},
 	{"tutorial", "ctx.tutorial"},
+	{"recipes", "ctx.recipes"}, {"recipe", "ctx.recipes"},
 }
 
 // Files returns the names of all embedded page files, sorted.
