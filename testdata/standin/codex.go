@@ -11,14 +11,16 @@ import (
 
 // codex stands in for Codex (0.171.0): `codex [GLOBAL] mcp add|list`,
 // `codex [GLOBAL] exec [FLAGS] PROMPT` and a session, `codex [FLAGS]`
-// (prompts on stdin). As measured: exec's key is CODEX_API_KEY (it sends
-// no OPENAI_API_KEY), its sandbox is read-only unless the flags or
+// (prompts on stdin). As measured: exec runs only in a git repository
+// (or with --skip-git-repo-check), its key is CODEX_API_KEY (it sends no
+// OPENAI_API_KEY), its sandbox is read-only unless the flags or
 // config.toml's sandbox_mode say otherwise, and every start asks
 // api.github.com for a newer release, which may fail.
 func codex(args []string) int {
 	var overrides []string
 	sandbox := ""
 	var positional, mcpArgs []string
+	skipGitCheck := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if a == "mcp" && len(positional) == 0 {
@@ -45,7 +47,9 @@ func codex(args []string) int {
 			}
 		case "--dangerously-bypass-approvals-and-sandbox":
 			sandbox = "danger-full-access"
-		case "--skip-git-repo-check", "--full-auto", "--json", "--ephemeral":
+		case "--skip-git-repo-check":
+			skipGitCheck = true
+		case "--full-auto", "--json", "--ephemeral":
 		default:
 			if strings.HasPrefix(a, "-") {
 				fmt.Fprintf(os.Stderr, "error: unexpected argument '%s' found\n", a)
@@ -65,6 +69,10 @@ func codex(args []string) int {
 	exec := len(positional) > 0 && positional[0] == "exec"
 	if exec {
 		positional = positional[1:]
+		if !skipGitCheck && !inGitRepo() {
+			fmt.Fprintln(os.Stderr, "Not inside a trusted directory and --skip-git-repo-check was not specified.")
+			return 1
+		}
 	}
 	if sandbox == "" {
 		sandbox = cfg.top["sandbox_mode"]
@@ -98,6 +106,22 @@ func codexSession(cfg codexConfig, sandbox, prompt string, havePrompt bool) int 
 		return 1
 	}
 	return 0
+}
+
+// inGitRepo: the working directory or one above it has .git.
+func inGitRepo() bool {
+	dir, err := os.Getwd()
+	for err == nil {
+		if _, serr := os.Stat(filepath.Join(dir, ".git")); serr == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
+	return false
 }
 
 func codexMCP(args []string, cfg codexConfig) int {
