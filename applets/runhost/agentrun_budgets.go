@@ -97,9 +97,9 @@ func (r *AgentRun) budgetExceeded(key, detail string) {
 }
 
 // allowEvent applies log_bytes to the events an agent's activity causes
-// (tool calls): past the budget they are counted, not written, and the
-// fact is recorded once. The run host's own facts (start, stop, budgets)
-// are always written.
+// (tool calls, connections): past the budget they are counted, not
+// written, and the fact is recorded once. The run host's own facts
+// (start, stop, budgets) are always written.
 func (r *AgentRun) allowEvent(ev fsops.Event, size int) bool {
 	b := r.budgets
 	if b == nil {
@@ -109,10 +109,10 @@ func (r *AgentRun) allowEvent(ev fsops.Event, size int) bool {
 	b.logBytes += uint64(size)
 	over := b.logBytes > b.limits.Get("log_bytes")
 	b.mu.Unlock()
-	if !over || ev.Type != "tool.call" {
+	if !over || ev.Type != "tool.call" && ev.Type != "net.connect" {
 		return true
 	}
-	r.budgetExceeded("log_bytes", "further tool calls of this run are refused, not run unrecorded")
+	r.budgetExceeded("log_bytes", "further tool calls and connections of this run are refused, not made unrecorded")
 	return false
 }
 
