@@ -208,18 +208,22 @@ func pipInstall(name, site string) error {
 	}
 	page, err := fetch(index + "/" + name + "/")
 	if err != nil {
+		//lint:ignore ST1005 pip's own words, as pip prints them
 		return fmt.Errorf("Could not find a version that satisfies the requirement %s (%v)", name, err)
 	}
 	links := wheelLink.FindAllStringSubmatch(string(page), -1)
 	if len(links) == 0 {
+		//lint:ignore ST1005 pip's own words, as pip prints them
 		return fmt.Errorf("No matching distribution found for %s", name)
 	}
 	link := links[len(links)-1]
 	whl, err := fetch(link[1])
 	if err != nil {
+		//lint:ignore ST1005 pip's own words, as pip prints them
 		return fmt.Errorf("Could not install packages due to an OSError: %v", err)
 	}
 	if sum := sha256.Sum256(whl); hex.EncodeToString(sum[:]) != link[2] {
+		//lint:ignore ST1005 pip's own words, as pip prints them
 		return fmt.Errorf("THESE PACKAGES DO NOT MATCH THE HASHES: %s", link[1])
 	}
 	zr, err := zip.NewReader(bytes.NewReader(whl), int64(len(whl)))
@@ -237,6 +241,7 @@ func pipInstall(name, site string) error {
 		err = writeFile(filepath.Join(site, f.Name), r)
 		r.Close()
 		if err != nil {
+			//lint:ignore ST1005 pip's own words, as pip prints them
 			return fmt.Errorf("Could not install packages due to an OSError: %v", err)
 		}
 	}

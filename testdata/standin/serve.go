@@ -59,6 +59,14 @@ func serve(args []string) int {
 	}
 	os.WriteFile(args[3]+".tmp", []byte(args[0]+"\n"), 0o644)
 	os.Rename(args[3]+".tmp", args[3])
+	// the server goes with the process that started it, however that ends
+	parent := os.Getppid()
+	go func() {
+		for os.Getppid() == parent {
+			time.Sleep(200 * time.Millisecond)
+		}
+		os.Exit(0)
+	}()
 	var mu sync.Mutex
 	http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		status, ctype, body := route(r)
