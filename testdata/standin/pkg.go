@@ -223,7 +223,6 @@ func pipInstall(name, site string) error {
 		return fmt.Errorf("Could not install packages due to an OSError: %v", err)
 	}
 	if sum := sha256.Sum256(whl); hex.EncodeToString(sum[:]) != link[2] {
-		//lint:ignore ST1005 pip's own words, as pip prints them
 		return fmt.Errorf("THESE PACKAGES DO NOT MATCH THE HASHES: %s", link[1])
 	}
 	zr, err := zip.NewReader(bytes.NewReader(whl), int64(len(whl)))
