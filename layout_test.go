@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"go/ast"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -243,6 +244,33 @@ func TestNoExitLiterals(t *testing.T) {
 		}
 		t.Errorf("%s: exit status %s as a literal (use the names of fsops/proc or applets/cli)", fset.Position(lit.Pos()), lit.Value)
 	})
+}
+
+// TestGofmt: every Go file of the module is as gofmt prints it, so a diff
+// shows only what changed.
+func TestGofmt(t *testing.T) {
+	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && p != "." && strings.HasPrefix(d.Name(), ".") {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(p, ".go") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if out, err := format.Source(src); err != nil || !bytes.Equal(out, src) {
+			t.Errorf("%s is not gofmt'ed (run gofmt -w %s)", p, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // inspectSources calls visit for every node of every non-test Go file under dir.

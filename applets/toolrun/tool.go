@@ -80,7 +80,7 @@ type ToolCall struct {
 	Frames   *frameWriter    // native mode's frames; a Run may add content and progress
 	Native   bool
 	Order    *HostOrder // the run host's order the call runs on; nil when it decides itself
-	exit     int // exit status a successful Run wants (shell.exec passes the child's)
+	exit     int        // exit status a successful Run wants (shell.exec passes the child's)
 }
 
 // ToolError is a tool failure with the errno name reported in frames and
