@@ -79,3 +79,34 @@ func allStopped(held map[int]int) bool {
 	}
 	return true
 }
+
+// SignalDescendants sends sig to every process below pid, each one's
+// children read before it is signalled (a process killed first would hand
+// its children on to its subreaper). It reads only pid's own subtree from
+// the children files, not all of /proc (a host of many processes made
+// every iso landlock run's end scan them all, more than once); without
+// those files it falls back to one scan.
+func SignalDescendants(pid int, sig unix.Signal) {
+	var table map[int][]int
+	if !childrenFiles() {
+		table = ScanParents()
+	}
+	seen := map[int]bool{pid: true}
+	for _, c := range children(pid, table) {
+		signalDescending(c, sig, table, seen)
+	}
+}
+
+// signalDescending sends sig to pid and everything below it, reading a
+// process's children before signalling it.
+func signalDescending(pid int, sig unix.Signal, table map[int][]int, seen map[int]bool) {
+	if seen[pid] {
+		return
+	}
+	seen[pid] = true
+	kids := children(pid, table)
+	_ = unix.Kill(pid, sig)
+	for _, k := range kids {
+		signalDescending(k, sig, table, seen)
+	}
+}

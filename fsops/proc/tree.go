@@ -266,15 +266,7 @@ func (t *ChildTree) sweepRound() bool {
 // killDescending SIGKILLs pid and everything below it, reading a process's
 // children before killing it (a dead process has none: they move to us).
 func killDescending(pid int, table map[int][]int, seen map[int]bool) {
-	if seen[pid] {
-		return
-	}
-	seen[pid] = true
-	kids := children(pid, table)
-	_ = unix.Kill(pid, unix.SIGKILL)
-	for _, k := range kids {
-		killDescending(k, table, seen)
-	}
+	signalDescending(pid, unix.SIGKILL, table, seen)
 }
 
 var (

@@ -45,7 +45,7 @@ func runAgentProgram(plan *sandboxplan.Plan, sigs chan os.Signal, stderr io.Writ
 		return proc.StartFailure(err)
 	}
 	status := serveRun(plan, cmd.Process.Pid, sigs)
-	endRun(plan)
+	endRun(plan, sigs)
 	leaveRunCgroup()
 	reportEnd(status)
 	return status
@@ -132,7 +132,7 @@ func serveRun(plan *sandboxplan.Plan, child int, sigs <-chan os.Signal) int {
 }
 
 // endRun ends what the program left behind, and reaps it.
-func endRun(plan *sandboxplan.Plan) {
+func endRun(plan *sandboxplan.Plan, sigs <-chan os.Signal) {
 	signalRun(plan, syscall.SIGKILL)
 	if plan.Namespaces.PID {
 		for {
@@ -142,9 +142,14 @@ func endRun(plan *sandboxplan.Plan) {
 		}
 		return
 	}
-	// Without a pid namespace a process may fork between the scan and the
-	// kill: kill and reap in rounds until no child is left (bounded).
-	for round := 0; round < 200; round++ {
+	// Without a pid namespace a process may fork between the listing and
+	// the kill: kill and reap in rounds until no child is left (the init
+	// is the run's subreaper, so no child means no descendant), bounded.
+	// A round ends when a child exits (SIGCHLD) or after endRound, not
+	// always after endRound: what was killed is usually gone at once, and
+	// the run's end waited a whole round for it.
+	deadline := time.Now().Add(endRunLimit)
+	for time.Now().Before(deadline) {
 		for {
 			pid, err := syscall.Wait4(-1, nil, syscall.WNOHANG, nil)
 			if err == syscall.ECHILD {
@@ -154,8 +159,32 @@ func endRun(plan *sandboxplan.Plan) {
 				break
 			}
 		}
-		time.Sleep(10 * time.Millisecond)
+		awaitChild(sigs, endRound)
 		signalRun(plan, syscall.SIGKILL)
+	}
+}
+
+// endRound is the longest a round of endRun waits for a child to exit;
+// endRunLimit bounds all its rounds.
+const (
+	endRound    = 10 * time.Millisecond
+	endRunLimit = 2 * time.Second
+)
+
+// awaitChild waits until a child may have exited (SIGCHLD among sigs) or
+// d has passed. Other signals are dropped: the run is ending anyway.
+func awaitChild(sigs <-chan os.Signal, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case sig := <-sigs:
+			if sig == syscall.SIGCHLD {
+				return
+			}
+		case <-t.C:
+			return
+		}
 	}
 }
 
@@ -180,19 +209,7 @@ func signalRun(plan *sandboxplan.Plan, sig syscall.Signal) {
 		syscall.Kill(-1, sig)
 		return
 	}
-	table := proc.ScanParents()
-	seen := map[int]bool{}
-	var walk func(pid int)
-	walk = func(pid int) {
-		for _, c := range table[pid] {
-			if !seen[c] {
-				seen[c] = true
-				syscall.Kill(c, sig)
-				walk(c)
-			}
-		}
-	}
-	walk(os.Getpid())
+	proc.SignalDescendants(os.Getpid(), sig)
 }
 
 // reap collects every exited child without blocking, reports the tool
