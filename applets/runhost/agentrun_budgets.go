@@ -73,11 +73,11 @@ func (r *AgentRun) startBudgets(planOnly bool) {
 		return
 	}
 	b := r.budgets
+	r.startDisk()
 	b.cgroup, b.cgroupWhy = sandbox.NewRunCgroup(r.RunID, sandbox.CgroupLimits{
 		MemoryBytes: limitOrZero(b.limits.Get("memory_bytes")),
 		Pids:        limitOrZero(b.limits.Get("pids")),
 	})
-	r.startDisk()
 }
 
 // budgetExceeded records one budget.exceeded event per key and run.

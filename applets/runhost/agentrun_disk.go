@@ -36,6 +36,8 @@ type diskBudget struct {
 	used uint64        // bytes, at the last look
 	err  error         // why the last look failed
 	took time.Duration // how long the last look took
+	// first is closed once the first look is made (or none will be).
+	first chan struct{}
 }
 
 // diskSkip are the home's entries disk_bytes leaves out: the run host's.
@@ -55,13 +57,22 @@ func (r *AgentRun) measureDisk() (uint64, error) {
 	return used, err
 }
 
-// startDisk is the first look, made while the run is prepared.
+// startDisk begins the first look, made on a goroutine of its own while
+// the run is prepared: its walk grows with the home's files, and nothing
+// but the start's check (checkDiskAtStart) waits for it, not the run's
+// cgroup, its init or the tools.
 func (r *AgentRun) startDisk() {
+	d := &r.budgets.disk
+	d.first = make(chan struct{})
 	if r.budgets.limits.Get("disk_bytes") == policy.Unlimited {
+		close(d.first)
 		return
 	}
-	r.budgets.disk.home = r.Root.AgentHome(int(r.Agent.UID), r.Agent.Name)
-	r.measureDisk()
+	d.home = r.Root.AgentHome(int(r.Agent.UID), r.Agent.Name)
+	go func() {
+		defer close(d.first)
+		r.measureDisk()
+	}()
 }
 
 // checkDiskAtStart refuses a run whose home is already at or over
@@ -69,6 +80,9 @@ func (r *AgentRun) startDisk() {
 // recorded, one line says why.
 func (r *AgentRun) checkDiskAtStart(e *cli.Env) (int, bool) {
 	b := r.budgets
+	if b.disk.first != nil {
+		<-b.disk.first
+	}
 	b.mu.Lock()
 	d := b.disk
 	b.mu.Unlock()
