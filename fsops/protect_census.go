@@ -61,15 +61,33 @@ type ProtectCensus struct {
 	// items.
 	Visit    func(rel string, it *ProtectItem)
 	Repaired []string // directories given back their owner's r and x
+	// Known, at the start, are the directories the search for protected
+	// paths listed a moment before (by path relative to the workspace):
+	// the census takes them as listed instead of listing them again.
+	Known   map[string]DirSketch
+	scanner DirScanner
 }
 
 // takeCensus walks the whole workspace (no bound on directories: a new
 // repository may be anywhere), never following a symlink, never into
 // another mount (not in the sandbox) or a protected path (counted whole).
-func TakeProtectCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, keep bool) *ProtectCensus {
-	c := &ProtectCensus{Workspace: ws, Set: set, Mounts: mounts, keep: keep, Items: map[string]*ProtectItem{}}
+// known are the listings the start's search made (nil: none).
+func TakeProtectCensus(ws string, set []policy.ProtectPattern, mounts map[string]bool, keep bool, known map[string]DirSketch) *ProtectCensus {
+	c := &ProtectCensus{Workspace: ws, Set: set, Mounts: mounts, keep: keep, Items: map[string]*ProtectItem{}, Known: known}
 	c.Walk()
 	return c
+}
+
+// ProtectWanted are the names a protect walk looks for in each directory:
+// the first component of every pattern, and what marks a bare git
+// repository.
+func ProtectWanted(set []policy.ProtectPattern) map[string]bool {
+	wanted := map[string]bool{"objects": true, "refs": true, "HEAD": true}
+	for _, p := range set {
+		first, _, _ := strings.Cut(p.Path, "/")
+		wanted[first] = true
+	}
+	return wanted
 }
 
 func (c *ProtectCensus) Walk() {
@@ -79,77 +97,89 @@ func (c *ProtectCensus) Walk() {
 		anyDepth = anyDepth || p.AnyDepth
 		bare = bare || p == policy.ProtectPattern{Path: ".git", AnyDepth: true}
 	}
+	wanted := ProtectWanted(set)
 	stack := []string{""}
 	for len(stack) > 0 && !c.Truncated {
 		dir := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		entries := c.list(dir)
-		if bare && entries["objects"] && entries["refs"] && hasName(entries, "HEAD") {
+		sk := c.sketch(dir, wanted)
+		if bare && sk.Found["objects"] && sk.Found["refs"] && sk.Has("HEAD") {
 			// A git directory under another name (a bare repository):
 			// git uses it, config and hooks, when started inside it.
 			c.gitDir(dir, 0)
 			continue
 		}
-		done := map[string]bool{}
+		var done map[string]bool
 		for _, p := range set {
 			if dir != "" && !p.AnyDepth {
 				continue
 			}
 			first, _, _ := strings.Cut(p.Path, "/")
-			if _, ok := entries[first]; ok {
+			if sk.Has(first) {
 				c.matched(filepath.Join(dir, p.Path))
+				if done == nil {
+					done = map[string]bool{}
+				}
 				done[filepath.Join(dir, p.Path)] = true
 			}
 		}
 		if !anyDepth {
 			break // the top-level patterns are all looked at
 		}
-		for name, isDir := range entries {
+		for _, name := range sk.Subdirs {
 			rel := filepath.Join(dir, name)
-			if isDir && !done[rel] && name != ".git" && c.sameMount(rel) {
+			if !done[rel] && c.sameMount(rel) {
 				stack = append(stack, rel)
 			}
 		}
 	}
 }
 
-func hasName(entries map[string]bool, name string) bool {
-	_, ok := entries[name]
-	return ok
-}
-
 // readNames lists dir without following a symlink at its end: each name
 // and whether it is a directory (a symlink is not). ok is false when it
 // could not be opened; uid and mode are the directory's.
-func readNames(dir string) (names map[string]bool, uid, mode uint32, ok bool) {
-	f, err := OpenDirNoFollow(dir)
-	if err != nil {
+func (c *ProtectCensus) readNames(dir string) (names map[string]bool, uid, mode uint32, ok bool) {
+	names = map[string]bool{}
+	uid, mode, _ = c.scanner.Scan(dir, func(name []byte, isDir bool) { names[string(name)] = isDir })
+	if mode == 0 { // not opened (a listing cut short keeps what it read)
 		return nil, 0, 0, false // unreadable to the host: not the agent's either
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err == nil {
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			uid, mode = st.Uid, st.Mode
-		}
-	}
-	entries, _ := f.ReadDir(-1)
-	names = make(map[string]bool, len(entries))
-	for _, e := range entries {
-		names[e.Name()] = e.IsDir()
 	}
 	return names, uid, mode, true
 }
 
-// list is readNames of rel for the census. At the end, a directory of
-// the caller's that the run made unreadable or unsearchable to its owner
-// (the agent runs as the caller's uid in userns and landlock; root reads
-// it anyway) gets its owner's r and x back, and a finding says so: otherwise what it holds
-// would not be compared.
+// sketch is what the walk needs of the directory rel: a listing the
+// start's search made, else its own (sketchOwn).
+func (c *ProtectCensus) sketch(rel string, wanted map[string]bool) DirSketch {
+	if sk, ok := c.Known[rel]; ok && c.Visit == nil {
+		return sk
+	}
+	host := filepath.Join(c.Workspace, rel)
+	sk, uid, mode, _ := c.scanner.Sketch(host, wanted)
+	if c.needsRepair(rel, mode != 0, uid, mode) { // mode 0: not opened
+		sk, _, _, _ = c.scanner.Sketch(host, wanted)
+	}
+	return sk
+}
+
+// list is readNames of rel for the census, repaired as sketch repairs.
 func (c *ProtectCensus) list(rel string) map[string]bool {
 	host := filepath.Join(c.Workspace, rel)
-	names, uid, mode, ok := readNames(host)
+	names, uid, mode, ok := c.readNames(host)
+	if c.needsRepair(rel, ok, uid, mode) {
+		names, _, _, _ = c.readNames(host)
+	}
+	return names
+}
+
+// needsRepair reports whether the directory rel was given back its
+// owner's r and x, and must be listed again: at the end, a directory of
+// the caller's that the run made unreadable or unsearchable to its owner
+// (the agent runs as the caller's uid in userns and landlock; root reads
+// it anyway) gets them back, and a finding says so: otherwise what it
+// holds would not be compared. ok says the listing opened it.
+func (c *ProtectCensus) needsRepair(rel string, ok bool, uid, mode uint32) bool {
 	if c.Visit == nil || os.Geteuid() == 0 || (ok && (uid != uint32(os.Geteuid()) || mode&0o500 == 0o500)) {
-		return names
+		return false
 	}
 	repaired := false
 	for _, p := range []string{filepath.Dir(rel), rel} {
@@ -157,13 +187,13 @@ func (c *ProtectCensus) list(rel string) map[string]bool {
 			c.Repaired, repaired = append(c.Repaired, p), true
 		}
 	}
-	if repaired {
-		names, _, _, _ = readNames(host)
-	}
-	return names
+	return repaired
 }
 
 func (c *ProtectCensus) sameMount(rel string) bool {
+	if len(c.Mounts) == 0 {
+		return true
+	}
 	for p := filepath.Join(c.Workspace, rel); p != c.Workspace && len(p) > len(c.Workspace); p = filepath.Dir(p) {
 		if c.Mounts[p] {
 			return false

@@ -75,7 +75,7 @@ func (r *AgentRun) gatherProtect() ([]string, error) {
 		}
 	}
 	if a.Ceiling.Has(policy.CeilingWrite) {
-		st.start = fsops.TakeProtectCensus(g.ws, g.set, g.mounts, true)
+		st.start = fsops.TakeProtectCensus(g.ws, g.set, g.mounts, true, g.known)
 	}
 	r.protect = st
 

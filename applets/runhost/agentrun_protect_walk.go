@@ -30,6 +30,7 @@ type protectGather struct {
 	worktrees []string                  // sandbox paths of work trees whose git directory is outside
 	notes     []string
 	truncated bool
+	known     map[string]fsops.DirSketch // the directories listed, by path relative to ws
 	// noMounts: iso landlock or shared, where the agent sees the host's
 	// paths, so a git directory is where the .git file leads on the host;
 	// shared: iso shared, where the agent reaches every path of its uid
@@ -67,6 +68,11 @@ func (g *protectGather) walk() error {
 			}
 		}
 	}
+	// Each listing is kept for the census the start takes next, which
+	// walks the same directories (fsops.ProtectCensus.Known).
+	g.known = map[string]fsops.DirSketch{}
+	wanted := fsops.ProtectWanted(g.set)
+	var scanner fsops.DirScanner
 	queue := []string{""}
 	for visited := 0; len(queue) > 0; visited++ {
 		if visited >= maxProtectWalkDirs {
@@ -75,20 +81,17 @@ func (g *protectGather) walk() error {
 		}
 		dir := queue[0]
 		queue = queue[1:]
-		entries, err := os.ReadDir(filepath.Join(g.ws, dir))
-		if err != nil {
+		sk, _, mode, _ := scanner.Sketch(filepath.Join(g.ws, dir), wanted)
+		if mode == 0 {
 			continue // unreadable to the caller: not the agent's either
 		}
-		names := make(map[string]bool, len(entries))
-		for _, en := range entries {
-			names[en.Name()] = true
-		}
+		g.known[dir] = sk
 		for _, p := range g.set {
 			if dir != "" && !p.AnyDepth {
 				continue
 			}
 			first, _, _ := strings.Cut(p.Path, "/")
-			if !names[first] {
+			if !sk.Has(first) {
 				continue
 			}
 			if err := g.match(filepath.Join(dir, p.Path)); err != nil {
@@ -102,11 +105,8 @@ func (g *protectGather) walk() error {
 		if !anyDepth {
 			return nil
 		}
-		for _, en := range entries {
-			if !en.IsDir() || en.Name() == ".git" { // IsDir is false for a symlink
-				continue
-			}
-			rel := filepath.Join(dir, en.Name())
+		for _, name := range sk.Subdirs { // not a symlink, nor .git
+			rel := filepath.Join(dir, name)
 			if g.protected(rel) || !g.sameMount(rel) {
 				continue
 			}

@@ -327,7 +327,7 @@ func BenchmarkProtectCensus(b *testing.B) {
 	set := policy.EffectiveProtect(nil)
 	b.ResetTimer()
 	for b.Loop() {
-		c := fsops.TakeProtectCensus(ws, set, nil, true)
+		c := fsops.TakeProtectCensus(ws, set, nil, true, nil)
 		if len(c.Items) != 2 || c.Truncated {
 			b.Fatalf("census %d items", len(c.Items))
 		}
