@@ -41,10 +41,11 @@ type AgentRun struct {
 	RunID     string
 	workspace string
 	Sess      fsops.SessionFiles
-	runtime   string   // the caller's runtime directory, this tree's level (fsops.TreeRuntimeDir)
-	treeKey   string   // the tree's key in runtime paths (fsops.Root.RuntimeKey)
-	runDir    string   // RUNTIME/TREE/run/RUN: the files shown at /mnt/proc
-	runHeld   *os.File // runDir, locked while this host lives (fsops.MakeHeldDir)
+	runtime   string              // the caller's runtime directory, this tree's level (fsops.TreeRuntimeDir)
+	treeKey   string              // the tree's key in runtime paths (fsops.Root.RuntimeKey)
+	runDir    string              // RUNTIME/TREE/run/RUN: the files shown at /mnt/proc
+	runHeld   *os.File            // runDir, locked while this host lives (fsops.MakeHeldDir)
+	mounts    fsops.MountInfoOnce // the host's mount table: the cgroup's and the protect search's
 	// homeTop, in iso landlock, lets the agent write its home's top
 	// (agentrun_landlock_home.go).
 	homeTop *sandboxplan.HomeTop

@@ -74,10 +74,11 @@ func (r *AgentRun) startBudgets(planOnly bool) {
 	}
 	b := r.budgets
 	r.startDisk()
+	infos, _ := r.mounts.Read()
 	b.cgroup, b.cgroupWhy = sandbox.NewRunCgroup(r.RunID, sandbox.CgroupLimits{
 		MemoryBytes: limitOrZero(b.limits.Get("memory_bytes")),
 		Pids:        limitOrZero(b.limits.Get("pids")),
-	})
+	}, infos)
 }
 
 // budgetExceeded records one budget.exceeded event per key and run.

@@ -62,7 +62,8 @@ type protectListing struct {
 // following it would protect, or show, whatever it points to.
 func (r *AgentRun) gatherProtect() ([]string, error) {
 	a := r.Agent
-	g := &protectGather{ws: r.workspace, set: policy.EffectiveProtect(a.Protect),
+	table, _ := r.mounts.Read()
+	g := &protectGather{ws: r.workspace, set: policy.EffectiveProtect(a.Protect), table: table,
 		noMounts: r.iso == policy.IsoLandlock || r.iso == policy.IsoShared, shared: r.iso == policy.IsoShared}
 	if err := g.walk(); err != nil {
 		return nil, fmt.Errorf("%v; %s", err, protectEscape(a.Name))

@@ -31,6 +31,7 @@ type protectGather struct {
 	notes     []string
 	truncated bool
 	known     map[string]fsops.DirSketch // the directories listed, by path relative to ws
+	table     []fsops.MountInfo          // the host's mount table (nil: none could be read)
 	// noMounts: iso landlock or shared, where the agent sees the host's
 	// paths, so a git directory is where the .git file leads on the host;
 	// shared: iso shared, where the agent reaches every path of its uid
@@ -60,9 +61,9 @@ func (g *protectGather) walk() error {
 	for _, p := range g.set {
 		anyDepth = anyDepth || p.AnyDepth
 	}
-	if table, err := fsops.MountTable(); err == nil {
+	if g.table != nil {
 		g.mounts = map[string]bool{}
-		for _, m := range table {
+		for _, m := range g.table {
 			if m.Target != g.ws && within(m.Target, g.ws) {
 				g.mounts[m.Target] = true
 			}

@@ -22,7 +22,7 @@ func TestInitJoinFollowsTheLastInit(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("a run cgroup needs root")
 	}
-	cg, why := sandbox.NewRunCgroup("ctx-test-"+fsops.NewRunID(), sandbox.CgroupLimits{Pids: 64})
+	cg, why := sandbox.NewRunCgroup("ctx-test-"+fsops.NewRunID(), sandbox.CgroupLimits{Pids: 64}, nil)
 	if cg == nil {
 		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
 			t.Fatalf("a run cgroup is required (CTX_REQUIRE_SANDBOX) but: %s", why)

@@ -47,27 +47,32 @@ type CgroupUsage struct {
 	Known       map[string]bool
 }
 
-// NewRunCgroup makes the run's cgroup named name (a run id) with limits.
-// It returns nil and the reason when no cgroup can be made here.
-func NewRunCgroup(name string, lim CgroupLimits) (*RunCgroup, string) {
+// NewRunCgroup makes the run's cgroup named name (a run id) with limits,
+// in the hierarchies of the mount table infos (nil: read now). It returns
+// nil and the reason when no cgroup can be made here.
+func NewRunCgroup(name string, lim CgroupLimits, infos []fsops.MountInfo) (*RunCgroup, string) {
+	if infos == nil {
+		infos, _ = fsops.ReadMountInfo()
+	}
+	mounts := cgroupMountsOf(infos)
 	var why2 string
-	if c, err := newRunCgroup2(name, lim); err == nil {
+	if c, err := newRunCgroup2(name, lim, cgroup2MountOf(mounts)); err == nil {
 		return c, ""
 	} else {
 		why2 = err.Error()
 	}
-	c, err := newRunCgroup1(name, lim)
+	c, err := newRunCgroup1(name, lim, cgroup1MountsOf(mounts))
 	if err == nil {
 		return c, ""
 	}
 	return nil, "cgroup2: " + why2 + "; cgroup1: " + err.Error()
 }
 
-// newRunCgroup2 makes CGROUPFS/ctx/NAME with memory.max and pids.max, the
+// newRunCgroup2 makes CGROUPFS/ctx/NAME (the unified hierarchy mounted at
+// mount, "" for none) with memory.max and pids.max, the
 // controllers enabled on the way down from the unified root. It needs
 // write access to the hierarchy's top (root).
-func newRunCgroup2(name string, lim CgroupLimits) (*RunCgroup, error) {
-	mount := cgroup2Mount()
+func newRunCgroup2(name string, lim CgroupLimits, mount string) (*RunCgroup, error) {
 	if mount == "" {
 		return nil, errors.New("no cgroup2 hierarchy mounted")
 	}
@@ -108,10 +113,9 @@ func newRunCgroup2(name string, lim CgroupLimits) (*RunCgroup, error) {
 }
 
 // newRunCgroup1 makes a child of this process's own cgroup in the v1
-// pids, memory and cpuacct hierarchies (v1 has no rule against children of
+// pids, memory and cpuacct hierarchies (mounts: cgroup1Mounts) (v1 has no rule against children of
 // a cgroup with processes).
-func newRunCgroup1(name string, lim CgroupLimits) (*RunCgroup, error) {
-	mounts := cgroup1Mounts()
+func newRunCgroup1(name string, lim CgroupLimits, mounts map[string]string) (*RunCgroup, error) {
 	own := ownCgroups1()
 	c := &RunCgroup{Version: 1, dirs: map[string]string{}}
 	for _, ctl := range []string{"pids", "memory", "cpuacct"} {
@@ -357,8 +361,10 @@ func (c *RunCgroup) Describe() string {
 }
 
 // cgroup2Mount is where the unified hierarchy is mounted, "" if nowhere.
-func cgroup2Mount() string {
-	for _, m := range cgroupMounts() {
+func cgroup2Mount() string { return cgroup2MountOf(cgroupMounts()) }
+
+func cgroup2MountOf(mounts []cgroupMount) string {
+	for _, m := range mounts {
 		if m.fstype == "cgroup2" {
 			return m.dir
 		}
@@ -367,9 +373,11 @@ func cgroup2Mount() string {
 }
 
 // cgroup1Mounts maps each v1 controller to its hierarchy's mount point.
-func cgroup1Mounts() map[string]string {
+func cgroup1Mounts() map[string]string { return cgroup1MountsOf(cgroupMounts()) }
+
+func cgroup1MountsOf(mounts []cgroupMount) map[string]string {
 	out := map[string]string{}
-	for _, m := range cgroupMounts() {
+	for _, m := range mounts {
 		if m.fstype != "cgroup" {
 			continue
 		}
@@ -385,22 +393,22 @@ func cgroup1Mounts() map[string]string {
 type cgroupMount struct{ dir, fstype, superOpts string }
 
 func cgroupMounts() []cgroupMount {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	infos, err := fsops.ReadMountInfo()
 	if err != nil {
 		return nil
 	}
+	return cgroupMountsOf(infos)
+}
+
+// cgroupMountsOf are the cgroup hierarchies of a mount table (their roots
+// mounted: not a cgroup namespace's view of another's).
+func cgroupMountsOf(infos []fsops.MountInfo) []cgroupMount {
 	var out []cgroupMount
-	for _, line := range strings.Split(string(b), "\n") {
-		// ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPTIONAL...] - FSTYPE SOURCE SUPEROPTS
-		before, after, ok := strings.Cut(line, " - ")
-		if !ok {
+	for _, m := range infos {
+		if (m.FSType != "cgroup" && m.FSType != "cgroup2") || m.Root != "/" {
 			continue
 		}
-		f, g := strings.Fields(before), strings.Fields(after)
-		if len(f) < 5 || len(g) < 3 || (g[0] != "cgroup" && g[0] != "cgroup2") || f[3] != "/" {
-			continue
-		}
-		out = append(out, cgroupMount{dir: fsops.UnescapeMountinfo(f[4]), fstype: g[0], superOpts: g[2]})
+		out = append(out, cgroupMount{dir: m.Target, fstype: m.FSType, superOpts: m.SuperOpts})
 	}
 	return out
 }

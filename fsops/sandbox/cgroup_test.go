@@ -15,7 +15,7 @@ import (
 // CTX_REQUIRE_SANDBOX as root) when none can be made here.
 func requireCgroup(t *testing.T, lim CgroupLimits) *RunCgroup {
 	t.Helper()
-	c, why := NewRunCgroup("ctx-test-"+fsops.NewRunID(), lim)
+	c, why := NewRunCgroup("ctx-test-"+fsops.NewRunID(), lim, nil)
 	if c == nil {
 		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" && os.Getuid() == 0 {
 			t.Fatalf("a run cgroup is required (CTX_REQUIRE_SANDBOX) but: %s", why)
