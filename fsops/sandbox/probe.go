@@ -44,25 +44,36 @@ func ProbeIsolation(full bool) policy.HostIsolation {
 
 // ProbeAhead starts ProbeIsolation(true) on another goroutine, for a
 // caller that will probably need it shortly, and returns what answers
-// instead of ProbeIsolation: the full probe's result when full (waiting
-// for it), else the cheap checks, made then. Only root's probe is
-// started ahead: it is an unshare on a thread of its own (a cost on the
-// start's path, which this overlaps with loading the agent), where a
-// user's would start a process it may not need.
+// instead of ProbeIsolation: the full probe's result when full, else the
+// cheap checks, made then. Only root's probe is started ahead: it is an
+// unshare on a thread of its own (a cost on the start's path, which this
+// overlaps with loading the agent), where a user's would start a process
+// it may not need.
+//
+// Either answer waits for the probe: its thread ends with it, and a
+// thread that ends sends the parent-death signal to every process forked
+// on it. The Go runtime may have run another goroutine on that thread
+// before the probe's took it, so a process started with Pdeathsig before
+// the probe has ended (the run host's sandbox init) could be killed by
+// it; the caller asks before it starts any.
 func ProbeAhead() func(full bool) policy.HostIsolation {
 	if os.Geteuid() != 0 {
 		return ProbeIsolation
 	}
 	ahead := make(chan policy.HostIsolation, 1)
-	go func() { ahead <- ProbeIsolation(true) }()
+	go func() { ahead <- probeAheadRun() }()
 	result := sync.OnceValue(func() policy.HostIsolation { return <-ahead })
 	return func(full bool) policy.HostIsolation {
+		answer := result()
 		if !full {
 			return ProbeIsolation(false)
 		}
-		return result()
+		return answer
 	}
 }
+
+// probeAheadRun is the probe ProbeAhead starts (a test delays it).
+var probeAheadRun = func() policy.HostIsolation { return ProbeIsolation(true) }
 
 // probeUnshare asks the kernel for new namespaces of flags (none of them
 // a user namespace, which a process with threads cannot unshare) on a

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -74,4 +76,32 @@ func probeAheadChild() {
 	b, _ := json.Marshal(answers)
 	os.Stdout.Write(append([]byte("\n"), append(b, '\n')...))
 	os.Exit(0)
+}
+
+// TestProbeAheadEndsBeforeProcesses: the probe started ahead unshares on
+// a thread of its own, which then ends, and a thread that ends sends the
+// parent-death signal to every process forked on it, maybe by another
+// goroutine before the probe's took the thread over. A run host forks its
+// sandbox's init (Pdeathsig SIGKILL) after asking the probe, so asking,
+// even for the cheap answer, must wait for the probe to have ended: when
+// it did not, an init started while the probe was delayed (a loaded
+// machine) was killed, and the run ended 137. The probe is delayed here.
+func TestProbeAheadEndsBeforeProcesses(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the probe is started ahead for root only")
+	}
+	var ended atomic.Bool
+	real := probeAheadRun
+	probeAheadRun = func() policy.HostIsolation {
+		time.Sleep(50 * time.Millisecond)
+		h := real()
+		ended.Store(true)
+		return h
+	}
+	defer func() { probeAheadRun = real }()
+	ahead := ProbeAhead()
+	ahead(false)
+	if !ended.Load() {
+		t.Fatal("the cheap answer came before the probe started ahead had ended")
+	}
 }
