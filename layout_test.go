@@ -73,16 +73,7 @@ var onlyImports = map[string][]string{
 func moduleImports(t *testing.T) map[string][]string {
 	t.Helper()
 	imports := map[string]map[string]bool{}
-	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
+	err := walkSources(".", func(p string) error {
 		f, err := parser.ParseFile(token.NewFileSet(), p, nil, parser.ImportsOnly)
 		if err != nil {
 			return err
@@ -154,16 +145,7 @@ var packagesOverLimit = map[string]bool{}
 // TestPackageSize: no package over maxPackageLines non-test lines.
 func TestPackageSize(t *testing.T) {
 	lines := map[string]int{}
-	err := filepath.WalkDir(".", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && p != "." && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
-			return nil
-		}
+	err := walkSources(".", func(p string) error {
 		src, err := os.ReadFile(p)
 		lines[filepath.ToSlash(filepath.Dir(p))] += bytes.Count(src, []byte("\n"))
 		return err
@@ -273,10 +255,11 @@ func TestGofmt(t *testing.T) {
 	}
 }
 
-// inspectSources calls visit for every node of every non-test Go file under dir.
-func inspectSources(t *testing.T, dir string, visit func(path string, fset *token.FileSet, n ast.Node)) {
-	t.Helper()
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+// walkSources calls visit with the path of every non-test Go source file
+// of the module under dir (outside testdata and hidden directories): the
+// one walk the layout and size tests share.
+func walkSources(dir string, visit func(path string) error) error {
+	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -286,6 +269,14 @@ func inspectSources(t *testing.T, dir string, visit func(path string, fset *toke
 		if d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
 			return nil
 		}
+		return visit(p)
+	})
+}
+
+// inspectSources calls visit for every node of every non-test Go file under dir.
+func inspectSources(t *testing.T, dir string, visit func(path string, fset *token.FileSet, n ast.Node)) {
+	t.Helper()
+	err := walkSources(dir, func(p string) error {
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, p, nil, 0)
 		if err != nil {
