@@ -88,7 +88,21 @@ var initSignals = []os.Signal{syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT, s
 // pendingTermination is the first termination signal among those caught
 // so far (sigs is drained), and whether there is one: before the program
 // starts, such a signal ends the init as its default action would have.
+//
+// A signal the kernel has delivered can still be on its way to sigs: the
+// runtime's handler only queues it for a goroutine that may not have run
+// yet on a busy machine. So the init first sends itself settleSignal and
+// waits for it: the runtime hands queued signals on in the order it took
+// them, lowest number first within one batch, and the kernel delivers
+// pending ones lowest number first, so a termination signal delivered
+// before the check is in sigs once settleSignal has come back.
 func pendingTermination(sigs chan os.Signal) (syscall.Signal, bool) {
+	settle := make(chan os.Signal, 1)
+	signal.Notify(settle, settleSignal)
+	if unix.Kill(os.Getpid(), settleSignal) == nil {
+		<-settle
+	}
+	signal.Stop(settle)
 	for {
 		select {
 		case sig := <-sigs:
@@ -100,6 +114,10 @@ func pendingTermination(sigs chan os.Signal) (syscall.Signal, bool) {
 		}
 	}
 }
+
+// settleSignal is the init's marker to itself (SIGRTMIN+2, numbered above
+// every termination signal; nothing else sends it to an init).
+const settleSignal = syscall.Signal(36)
 
 func readPlan() (*sandboxplan.Plan, error) {
 	f := os.NewFile(planFD, "plan")
