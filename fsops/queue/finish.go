@@ -278,11 +278,14 @@ func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, 
 	// A directory removed meanwhile lists as ENOENT: it holds nothing.
 	gone := func(err error) bool { return errors.Is(err, unix.ENOENT) }
 	err = eachEntry(cj, q.path("claimed", job), q.buf(), false, func(name []byte, typ uint8) {
+		if q.fusePlaceholder(string(name)) {
+			return // not evidence; it goes by itself (fuse.go)
+		}
 		if t, ok := entryType(cj, name, typ); ok {
 			if t == unix.S_IFREG && string(name) == job {
 				ev.Claimed = true
 			} else {
-				ev.Extra++
+				ev.Foreign = append(ev.Foreign, "claimed/"+job+"/"+string(name))
 			}
 		}
 	})
@@ -294,12 +297,15 @@ func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, 
 			if target, _, ok := parseTempName(string(name)); ok && target == "worker" {
 				return // a lease temporary: not evidence, not in the way
 			}
+			if q.fusePlaceholder(string(name)) {
+				return // not evidence; it goes by itself (fuse.go)
+			}
 		}
 		if t, ok := entryType(lj, name, typ); ok {
 			if t == unix.S_IFREG && string(name) == "worker" {
 				ev.Lease = true
 			} else {
-				ev.Extra++
+				ev.Foreign = append(ev.Foreign, "lease/"+job+"/"+string(name))
 			}
 		}
 	})
@@ -388,9 +394,10 @@ func (q *Queue) cleanupAt(job string, lj int, prefix string) error {
 	if errors.Is(err, unix.ENOTEMPTY) && lj >= 0 {
 		// A lease temporary left by a claim that stopped between its
 		// link and unlink (filesystems without RENAME_NOREPLACE), or
-		// by a crashed claim: never evidence.
+		// by a crashed claim: never evidence. Or a FUSE placeholder of
+		// the lease just removed (fuse.go), which goes by itself.
 		removeTemps(lj, "worker")
-		_, err = removeEntry(q.fd[dLease], q.dirPath(dLease), job, true)
+		_, err = q.removeSettledDir(q.fd[dLease], q.dirPath(dLease), job, lj)
 	}
 	if err != nil {
 		return err

@@ -75,9 +75,10 @@ type Evidence struct {
 	DoneResult   bool // done/J.result
 	Failed       bool // failed/J
 	FailedResult bool // failed/J.result
-	// Extra counts entries in claimed/J or lease/J other than J, worker
-	// and lease temporaries: they would make rmdir fail.
-	Extra int
+	// Foreign lists the entries in claimed/J or lease/J other than J,
+	// worker and lease temporaries, as paths relative to queue/: they
+	// would make rmdir fail, and a refusal names them.
+	Foreign []string
 	// LeaseData is the parsed lease when Lease is set and it parses;
 	// otherwise LeaseErr says why not.
 	LeaseData *Lease
@@ -102,7 +103,7 @@ func (ev *Evidence) Paths() []string {
 	add(ev.DoneResult, "done/"+resultName(j))
 	add(ev.Failed, "failed/"+j)
 	add(ev.FailedResult, "failed/"+resultName(j))
-	return out
+	return append(out, ev.Foreign...)
 }
 
 func count(bs ...bool) int {
@@ -128,7 +129,7 @@ func Classify(ev *Evidence) (State, string) {
 		return StateConflict, fmt.Sprintf("the request is in %d states at once", reqs)
 	case results > 1:
 		return StateConflict, "results in both done/ and failed/"
-	case ev.Extra > 0:
+	case len(ev.Foreign) > 0:
 		return StateConflict, "a claim or lease directory holds foreign entries"
 	case reqs == 0 && results > 0:
 		return StateOrphan, "a result without its request"
@@ -160,7 +161,7 @@ func Classify(ev *Evidence) (State, string) {
 	return StateFailed, ""
 }
 
-// inspectClaimDir fills Claimed and Extra from the entries of claimed/J.
+// inspectClaimDir fills Claimed and Foreign from the entries of claimed/J.
 // r, when not nil, collects what is ignored there.
 func (q *Queue) inspectClaimDir(ev *Evidence, r *Report) error {
 	j := ev.Job
@@ -179,6 +180,10 @@ func (q *Queue) inspectClaimDir(ev *Evidence, r *Report) error {
 	}
 	for _, e := range ents {
 		rel := "claimed/" + j + "/" + e.Name
+		if q.fusePlaceholder(e.Name) {
+			ignorePlaceholder(r, rel)
+			continue
+		}
 		st, err := lstatAt(cj, e.Name)
 		if err != nil {
 			continue
@@ -187,7 +192,7 @@ func (q *Queue) inspectClaimDir(ev *Evidence, r *Report) error {
 			ev.Claimed = true
 			continue
 		}
-		ev.Extra++
+		ev.Foreign = append(ev.Foreign, rel)
 		if r != nil {
 			reason := "not part of a claim"
 			if e.Name == j {
@@ -199,7 +204,7 @@ func (q *Queue) inspectClaimDir(ev *Evidence, r *Report) error {
 	return nil
 }
 
-// inspectLeaseDir fills Lease, LeaseData/LeaseErr and Extra from lease/J.
+// inspectLeaseDir fills Lease, LeaseData/LeaseErr and Foreign from lease/J.
 func (q *Queue) inspectLeaseDir(ev *Evidence, r *Report) error {
 	j := ev.Job
 	lj, err := openDirAt(q.fd[dLease], j)
@@ -223,6 +228,10 @@ func (q *Queue) inspectLeaseDir(ev *Evidence, r *Report) error {
 			}
 			continue
 		}
+		if q.fusePlaceholder(e.Name) {
+			ignorePlaceholder(r, rel)
+			continue
+		}
 		st, err := lstatAt(lj, e.Name)
 		if err != nil {
 			continue
@@ -237,7 +246,7 @@ func (q *Queue) inspectLeaseDir(ev *Evidence, r *Report) error {
 			}
 			continue
 		}
-		ev.Extra++
+		ev.Foreign = append(ev.Foreign, rel)
 		if r != nil {
 			reason := "not part of a lease"
 			if e.Name == "worker" {
@@ -247,6 +256,14 @@ func (q *Queue) inspectLeaseDir(ev *Evidence, r *Report) error {
 		}
 	}
 	return nil
+}
+
+// ignorePlaceholder lists a FUSE placeholder (fuse.go) as ignored: not
+// evidence, gone once the file it stands for is closed.
+func ignorePlaceholder(r *Report, rel string) {
+	if r != nil {
+		r.Ignored = append(r.Ignored, Ignored{rel, "a FUSE placeholder of a file removed while open; it goes when that file is closed"})
+	}
 }
 
 // readLease reads and parses lease/J/worker through the lease/J

@@ -3,6 +3,7 @@ package queue
 import (
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -110,4 +111,76 @@ func TestNetFSTokenFinish(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustFile(t, qpath(a, "done", job+ResultSuffix), []byte("b's result"))
+}
+
+// TestNetFSPlaceholder: sshfs (libfuse) renames a file removed while
+// still open to .fuse_hiddenNNN and removes that only when it is closed,
+// and the kernel closes FUSE files asynchronously, so a lease the queue
+// has just written or read can leave such a placeholder in lease/J after
+// its removal returned. Made to happen here by holding files in lease/J
+// open: Finish neither takes the placeholder for a foreign entry (it
+// would refuse the job as a conflict) nor fails to remove lease/J while
+// it stands (ENOTEMPTY); it waits for it to go. check lists it, as
+// ignored, while it stands.
+func TestNetFSPlaceholder(t *testing.T) {
+	a, _ := twoHosts(t)
+	q, err := Open(a, "proj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	mustPublish(t, q, "ph-1.req.json")
+	job, _, err := q.Claim(Owner{Worker: "w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A placeholder before Finish looks: a file in lease/J, held open,
+	// removed.
+	stray := qpath(a, "lease", job, "stray")
+	if err := os.WriteFile(stray, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	held, err := os.Open(stray)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(stray); err != nil {
+		t.Fatal(err)
+	}
+	// And the lease itself held open, so its removal leaves another.
+	lease, err := os.Open(qpath(a, "lease", job, "worker"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	placeholders := func() (names []string) {
+		ents, _ := os.ReadDir(qpath(a, "lease", job))
+		for _, e := range ents {
+			if strings.HasPrefix(e.Name(), ".fuse_hidden") {
+				names = append(names, e.Name())
+			}
+		}
+		return names
+	}
+	if len(placeholders()) != 1 {
+		t.Fatalf("no placeholder to test with: sshfs removed the open file (lease/J holds %v)", placeholders())
+	}
+	r, err := q.Scan()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Ignored) != 1 || !strings.Contains(r.Ignored[0].Reason, "placeholder") || r.States[job] != StateClaimed {
+		t.Fatalf("check with a placeholder: state %s, ignored %v", r.States[job], r.Ignored)
+	}
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		held.Close()
+		lease.Close()
+	}()
+	if _, err := q.Finish(job, Done, []byte("ok"), FinishOptions{}); err != nil {
+		t.Fatalf("finish beside a placeholder: %v", err)
+	}
+	mustState(t, q, job, StateDone)
+	if _, err := os.Stat(qpath(a, "lease", job)); !os.IsNotExist(err) {
+		t.Fatalf("lease/J left behind: %v", err)
+	}
 }

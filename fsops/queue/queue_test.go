@@ -432,7 +432,7 @@ func TestClassify(t *testing.T) {
 		{E{Done: true, FailedResult: true}, StateConflict},
 		{E{Failed: true, FailedResult: true, DoneResult: true}, StateConflict},
 		{E{Pending: true, DoneResult: true}, StateConflict},
-		{lease(claim(E{Extra: 1})), StateConflict},
+		{lease(claim(E{Foreign: []string{"lease/j/x"}})), StateConflict},
 		{E{DoneResult: true}, StateOrphan},
 		{lease(E{}), StateOrphan},
 		{E{ClaimDir: true}, StateOrphan},
