@@ -262,6 +262,16 @@ func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, 
 			blocked = blocker{c.name, kindOf(&sta)}
 		}
 	}
+	if err := q.listClaim(ev, job, cj, lj); err != nil {
+		return nil, blocker{}, err
+	}
+	return ev, blocked, nil
+}
+
+// listClaim fills ev's Claimed, Lease and Foreign from one listing each of
+// claimed/J (cj) and lease/J (lj): the kernel's entry types, lstat only
+// where the filesystem reports none.
+func (q *Queue) listClaim(ev *Evidence, job string, cj, lj int) error {
 	entryType := func(dirfd int, name []byte, typ uint8) (uint32, bool) {
 		switch typ {
 		case unix.DT_REG:
@@ -277,7 +287,7 @@ func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, 
 	}
 	// A directory removed meanwhile lists as ENOENT: it holds nothing.
 	gone := func(err error) bool { return errors.Is(err, unix.ENOENT) }
-	err = eachEntry(cj, q.path("claimed", job), q.buf(), false, func(name []byte, typ uint8) {
+	err := eachEntry(cj, q.path("claimed", job), q.buf(), false, func(name []byte, typ uint8) {
 		if q.fusePlaceholder(string(name)) {
 			return // not evidence; it goes by itself (fuse.go)
 		}
@@ -290,7 +300,7 @@ func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, 
 		}
 	})
 	if err != nil && !gone(err) {
-		return nil, blocker{}, err
+		return err
 	}
 	err = eachEntry(lj, q.path("lease", job), q.buf(), false, func(name []byte, typ uint8) {
 		if len(name) > 0 && name[0] == '.' {
@@ -310,9 +320,9 @@ func (q *Queue) claimEvidence(job string, cj, lj int, st Status) (ev *Evidence, 
 		}
 	})
 	if err != nil && !gone(err) {
-		return nil, blocker{}, err
+		return err
 	}
-	return ev, blocked, nil
+	return nil
 }
 
 // openClaim returns claimed/J and lease/J of a claimed job, open and held
