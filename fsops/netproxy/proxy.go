@@ -131,7 +131,7 @@ func New(cfg Config) *Proxy {
 	return p
 }
 
-// Usage returns the bytes relayed so far (counted as each chunk of a
+// Usage returns the bytes relayed so far (counted as each write of a
 // relay completes) and the connections let through.
 func (p *Proxy) Usage() (bytes, connections int64) {
 	return p.relayed.Load(), p.conns.Load()

@@ -40,8 +40,7 @@ func (r *relay) stop(layer, reason, rule string) {
 	})
 }
 
-// chunkMax is the most a direction takes from the byte budget at once,
-// and the most one splice loop moves before the counters are updated.
+// chunkMax is the most a direction takes from the byte budget at once.
 const chunkMax = 4 << 20
 
 // errBudget ends a direction whose share of net_bytes is spent.
@@ -76,24 +75,26 @@ func (p *Proxy) release(n int64) {
 	}
 }
 
-// pump copies src to dst in budgeted chunks, counting into n. Each chunk
-// is an io.Copy of a LimitedReader, which the kernel splices from one TCP
-// socket to the other without a user-space copy. It returns nil at EOF.
+// pump copies src to dst in budgeted chunks, counting into n as each
+// write completes (copy.go says how). It returns nil at EOF.
 func (p *Proxy) pump(dst io.Writer, src io.Reader, n *atomic.Int64) error {
+	r := newReader(src)
+	defer r.release()
+	count := func(w int64) {
+		n.Add(w)
+		p.relayed.Add(w)
+	}
 	for {
 		chunk := p.reserve()
 		if chunk == 0 {
 			return errBudget
 		}
-		lr := &io.LimitedReader{R: src, N: chunk}
-		w, err := io.Copy(dst, lr)
+		w, eof, err := copyChunk(dst, r, chunk, count)
 		p.release(chunk - w)
-		n.Add(w)
-		p.relayed.Add(w)
 		if err != nil {
 			return err
 		}
-		if lr.N > 0 {
+		if eof {
 			return nil
 		}
 	}
