@@ -98,8 +98,12 @@ func (n *Run) report(rec netproxy.Record) {
 }
 
 // Status is a connection's event status: ok for a relay that ended by
-// itself, denied for a refusal (a rule, an address, a budget, a revoked
-// grant, the audit), cancelled when the run ended it, else error.
+// itself or was open when the run ended (layer closed: a keep-alive
+// connection the program left open is not a cancelled one, and whether
+// its server hung up first is a race the status must not show), denied
+// for a refusal (a rule, an address, a budget, a revoked grant, the
+// audit), cancelled for a connection the run ended before it was made,
+// else error.
 func Status(rec netproxy.Record) string {
 	switch rec.Layer {
 	case "":
@@ -111,6 +115,9 @@ func Status(rec netproxy.Record) string {
 		netproxy.LayerBudget, netproxy.LayerRevoked, LayerAudit:
 		return "denied"
 	case netproxy.LayerClosed:
+		if rec.Relayed {
+			return "ok"
+		}
 		return "cancelled"
 	}
 	return "error"

@@ -157,7 +157,7 @@ func TestCloseEndsRelays(t *testing.T) {
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("relay after Close: %v", err)
 	}
-	if r := s.record(); r.Layer != LayerClosed {
+	if r := s.record(); r.Layer != LayerClosed || r.Reason != ReasonRunEnded {
 		t.Fatalf("record %+v", r)
 	}
 }

@@ -52,6 +52,11 @@ const (
 	LayerClosed  = "closed"  // the proxy was closed (the run ended)
 )
 
+// ReasonRunEnded is the reason of a relay Close cut (layer closed): a
+// connection still open when the run ended, a keep-alive one the program
+// left open included. It was made and relayed until then.
+const ReasonRunEnded = "closed at the run's end"
+
 // Record is one connection's account, reported when it ends.
 type Record struct {
 	Start time.Time
@@ -188,7 +193,7 @@ func (p *Proxy) enter(c net.Conn, rec *Record) bool {
 	closed := p.closed
 	p.mu.Unlock()
 	if closed {
-		rec.Layer, rec.Reason = LayerClosed, "the proxy is closed"
+		rec.Layer, rec.Reason = LayerClosed, "the run has ended"
 		p.report(rec)
 		return false
 	}
@@ -238,7 +243,8 @@ func (p *Proxy) Revalidate() int {
 	return n
 }
 
-// Close closes every open relay and refuses new connections.
+// Close closes every open relay (layer closed, ReasonRunEnded) and
+// refuses new connections. The run host calls it when the run ends.
 func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
@@ -248,6 +254,6 @@ func (p *Proxy) Close() {
 	}
 	p.mu.Unlock()
 	for _, r := range open {
-		r.stop(LayerClosed, "the proxy was closed", "")
+		r.stop(LayerClosed, ReasonRunEnded, "")
 	}
 }

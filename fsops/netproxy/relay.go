@@ -106,7 +106,7 @@ func (p *Proxy) pump(dst io.Writer, src io.Reader, n *atomic.Int64) error {
 func (p *Proxy) relayConn(client, upstream net.Conn, early []byte, host string, port int, rec *Record) {
 	r := &relay{host: host, port: port, addr: rec.Addr, client: client, upstream: upstream}
 	if !p.register(r) {
-		r.stop(LayerClosed, "the proxy was closed", "")
+		r.stop(LayerClosed, ReasonRunEnded, "")
 	} else if ok, d := p.stillAllowed(host, port, rec.Addr.Addr()); !ok {
 		// A Revalidate between the decision and the registration did
 		// not see this relay: decide once more now that it would.

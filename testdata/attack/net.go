@@ -23,7 +23,11 @@ import (
 
 // netServe serves TCP on ADDR until killed: an HTTP request gets 200 and
 // TEXT, anything else is echoed back. READYFILE is written once it listens.
+// A TEXT of "keepalive BODY" answers every request of a connection with
+// BODY and keeps the connection open even after the client is done, as
+// a server holding an idle keep-alive connection may.
 func netServe(addr, text, ready string) {
+	body, keepAlive := strings.CutPrefix(text, "keepalive ")
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "serve:", err)
@@ -35,6 +39,10 @@ func netServe(addr, text, ready string) {
 		c, err := l.Accept()
 		if err != nil {
 			return
+		}
+		if keepAlive {
+			go serveKeepAlive(c, body)
+			continue
 		}
 		go func() {
 			defer c.Close()
@@ -52,6 +60,21 @@ func netServe(addr, text, ready string) {
 			}
 			io.Copy(c, br)
 		}()
+	}
+}
+
+// serveKeepAlive answers each HTTP request on c with 200 and body, and
+// never closes c: it stays open until the server is killed.
+func serveKeepAlive(c net.Conn, body string) {
+	br := bufio.NewReader(c)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			select {} // the client is done; this side stays open
+		}
+		if line == "\r\n" {
+			fmt.Fprintf(c, "HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body)+1, body+"\n")
+		}
 	}
 }
 
