@@ -22,6 +22,10 @@
 #   ctxmcp serve fs.read,     300 calls/s, the target (tsh's         >= 1.00
 #   sequential                brokered calls/s beside it, to read)
 #   PTY relay                 script(1) (BenchmarkPTYThroughput)     >= 1.00
+#   sandbox start, iso        the same start in iso uid              <= 1.00
+#   landlock
+#   protected-path census,    a walk reading every directory of      <= 1.00
+#   100,000 files             the same tree (filepath.WalkDir)
 #   queue job cycle, tmpfs    the minimal rename+fsync loop          >= 0.80
 #   queue job cycle, disk     the minimal rename+fsync loop          >= 0.89
 #   binary size               the 8 MiB budget                       <= 1.00
@@ -411,6 +415,52 @@ EOF
 else
 	row "PTY relay, watcher and record on" "-" "script(1) (not installed)" "-" "-" "skip"
 fi
+
+# iso landlock against iso uid (issue 35): the same agent started in each
+# mode, interleaved, three rounds. Each mode has its own root, made
+# traversable for the agent's uid (landlock's connector is executed as it).
+if $sandboxes; then
+	chmod 755 "$work"
+	"$ctx" bootstrap --root "$work/ru" >/dev/null && "$ctx" set --root "$work/ru" agent/coder.d/iso uid
+	"$ctx" bootstrap --root "$work/rl" >/dev/null && "$ctx" set --root "$work/rl" agent/coder.d/iso landlock
+	cd "$work/ws"
+	if "$ctx" agent start --root "$work/rl" coder -- /bin/true 2>"$out/landlock.err" &&
+		"$ctx" agent start --root "$work/ru" coder -- /bin/true 2>"$out/uid.err"; then
+		say "sandbox start: iso landlock vs iso uid"
+		rm -f "$out"/isomode-*.json
+		for round in 1 2 3; do
+			hyperfine -N --warmup 5 --runs "$((runs / 10))" --export-json "$out/isomode-$round.json" \
+				"$ctx agent start --root $work/rl coder -- /bin/true" "$ctx agent start --root $work/ru coder -- /bin/true" >/dev/null
+		done
+		IFS='	' read -r a b r <<EOF
+$(hf "$out/isomode-*.json" 0 1)
+EOF
+		row "sandbox start, iso landlock" "$a" "the same start in iso uid" "$b" "$r" "<=1.00"
+	else
+		row "sandbox start, iso landlock" "-" "iso uid (a start failed: $out/landlock.err, uid.err)" "-" "-" "skip"
+	fi
+	cd "$repo"
+fi
+
+# The end of a run's protected-path comparison (issue 32's census) on a
+# workspace of 100,000 files, against a walk that only reads every
+# directory of the same tree (filepath.WalkDir), in the same benchmark.
+CGO_ENABLED=0 go test -run '^$' -bench 'ProtectCensus' -count "$count" ./applets/runhost/ >"$out/census.txt" 2>&1 ||
+	{ cat "$out/census.txt" >&2; exit 2; }
+IFS='	' read -r a b r <<EOF
+$(python3 - "$out/census.txt" <<'PY'
+import re, statistics, sys
+v = {"census": [], "walk": []}
+for line in open(sys.argv[1]):
+    m = re.match(r"BenchmarkProtectCensus/(census|walk)(-\d+)?\s+\d+\s+([\d.]+) ns/op", line)
+    if m:
+        v[m.group(1)].append(float(m.group(3)))
+c, w = statistics.median(v["census"]), statistics.median(v["walk"])
+print("%.1f ms\t%.1f ms\t%.2f" % (c / 1e6, w / 1e6, c / w))
+PY
+)
+EOF
+row "protected-path census, 100,000 files" "$a" "a walk reading every directory" "$b" "$r" "<=1.00"
 
 # The table; exit 1 when a ratio misses its target by more than the margin.
 python3 - "$rows" "$margin" <<'PY'

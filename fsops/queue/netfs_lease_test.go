@@ -161,15 +161,22 @@ func TestNetFSPlaceholder(t *testing.T) {
 		}
 		return names
 	}
-	if len(placeholders()) != 1 {
+	// (One more may stand for the lease's temporary: the race this is
+	// about.)
+	if len(placeholders()) == 0 {
 		t.Fatalf("no placeholder to test with: sshfs removed the open file (lease/J holds %v)", placeholders())
 	}
 	r, err := q.Scan()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.Ignored) != 1 || !strings.Contains(r.Ignored[0].Reason, "placeholder") || r.States[job] != StateClaimed {
+	if len(r.Ignored) == 0 || r.States[job] != StateClaimed {
 		t.Fatalf("check with a placeholder: state %s, ignored %v", r.States[job], r.Ignored)
+	}
+	for _, ig := range r.Ignored {
+		if !strings.Contains(ig.Reason, "placeholder") {
+			t.Fatalf("check with a placeholder: ignored %v", r.Ignored)
+		}
 	}
 	go func() {
 		time.Sleep(300 * time.Millisecond)
