@@ -26,13 +26,23 @@ var relayBufs = sync.Pool{New: func() any {
 	return &b
 }}
 
+// bigBufSlots bounds the large buffers held at once in this process: an
+// agent that keeps many connections streaming (within its budgets, or
+// with none) must not make the run host hold a mebibyte for each. A
+// direction that finds no slot reads into a small buffer of its own.
+var bigBufSlots = make(chan struct{}, 64)
+
+// smallBufSize is that buffer's size (io.Copy's).
+const smallBufSize = 32 << 10
+
 // reader reads one direction's source into a pooled buffer it holds only
 // while the source has bytes ready.
 type reader struct {
 	src io.Reader
 	raw syscall.RawConn // nil: src is read with Read
 	buf *[]byte
-	own []byte // the buffer when raw is nil
+	big bool   // buf is from relayBufs and holds a slot of bigBufSlots
+	own []byte // the buffer when raw is nil, or when no slot was free
 }
 
 func newReader(src io.Reader) *reader {
@@ -52,7 +62,7 @@ func (r *reader) read(max int64) ([]byte, error) {
 		// Not a socket (nothing to wait on without a buffer): one
 		// of its own, as io.Copy's plain loop would use.
 		if r.own == nil {
-			r.own = make([]byte, 32<<10)
+			r.own = make([]byte, smallBufSize)
 		}
 		n, err := r.src.Read(r.own[:min(int64(len(r.own)), max)])
 		return r.own[:n], err
@@ -89,17 +99,27 @@ func (r *reader) read(max int64) ([]byte, error) {
 }
 
 func (r *reader) take() {
-	if r.buf == nil {
-		r.buf = relayBufs.Get().(*[]byte)
+	if r.buf != nil {
+		return
+	}
+	select {
+	case bigBufSlots <- struct{}{}:
+		r.buf, r.big = relayBufs.Get().(*[]byte), true
+	default:
+		if r.own == nil {
+			r.own = make([]byte, smallBufSize)
+		}
+		r.buf = &r.own
 	}
 }
 
 // release gives the buffer back; the reader takes another if read again.
 func (r *reader) release() {
-	if r.buf != nil {
+	if r.big {
 		relayBufs.Put(r.buf)
-		r.buf = nil
+		<-bigBufSlots
 	}
+	r.buf, r.big = nil, false
 }
 
 // copyChunk copies up to limit bytes from r to dst, counting each write

@@ -72,3 +72,53 @@ func TestRelayCountsEachWay(t *testing.T) {
 		})
 	}
 }
+
+// TestRelayBuffersBounded: many directions with bytes ready at once (an
+// agent streaming on many connections) hold at most cap(bigBufSlots)
+// large buffers between them; the others read through a small one, and
+// every byte still arrives. Releasing gives the slots back.
+func TestRelayBuffersBounded(t *testing.T) {
+	const conns = 100
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var readers []*reader
+	for i := 0; i < conns; i++ {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		s, err := ln.Accept()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if _, err := c.Write([]byte("0123456789")); err != nil {
+			t.Fatal(err)
+		}
+		r := newReader(s)
+		b, err := r.read(1 << 20)
+		if err != nil || string(b) != "0123456789" {
+			t.Fatalf("connection %d: read %q, %v", i, b, err)
+		}
+		readers = append(readers, r)
+	}
+	big := 0
+	for _, r := range readers {
+		if r.big {
+			big++
+		}
+	}
+	if big > cap(bigBufSlots) || big == 0 || cap(bigBufSlots) > 64 {
+		t.Fatalf("%d directions hold a large buffer, want 1..%d", big, cap(bigBufSlots))
+	}
+	for _, r := range readers {
+		r.release()
+	}
+	if n := len(bigBufSlots); n != 0 {
+		t.Fatalf("%d slots still held after every release", n)
+	}
+}
