@@ -75,6 +75,7 @@ type AgentRun struct {
 	allowHostRoot bool
 	idmapTree     *os.File // the idmapped workspace for the sandbox, until it starts
 	planOnly      bool     // --plan: nothing is started, no cgroup made
+	chainShown    []string // what the run host showed by itself of the program's chain (agentrun_chain.go)
 	budgets       *runBudgets
 	net           *egress.Run                          // the run's egress proxy, when it has one (network.go)
 	broker        *Broker                              // the run's tool broker, when it could be bound

@@ -40,7 +40,7 @@ func (r *AgentRun) run(e *cli.Env) int {
 
 	r.setStatus("start", os.Getpid())
 	r.recordEvent(fsops.Event{Type: "agent.start", Object: "agent/" + r.Agent.Name, Status: "ok",
-		Detail: fmt.Sprintf("iso=%s%s workspace=%s model=%s life=%s", r.iso, r.isoNote(), r.workspace, r.Agent.Model, r.Agent.Life) + r.protectEventNote()})
+		Detail: fmt.Sprintf("iso=%s%s workspace=%s model=%s life=%s", r.iso, r.isoNote(), r.workspace, r.Agent.Model, r.Agent.Life) + r.protectEventNote() + r.chainEventNote()})
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGINT)

@@ -125,14 +125,26 @@ func (r *AgentRun) prepareWithBudgets(e *cli.Env, budgetsMade <-chan struct{}, n
 // keeps the run's secret out of the agent's reach.
 func (r *AgentRun) preparePlan(e *cli.Env, exe string, extra []policy.Mount, tools []sandboxplan.ProjectedTool, idmap *sandboxplan.IDMap, g runGrants) (int, bool) {
 	home := r.Root.AgentHome(int(r.Agent.UID), r.Agent.Name)
-	code, ok := 0, false
-	if r.iso == policy.IsoLandlock {
-		code, ok = r.prepareLandlock(e, exe, home, extra, tools, g.shared, g.network)
-	} else {
-		code, ok = r.prepareNamespaces(e, exe, home, extra, idmap, g)
+	env := r.env
+	build := func(extra []policy.Mount) (int, bool) {
+		r.env = env
+		if r.iso == policy.IsoLandlock {
+			return r.prepareLandlock(e, exe, home, extra, tools, g.shared, g.network)
+		}
+		return r.prepareNamespaces(e, exe, home, extra, idmap, g)
 	}
-	if !ok {
+	if code, ok := build(extra); !ok {
 		return code, false
+	}
+	// The rest of the chain of a program whose own directory the person
+	// mounted, shown read-only by the run host (chainMounts).
+	if more := r.chainMounts(e, exe, extra); len(more) > 0 {
+		if code, ok := build(append(append([]policy.Mount(nil), extra...), more...)); !ok {
+			return code, false
+		}
+		for _, m := range more {
+			r.chainShown = append(r.chainShown, m.Source)
+		}
 	}
 	if code, ok := r.checkProgramShown(e, exe); !ok {
 		return code, false

@@ -1,102 +1,78 @@
 package runhost
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
+	"ctx/applets/toolchain"
 	"ctx/fsops"
 	"ctx/policy"
 	"ctx/policy/sandboxplan"
 )
 
 // checkProgramShown refuses, before anything starts, a program its
-// sandbox would not find because it lies outside what the sandbox shows
-// (a toolchain in the person's home: pyenv shims, nvm, ~/.local/bin): exit
-// 127, one line naming the path and the mount line that shows it. A path
-// the sandbox shows, or one the host has not either, is left to the
-// sandbox. exe is the program the run host chose itself (tsh), if any.
+// sandbox would not start because it, or what its start goes through (the
+// links to its file, the interpreter of its #! line and that one's, a
+// shim's tree), lies outside what the sandbox shows (a toolchain in the
+// person's home: pyenv shims, nvm, ~/.local/bin): exit 127, one line
+// naming the paths and the mount lines that show them (package
+// toolchain). What the host has not either is left to the sandbox, whose
+// init names it. exe is the program the run host chose itself (tsh), if
+// any.
 func (r *AgentRun) checkProgramShown(e *cli.Env, exe string) (int, bool) {
-	if exe != "" || len(r.argv) == 0 || r.plan == nil || r.plan.RootFS {
+	c := r.checkProgram(e, exe)
+	if c == nil {
 		return 0, true
 	}
-	name := r.argv[0]
-	var msg string
-	switch {
-	case filepath.IsAbs(name):
-		if ShownAt(r.plan, name) != "" || !isExecutableFile(name) {
-			return 0, true
-		}
-		msg = fmt.Sprintf("%s is outside what its sandbox shows (iso %s), so it is not found there; fix: %s",
-			name, r.iso, MountLineFix(r.Root, r.Agent.Name, filepath.Dir(name)))
-	case strings.Contains(name, "/") || name == "":
-		return 0, true // relative to the working directory inside
-	default:
-		sandboxPath := envValue(r.env, "PATH")
-		for _, dir := range filepath.SplitList(sandboxPath) {
-			h := ShownAt(r.plan, filepath.Join(dir, name))
-			if filepath.IsAbs(dir) && h != "" && isExecutableFile(h) {
-				return 0, true
-			}
-		}
-		host := lookPathIn(name, e.Getenv("PATH"))
-		if host == "" {
-			return 0, true
-		}
-		msg = fmt.Sprintf("%s is not on its sandbox's PATH (%s); yours has it at %s, outside what the sandbox shows (iso %s); fix: %s, and run it by that path (or add its directory to PATH in agent/%s.d/env)",
-			name, sandboxPath, host, r.iso, MountLineFix(r.Root, r.Agent.Name, filepath.Dir(host)), r.Agent.Name)
-	}
+	msg := c.Refusal(r.Root, r.Agent.Name, string(r.iso), envValue(r.env, "PATH"))
 	return cli.Fail(e, cli.NotFound, "agent %s: %s", r.Agent.Name, cli.Escape(msg)), false
 }
 
-// ShownAt is sandboxplan.PlanHostPath, in iso landlock of the host path p
-// leads to: Landlock rules are on the files links lead to (a merged-/usr
-// /bin is /usr/bin's).
-func ShownAt(plan *sandboxplan.Plan, p string) string {
-	if plan.Iso == string(policy.IsoLandlock) {
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			p = real
+// checkProgram is toolchain's check of the run's program in the plan
+// built, nil when there is nothing to say or nothing to check.
+func (r *AgentRun) checkProgram(e *cli.Env, exe string) *toolchain.Check {
+	if exe != "" || len(r.argv) == 0 || r.plan == nil || r.plan.RootFS {
+		return nil
+	}
+	return toolchain.CheckProgram(r.plan, r.argv[0], envValue(r.env, "PATH"), e.Getenv("PATH"), e.Getenv("HOME"))
+}
+
+// chainMounts are the read-only mounts the run host adds by itself for
+// the chain of the run's program (Check.Mountable): only where the person
+// already mounted the program's own path, by a mount line or --mount.
+func (r *AgentRun) chainMounts(e *cli.Env, exe string, extra []policy.Mount) []policy.Mount {
+	c := r.checkProgram(e, exe)
+	if !c.Mountable(r.Root.Dir, e.Getenv("HOME")) {
+		return nil
+	}
+	granted := false
+	for _, m := range append(append([]policy.Mount(nil), r.Agent.Mounts...), extra...) {
+		at := m.Target
+		if r.iso == policy.IsoLandlock {
+			at = m.Source
 		}
+		granted = granted || policy.Within(c.World, at)
 	}
-	return sandboxplan.PlanHostPath(plan, p)
+	if !granted {
+		return nil
+	}
+	var out []policy.Mount
+	for _, d := range c.Dirs {
+		out = append(out, policy.Mount{Source: d, Target: d, ReadOnly: true, Bind: policy.BindRecursive, NoSuid: true, NoDev: true})
+	}
+	return out
 }
 
-// MountLineFix says how to show host directory dir, read-only at the same
-// path, in agent name's sandboxes: a line of its mount control (ctx man
-// policy, mount), set by a command that keeps the lines it has, or
-// --mount for one start.
-func MountLineFix(root fsops.Root, name, dir string) string {
-	q := fsops.ShellQuote(dir)
-	value := fmt.Sprintf(`"$(printf '%%s\t%%s\tro\trbind,nosuid,nodev' %s %s)"`, q, q)
-	file := filepath.Join(root.AgentControl(name), "mount")
-	if b, _ := fsops.ReadControl(file); len(bytes.TrimSpace(b)) > 0 {
-		// The lines it has, then the new one on a line of its own.
-		value = fmt.Sprintf(`"$(cat %s)$(printf '\n%%s\t%%s\tro\trbind,nosuid,nodev' %s %s)"`, fsops.ShellQuote(file), q, q)
+// chainEventNote names, in the agent.start event, the directories the run
+// host showed by itself for the program's chain.
+func (r *AgentRun) chainEventNote() string {
+	if len(r.chainShown) == 0 {
+		return ""
 	}
-	return fmt.Sprintf(`show %s read-only with a line of agent/%s.d/mount: ctx set%s agent/%s.d/mount %s (or, for one start, --mount %s %s ro)`,
-		dir, name, root.Option(), name, value, q, q)
-}
-
-// isExecutableFile reports whether p (followed) is a regular file with an
-// x bit, as the run host sees it.
-func isExecutableFile(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
-}
-
-// lookPathIn finds name in the absolute directories of pathVar, "" when
-// none has it.
-func lookPathIn(name, pathVar string) string {
-	for _, dir := range filepath.SplitList(pathVar) {
-		if p := filepath.Join(dir, name); filepath.IsAbs(dir) && isExecutableFile(p) {
-			return p
-		}
-	}
-	return ""
+	return " chain=" + strings.Join(r.chainShown, ",")
 }
 
 // envValue is KEY's value in env (KEY=VALUE entries; the last wins), "".

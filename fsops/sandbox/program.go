@@ -41,7 +41,7 @@ func runAgentProgram(plan *sandboxplan.Plan, sigs chan os.Signal, stderr io.Writ
 		unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	}
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(stderr, "ctx: sandbox: starting %s: %v\n", plan.Argv[0], err)
+		fmt.Fprintf(stderr, "ctx: sandbox: starting %s: %s\n", plan.Argv[0], startFailure(plan, cmd.Path, err))
 		return proc.StartFailure(err)
 	}
 	status := serveRun(plan, cmd.Process.Pid, sigs)

@@ -1,0 +1,226 @@
+package toolchain
+
+import (
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"ctx/fsops/proc"
+	"ctx/policy"
+	"ctx/policy/sandboxplan"
+)
+
+// A program from a version manager is rarely one file: nvm's npm is a
+// link into the version's lib, a pipx tool a link into its venv whose #!
+// line names a python elsewhere, a pyenv shim a script that picks the
+// version when it runs. Before a start the run host walks that chain in
+// the sandbox's view (proc.ProgramChain: links and #! lines read, never
+// run) and finds every directory the start needs that the sandbox does
+// not show.
+
+// A Check is what was found of a run's program.
+type Check struct {
+	Name    string // as the person gave it
+	World   string // its path in the sandbox
+	ByPATH  bool   // found by the sandbox's PATH, but not shown there
+	Yours   bool   // found only by the caller's PATH
+	Top     bool   // its own path is not shown (a hop of it)
+	Chain   proc.Chain
+	Unshown []proc.Hop // the hops of its chain the sandbox does not show
+	Shim    bool       // a shim whose tree is not shown
+	EnvHost string     // where the caller's PATH has the program its #! line runs by PATH, which the sandbox's has not
+	Dirs    []string   // the directories to show, read-only at their own paths
+}
+
+// CheckProgram walks the chain of name, a run's program, found as the
+// sandbox of plan would find it (by sandboxPATH for a bare name; else by
+// hostPATH, the caller's, to say where it is); nil when there is nothing
+// to say: all of it is shown, or what is missing is missing on the host
+// too (left to the sandbox, whose init names it). home is the caller's,
+// never shown whole.
+func CheckProgram(plan *sandboxplan.Plan, name, sandboxPATH, hostPATH, home string) *Check {
+	look := LookPath(plan, sandboxPATH)
+	c := &Check{Name: name}
+	switch {
+	case name == "":
+		return nil
+	case filepath.IsAbs(name):
+		c.World = filepath.Clean(name)
+	case strings.Contains(name, "/"):
+		c.World = filepath.Join(plan.Cwd, name)
+	default:
+		if c.World = look(name); c.World == "" {
+			if c.World = LookPathIn(name, hostPATH); c.World == "" {
+				return nil
+			}
+			c.Yours = true
+		}
+		c.ByPATH = !c.Yours
+	}
+	view := View(plan)
+	if !IsExecutableFile(view(c.World)) {
+		return nil
+	}
+	c.Chain = proc.ProgramChain(c.World, view, look)
+	c.Unshown = unshownHops(plan, c.Chain)
+	for _, h := range c.Unshown {
+		c.Top = c.Top || h.Path == c.World
+	}
+	c.ByPATH = c.ByPATH && c.Top
+	c.Shim = c.Chain.Shim != "" && ShownAt(plan, c.Chain.Shim) == ""
+	if c.Chain.EnvName != "" {
+		if c.EnvHost = LookPathIn(c.Chain.EnvName, hostPATH); c.EnvHost != "" {
+			c.Unshown = append(c.Unshown, unshownHops(plan, proc.ProgramChain(c.EnvHost, view, look))...)
+		}
+	}
+	if len(c.Unshown) == 0 && !c.Shim && c.EnvHost == "" && !c.Yours {
+		return nil
+	}
+	shim := ""
+	if c.Shim {
+		shim = c.Chain.Shim
+	}
+	c.Dirs = chainDirs(c.World, c.Unshown, shim, home)
+	return c
+}
+
+// Mountable reports whether the run host may show c's directories by
+// itself: the chain is known whole (no shim, no program by a PATH the
+// sandbox lacks, no walk cut short), the program's own path is shown, and
+// no directory is too broad to show (a home, ~/.local) or the ctx tree's
+// (rootDir), or above it.
+func (c *Check) Mountable(rootDir, home string) bool {
+	if c == nil || c.Top || c.Yours || c.ByPATH || c.Shim || c.Chain.EnvName != "" || c.Chain.Stop != "" || len(c.Dirs) == 0 {
+		return false
+	}
+	for _, d := range c.Dirs {
+		st, err := os.Stat(d)
+		if err != nil || !st.IsDir() || proc.TooBroad(d, home) || policy.Within(d, rootDir) || policy.Within(rootDir, d) {
+			return false
+		}
+	}
+	return true
+}
+
+// unshownHops are the hops of c, there on the host, that plan does not
+// show.
+func unshownHops(plan *sandboxplan.Plan, c proc.Chain) []proc.Hop {
+	var out []proc.Hop
+	for _, h := range c.Hops {
+		if !h.Missing && !hopShown(plan, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// chainDirs are the directories to show so that the hops are shown, each
+// read-only at its own path: the install a hop lies in (the tree above
+// its bin, proc.InstallDir), but for the program's own path its
+// directory, unless that tree holds another hop too (nvm's bin/npm, a
+// link into the same version's lib); a shim's whole tree. None lies in
+// another, none is too broad to show whole (a hop in / or a home itself
+// gets none: the refusal names it).
+func chainDirs(program string, hops []proc.Hop, shim, home string) []string {
+	var dirs []string
+	own, lifted := "", ""
+	for _, h := range hops {
+		if h.Path == program {
+			own, lifted = filepath.Dir(h.Path), proc.InstallDir(h.Path, home)
+			continue
+		}
+		dirs = append(dirs, proc.InstallDir(h.Path, home))
+	}
+	if shim != "" {
+		dirs = append(dirs, shim)
+	}
+	if own != "" {
+		for _, d := range dirs {
+			if lifted != own && policy.Within(d, lifted) {
+				own = lifted
+				break
+			}
+		}
+		dirs = append([]string{own}, dirs...)
+	}
+	var out []string
+	for _, d := range dirs {
+		if !proc.TooBroad(d, home) {
+			out = append(out, d)
+		}
+	}
+	return outermost(out)
+}
+
+// outermost is dirs without those within another of them, in their
+// first order.
+func outermost(dirs []string) []string {
+	byLength := append([]string(nil), dirs...)
+	sort.SliceStable(byLength, func(i, j int) bool { return len(byLength[i]) < len(byLength[j]) })
+	var kept []string
+	keep := map[string]bool{}
+	for _, d := range byLength {
+		inside := false
+		for _, k := range kept {
+			if policy.Within(d, k) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			kept = append(kept, d)
+			keep[d] = true
+		}
+	}
+	var out []string
+	for _, d := range dirs {
+		if keep[d] {
+			out = append(out, d)
+			delete(keep, d)
+		}
+	}
+	return out
+}
+
+// maxPathDirScan bounds the programs of one PATH directory PathDirNeeds
+// walks (a ~/.local/bin holds tens; a system bin thousands, and is not
+// asked about).
+const maxPathDirScan = 256
+
+// PathDirNeeds are the directories to show, read-only at their own
+// paths, so that the programs of dir, a directory of an agent's PATH,
+// start in the sandbox of plan: dir itself where it is not shown (a
+// shims directory's whole tool tree), and what their chains lead to
+// (doctor's fix; the same as a start's refusal). progs are the programs
+// whose chains leave what is shown; nil dirs when all of dir is shown.
+func PathDirNeeds(plan *sandboxplan.Plan, dir, pathVar, home string) (dirs, progs []string) {
+	entries, _ := os.ReadDir(dir)
+	if len(entries) > maxPathDirScan {
+		entries = entries[:maxPathDirScan]
+	}
+	view, look := View(plan), LookPath(plan, pathVar)
+	for _, ent := range entries {
+		p := filepath.Join(dir, ent.Name())
+		if !IsExecutableFile(view(p)) {
+			continue
+		}
+		c := proc.ProgramChain(p, view, look)
+		hops, shim := unshownHops(plan, c), ""
+		if c.Shim != "" && ShownAt(plan, c.Shim) == "" {
+			shim = c.Shim
+		}
+		need := chainDirs(p, hops, shim, home)
+		if len(need) > 0 && (len(need) > 1 || need[0] != dir) {
+			progs = append(progs, ent.Name())
+		}
+		dirs = append(dirs, need...)
+	}
+	if ShownAt(plan, dir) == "" {
+		if filepath.Base(dir) == "shims" {
+			dirs = append(dirs, filepath.Dir(dir))
+		}
+		dirs = append([]string{dir}, dirs...)
+	}
+	return outermost(dirs), progs
+}
