@@ -88,8 +88,8 @@ func CheckProgram(plan *sandboxplan.Plan, name, sandboxPATH, hostPATH, home stri
 // Mountable reports whether the run host may show c's directories by
 // itself: the chain is known whole (no shim, no program by a PATH the
 // sandbox lacks, no walk cut short), the program's own path is shown, and
-// no directory is too broad to show (a home, ~/.local) or the ctx tree's
-// (rootDir), or above it.
+// no directory is too broad to show (a home, ~/.local), the ctx tree's
+// (rootDir) or above it, or the kernel's and services' (/proc, /run...).
 func (c *Check) Mountable(rootDir, home string) bool {
 	if c == nil || c.Top || c.Yours || c.ByPATH || c.Shim || c.Chain.EnvName != "" || c.Chain.Stop != "" || len(c.Dirs) == 0 {
 		return false
@@ -99,9 +99,18 @@ func (c *Check) Mountable(rootDir, home string) bool {
 		if err != nil || !st.IsDir() || proc.TooBroad(d, home) || policy.Within(d, rootDir) || policy.Within(rootDir, d) {
 			return false
 		}
+		for _, k := range kernelDirs {
+			if policy.Within(d, k) {
+				return false
+			}
+		}
 	}
 	return true
 }
+
+// kernelDirs hold the kernel's and the running system's interfaces
+// (sockets of its services among them), never shown for a program's sake.
+var kernelDirs = []string{"/proc", "/sys", "/dev", "/run", "/var/run"}
 
 // unshownHops are the hops of c, there on the host, that plan does not
 // show.

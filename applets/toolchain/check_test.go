@@ -127,3 +127,18 @@ func TestChainDirsTooBroad(t *testing.T) {
 		t.Errorf("dirs %q, want /opt/py", got)
 	}
 }
+
+// The run host never shows by itself a directory of the kernel's or the
+// services' (their sockets), the ctx tree's, or one too broad.
+func TestMountableRefuses(t *testing.T) {
+	h := t.TempDir()
+	for _, d := range []string{"/run", "/dev", "/proc/self", h + "/tree/bin", "/", "/home/u/.local"} {
+		c := &Check{World: h + "/bin/x", Dirs: []string{d}}
+		if c.Mountable(h+"/tree", "/home/u") {
+			t.Errorf("%s is mountable", d)
+		}
+	}
+	if c := (&Check{World: h + "/bin/x", Dirs: []string{h}}); !c.Mountable("/ctx-tree", "/home/u") {
+		t.Errorf("%s is not mountable", h)
+	}
+}
