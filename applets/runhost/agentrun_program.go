@@ -41,57 +41,17 @@ func (r *AgentRun) checkProgram(e *cli.Env, exe string) *toolchain.Check {
 }
 
 // chainMounts are the read-only mounts the run host adds by itself for
-// the chain of the run's program (Check.Mountable): only where the person
-// already mounted the program's own path, by a mount line or --mount, and
-// no hop of the chain lies where the agent writes (a link it planted in
-// the workspace would choose what the run host shows it).
+// the chain of the run's program (toolchain's Check.Mounts): only where
+// the person already mounted the program's own path, and no hop of the
+// chain lies where the agent writes.
 func (r *AgentRun) chainMounts(e *cli.Env, exe string, extra []policy.Mount) []policy.Mount {
 	c := r.checkProgram(e, exe)
 	if !c.Mountable(r.Root.Dir, e.Getenv("HOME")) {
 		return nil
 	}
 	mounts := append(append([]policy.Mount(nil), r.Agent.Mounts...), extra...)
-	granted := false
-	for _, m := range mounts {
-		at := m.Target
-		if r.iso == policy.IsoLandlock {
-			at = m.Source
-		}
-		granted = granted || policy.Within(c.World, at)
-	}
-	for _, h := range c.Chain.Hops {
-		if r.agentWrites(h.Here, mounts) {
-			return nil
-		}
-	}
-	var out []policy.Mount
-	for _, d := range c.Dirs {
-		if !granted || within(r.workspace, d) {
-			return nil
-		}
-		out = append(out, policy.Mount{Source: d, Target: d, ReadOnly: true, Bind: policy.BindRecursive, NoSuid: true, NoDev: true})
-	}
-	return out
-}
-
-// agentWrites reports whether the run's agent may write host path p, or
-// may have written it in a run before: the workspace, the tree (its home
-// is there), a writable mount, in iso landlock a rule that lets it write.
-func (r *AgentRun) agentWrites(p string, mounts []policy.Mount) bool {
-	if within(p, r.workspace) || within(p, r.Root.Dir) {
-		return true
-	}
-	for _, m := range mounts {
-		if !m.ReadOnly && within(p, m.Source) {
-			return true
-		}
-	}
-	for _, rule := range r.plan.Access {
-		if r.iso == policy.IsoLandlock && rule.Write && within(p, rule.Path) {
-			return true
-		}
-	}
-	return false
+	writes := func(p string) bool { return toolchain.AgentWrites(p, r.workspace, r.Root.Dir, mounts, r.plan) }
+	return c.Mounts(mounts, r.iso == policy.IsoLandlock, r.workspace, writes)
 }
 
 // chainEventNote names, in the agent.start event, the directories the run

@@ -108,6 +108,57 @@ func (c *Check) Mountable(rootDir, home string) bool {
 	return true
 }
 
+// Mounts are the read-only mounts, at their own paths, of c's
+// directories that a run host may add by itself once Mountable: only
+// where mounts, the person's (mount lines, --mount; in iso landlock
+// their sources), show the program's own path, no hop of its chain lies
+// where the agent writes or wrote (writes: a link it planted there would
+// choose what it is shown), and no directory holds the workspace.
+func (c *Check) Mounts(mounts []policy.Mount, landlock bool, workspace string, writes func(string) bool) []policy.Mount {
+	granted := false
+	for _, m := range mounts {
+		at := m.Target
+		if landlock {
+			at = m.Source
+		}
+		granted = granted || policy.Within(c.World, at)
+	}
+	for _, h := range c.Chain.Hops {
+		if writes(h.Here) {
+			return nil
+		}
+	}
+	var out []policy.Mount
+	for _, d := range c.Dirs {
+		if !granted || policy.Within(workspace, d) {
+			return nil
+		}
+		out = append(out, policy.Mount{Source: d, Target: d, ReadOnly: true, Bind: policy.BindRecursive, NoSuid: true, NoDev: true})
+	}
+	return out
+}
+
+// AgentWrites reports whether the agent of a run may write host path p,
+// or may have written it in a run before: its workspace, the ctx tree
+// (its home is there), a writable mount, in iso landlock a rule of plan
+// that lets it write.
+func AgentWrites(p, workspace, tree string, mounts []policy.Mount, plan *sandboxplan.Plan) bool {
+	if policy.Within(p, workspace) || policy.Within(p, tree) {
+		return true
+	}
+	for _, m := range mounts {
+		if !m.ReadOnly && policy.Within(p, m.Source) {
+			return true
+		}
+	}
+	for _, rule := range plan.Access {
+		if plan.Iso == string(policy.IsoLandlock) && rule.Write && policy.Within(p, rule.Path) {
+			return true
+		}
+	}
+	return false
+}
+
 // kernelDirs hold the kernel's and the running system's interfaces
 // (sockets of its services among them), never shown for a program's sake.
 var kernelDirs = []string{"/proc", "/sys", "/dev", "/run", "/var/run"}
