@@ -9,6 +9,7 @@ import (
 	"ctx/applets/cli"
 	"ctx/applets/toolchain"
 	"ctx/fsops"
+	"ctx/fsops/proc"
 	"ctx/policy"
 	"ctx/policy/sandboxplan"
 )
@@ -43,14 +44,24 @@ func (r *AgentRun) checkProgram(e *cli.Env, exe string) *toolchain.Check {
 // chainMounts are the read-only mounts the run host adds by itself for
 // the chain of the run's program (toolchain's Check.Mounts): only where
 // the person already mounted the program's own path, and no hop of the
-// chain lies where the agent writes.
+// chain lies where this agent or another of the tree writes, or where
+// another user could have put it.
 func (r *AgentRun) chainMounts(e *cli.Env, exe string, extra []policy.Mount) []policy.Mount {
 	c := r.checkProgram(e, exe)
 	if !c.Mountable(r.Root.Dir, e.Getenv("HOME")) {
 		return nil
 	}
 	mounts := append(append([]policy.Mount(nil), r.Agent.Mounts...), extra...)
-	writes := func(p string) bool { return toolchain.AgentWrites(p, r.workspace, r.Root.Dir, mounts, r.plan) }
+	others := toolchain.OthersWrite(r.Root, func(name string) []policy.Mount {
+		if a, err := r.agents.Load(name); err == nil {
+			return a.Mounts
+		}
+		return nil
+	})
+	writes := func(p string) bool {
+		_, changed := proc.OthersMayChange(p, os.Geteuid())
+		return changed || toolchain.Within(p, others) || toolchain.AgentWrites(p, r.workspace, r.Root.Dir, mounts, r.plan)
+	}
 	return c.Mounts(mounts, r.iso == policy.IsoLandlock, r.workspace, writes)
 }
 
