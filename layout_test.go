@@ -38,6 +38,7 @@ var rank = map[string]int{
 	"ctx/fsops/queue":        4,
 	"ctx/fsops/broker":       4, // the wire of the run host's broker
 	"ctx/fsops/sandbox":      5, // the init and its walls
+	"ctx/fsops/toolworker":   5, // a tool worker's own side (sandbox starts it)
 	"ctx/fsops/netproxy":     4,
 	"ctx/ptyterm":            6,
 	"ctx/mcpstdio":           6,
@@ -57,7 +58,9 @@ var rank = map[string]int{
 }
 
 // sameRank lists the imports allowed between packages of one rank.
-var sameRank = map[[2]string]bool{}
+var sameRank = map[[2]string]bool{
+	{"ctx/fsops/sandbox", "ctx/fsops/toolworker"}: true, // the worker's applet name and descriptor
+}
 
 // onlyImports narrows the rank rule for the leaves that must stay pure:
 // policy decides on what it is handed and touches nothing (DESIGN §2).

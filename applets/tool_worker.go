@@ -7,21 +7,28 @@ import (
 	"ctx/applets/cli"
 	"ctx/applets/mcp"
 	"ctx/applets/toolrun"
-	"ctx/fsops/sandbox"
+	"ctx/fsops/toolworker"
 )
 
 // runToolWorker is the hidden applet of a tool worker
-// (fsops/sandbox/worker.go): it waits for the init's one order, becomes
+// (fsops/toolworker): it waits for the init's one order, becomes
 // that tool process and runs the call the run host decided. The order,
 // from the init on a socket only the init holds, is what tells it so; a
 // process started any other way (broker.BrokeredEnv set by hand included)
 // is a caller, and asks the host or decides for itself.
+// A call of an in-process tool (toolrun.StaysForAnother) may leave the
+// worker to take the next order instead of exiting (toolworker.Call.Again).
 func runToolWorker(_ *cli.Env, _ []string) int {
-	call, status := sandbox.WorkerOrder()
-	if call == nil {
-		return status
+	for {
+		call, status := toolworker.NextOrder(toolrun.StaysForAnother)
+		if call == nil {
+			return status
+		}
+		code := executeOrder(processEnv(), call.Argv, &toolrun.HostOrder{HostOps: call.HostOps, Report: call.Report})
+		if !call.Again(code) {
+			return code
+		}
 	}
-	return executeOrder(processEnv(), call.Argv, &toolrun.HostOrder{HostOps: call.HostOps, Report: call.Report})
 }
 
 // executeOrder runs the call ordered as argv: a tool ctx runs (a builtin,

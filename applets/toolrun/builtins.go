@@ -39,3 +39,24 @@ var (
 	readersGrants = []string{ArchitectSubject, CoderSubject}
 	writersGrants = []string{CoderSubject}
 )
+
+// inProcessTools are the builtin tools whose calls run wholly in the tool
+// process: they start no process and leave nothing running.
+var inProcessTools = map[*BuiltinTool]bool{FsReadTool: true, FsListTool: true, FsStatTool: true,
+	FsWriteTool: true, FsReplaceTool: true}
+
+// StaysForAnother reports whether a tool worker ordered to run argv may
+// take another call after it (toolworker.NextOrder): a call of an
+// in-process tool with its input as arguments, not a flag such as --help.
+// Whether the call left the process as it found it is checked after it.
+func StaysForAnother(argv []string) bool {
+	if len(argv) == 0 || !inProcessTools[BuiltinTools[argv[0]]] {
+		return false
+	}
+	for _, a := range argv[1:] {
+		if len(a) > 0 && a[0] == '-' {
+			return false
+		}
+	}
+	return true
+}

@@ -42,7 +42,7 @@ const SocketName = "broker.sock"
 // and its own authority check, and is not recorded, which is no more than
 // the process could do without the tool (ctx man sandbox). Nothing ctx
 // starts sets it: a tool process the init starts on the host's order is
-// told so by its order alone (a tool worker's, fsops/sandbox/worker.go).
+// told so by its order alone (a tool worker's, fsops/toolworker).
 const BrokeredEnv = "CTX_BROKERED"
 
 // MaxMessage bounds one message on either channel.
@@ -108,6 +108,27 @@ type Report struct {
 	Errno  string `json:"errno,omitempty"`
 	Layer  string `json:"layer,omitempty"`
 	Detail string `json:"detail,omitempty"`
+}
+
+// WorkerMessage is what a tool worker sends the init on its socket: the
+// tool's Report before it exits, or, from a worker that stays for another
+// call (fsops/toolworker/again.go), Ended: its call has ended with
+// Status, its descriptors of the call are closed, and the init reports
+// that as the call's exit, with the Report. The host gets the Report
+// only.
+type WorkerMessage struct {
+	Report
+	Ended  bool `json:"ended,omitempty"`
+	Status int  `json:"status,omitempty"`
+}
+
+// HostPart is the part of m the host takes, nil when it says nothing.
+func (m *WorkerMessage) HostPart() *Report {
+	if m == nil || m.Report == (Report{}) {
+		return nil
+	}
+	r := m.Report
+	return &r
 }
 
 // Reply is the host's answer: the call's exit status and, for a call

@@ -22,13 +22,15 @@ type initBroker struct {
 	orders chan brokerDelivery
 	byPid  map[int]uint64 // running tool process -> call id
 	pgid   map[uint64]int // call id -> its process group
-	// worker is the idle warm worker (worker.go), if any; retired are
-	// workers that died before taking an order; working are the workers
-	// running a call, by pid: the init's end of each one's socket, where
-	// the tool's report of its call waits for the exit.
-	worker  *toolWorker
+	// idle are the warm workers waiting for an order (worker.go), the
+	// last to have waited first; retired are workers killed before they
+	// took one; working are the workers running a call, by pid; ended
+	// brings the ends of calls after which a worker stays for another
+	// (worker_watch.go).
+	idle    []*toolWorker
 	retired map[int]bool
-	working map[int]*os.File
+	working map[int]*toolWorker
+	ended   chan workerEnded
 	// joined are the programs started into the run by a later ctx agent
 	// start (the run host's "run" order): the run lasts while any lives.
 	joined map[int]bool
@@ -54,8 +56,8 @@ func newInitBroker(plan *sandboxplan.Plan) *initBroker {
 		return nil
 	}
 	b := &initBroker{ch: ch, plan: plan, orders: make(chan brokerDelivery, 16),
-		byPid: map[int]uint64{}, pgid: map[uint64]int{}, retired: map[int]bool{}, working: map[int]*os.File{},
-		joined: map[int]bool{}}
+		byPid: map[int]uint64{}, pgid: map[uint64]int{}, retired: map[int]bool{}, working: map[int]*toolWorker{},
+		ended: make(chan workerEnded, endedQueue), joined: map[int]bool{}}
 	go b.read()
 	return b
 }
@@ -92,6 +94,9 @@ func (b *initBroker) handle(d brokerDelivery) {
 		// double-forked ones included, through its subreaper); then the
 		// call's process group is killed outright.
 		if pg, ok := b.pgid[o.ID]; ok {
+			if w := b.working[pg]; w != nil {
+				w.cancelled = true // it takes no other call
+			}
 			syscall.Kill(pg, syscall.SIGTERM)
 			time.AfterFunc(cancelGrace, func() { syscall.Kill(-pg, syscall.SIGKILL) })
 		}
@@ -143,11 +148,9 @@ func (b *initBroker) exited(pid, status int) bool {
 	if b == nil {
 		return false
 	}
-	if b.worker != nil && b.worker.pid == pid {
-		// The idle worker died (killed by the agent, a limit): the next
-		// call gets a worker started for it.
-		b.worker.conn.Close()
-		b.worker = nil
+	if b.dropIdle(pid) {
+		// An idle worker died (killed by the agent, a limit): the next
+		// call gets another.
 		return true
 	}
 	if b.retired[pid] {
@@ -162,11 +165,11 @@ func (b *initBroker) exited(pid, status int) bool {
 	delete(b.pgid, id)
 	delete(b.joined, pid)
 	rep := broker.InitReport{Op: broker.OpExit, ID: id, Status: status}
-	if conn, ok := b.working[pid]; ok {
+	if w, ok := b.working[pid]; ok {
 		// What the tool reported of its call was queued before it
 		// exited: it goes with the exit, in one report.
-		rep.Tool = toolReport(conn)
-		conn.Close()
+		rep.Tool = w.finalReport()
+		w.conn.Close()
 		delete(b.working, pid)
 	}
 	b.report(rep)

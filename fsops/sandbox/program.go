@@ -99,7 +99,7 @@ func agentCommand(plan *sandboxplan.Plan, stderr io.Writer) (*exec.Cmd, int) {
 // the program's status.
 func serveRun(plan *sandboxplan.Plan, child int, sigs <-chan os.Signal) int {
 	broker := newInitBroker(plan)
-	orders := broker.deliveries()
+	orders, ended := broker.deliveries(), broker.endings()
 	status := -1
 	// The run ends when its program has, and every program that joined
 	// it since (a second ctx agent start, a second MCP client) too.
@@ -112,6 +112,8 @@ func serveRun(plan *sandboxplan.Plan, child int, sigs <-chan os.Signal) int {
 			}
 			// On this, the locked thread: the tool inherits the walls.
 			broker.handle(d)
+		case e := <-ended:
+			broker.callEnded(e)
 		case sig := <-sigs:
 			switch sig {
 			case syscall.SIGCHLD:

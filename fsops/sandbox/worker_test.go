@@ -10,17 +10,33 @@ import (
 
 	"ctx/fsops/broker"
 	"ctx/fsops/proc"
+	"ctx/fsops/toolworker"
 	"ctx/policy/sandboxplan"
 )
 
 // testToolWorker is this test binary as a tool worker: given its order it
 // says whether a program it starts inherits its socket to the init, reports
 // ENOENT with its arguments as the detail, and exits 3.
+//
+// Its calls named stay... are in-process calls after which it may stay
+// (testStayingCall).
 func testToolWorker() int {
-	call, status := WorkerOrder()
-	if call == nil {
-		return status
+	for {
+		call, status := toolworker.NextOrder(func(argv []string) bool { return strings.HasPrefix(argv[0], "stay") })
+		if call == nil {
+			return status
+		}
+		if !strings.HasPrefix(call.Argv[0], "stay") {
+			return testExitingCall(call)
+		}
+		status = testStayingCall(call)
+		if !call.Again(status) {
+			return status
+		}
 	}
+}
+
+func testExitingCall(call *toolworker.Call) int {
 	out, _ := exec.Command("/bin/sh", "-c", `if [ -e /proc/$$/fd/3 ]; then echo inherited; else echo closed; fi`).Output()
 	os.Stdout.Write(out)
 	call.Report(broker.Report{Errno: "ENOENT", Detail: strings.Join(call.Argv[1:], " ")})
@@ -46,11 +62,11 @@ func TestWorkerReportsWithItsExit(t *testing.T) {
 	defer host.Close()
 	defer initEnd.Close()
 	b := &initBroker{ch: initEnd, plan: &sandboxplan.Plan{Worker: exe}, byPid: map[int]uint64{}, pgid: map[uint64]int{},
-		retired: map[int]bool{}, working: map[int]*os.File{}, joined: map[int]bool{}}
+		retired: map[int]bool{}, working: map[int]*toolWorker{}, ended: make(chan workerEnded, endedQueue), joined: map[int]bool{}}
 	defer func() {
-		if b.worker != nil {
-			syscall.Kill(b.worker.pid, syscall.SIGKILL)
-			syscall.Wait4(b.worker.pid, nil, 0, nil)
+		for _, w := range b.idle {
+			syscall.Kill(w.pid, syscall.SIGKILL)
+			syscall.Wait4(w.pid, nil, 0, nil)
 		}
 	}()
 	devnull, err := os.Open(os.DevNull)
@@ -59,8 +75,8 @@ func TestWorkerReportsWithItsExit(t *testing.T) {
 	}
 	defer devnull.Close()
 	for id, way := range []string{"started for the call", "warm"} {
-		if (b.worker != nil) != (way == "warm") {
-			t.Fatalf("%s: idle worker %v", way, b.worker)
+		if (len(b.idle) > 0) != (way == "warm") {
+			t.Fatalf("%s: idle workers %v", way, b.idle)
 		}
 		r, w, err := os.Pipe()
 		if err != nil {

@@ -119,6 +119,8 @@ func main() {
 		joinBrokers(os.Args[2:4], os.Args[4:])
 	case "stall":
 		stall(os.Args[2])
+	case "plant":
+		plantWorker(os.Args[2])
 	case "net-serve":
 		netServe(os.Args[2], os.Args[3], os.Args[4])
 	case "net-get":
