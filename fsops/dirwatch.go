@@ -25,6 +25,7 @@ type DirWatch struct {
 	closed  bool
 	failed  bool // a directory could not be watched: changes may be missed
 	watched map[string]bool
+	dirs    map[int32]string // by watch descriptor, for ChangedIn
 	// above are the directories above the watch's top (see
 	// AddWithAncestors), compared by status instead of inotify.
 	above map[string]dirStatus
@@ -63,7 +64,7 @@ func NewDirWatch() (*DirWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DirWatch{fd: fd, watched: map[string]bool{}, above: map[string]dirStatus{}}, nil
+	return &DirWatch{fd: fd, watched: map[string]bool{}, dirs: map[int32]string{}, above: map[string]dirStatus{}}, nil
 }
 
 // Add watches each of dirs not watched yet. A missing one is skipped (its
@@ -77,10 +78,11 @@ func (w *DirWatch) Add(dirs ...string) {
 		if w.closed || w.watched[d] {
 			continue
 		}
-		_, err := unix.InotifyAddWatch(w.fd, d, dirWatchMask)
+		wd, err := unix.InotifyAddWatch(w.fd, d, dirWatchMask)
 		switch {
 		case err == nil:
 			w.watched[d] = true
+			w.dirs[int32(wd)] = d
 		case err != unix.ENOENT && err != unix.ENOTDIR:
 			w.failed = true
 		}
@@ -141,6 +143,14 @@ func (w *DirWatch) Complete() bool {
 // to an entry not named in ignore (logs the tree writes on every call).
 // It never blocks. An overflowed queue counts as a change.
 func (w *DirWatch) Changed(ignore map[string]bool) bool {
+	return w.ChangedIn(func(_, name string) bool { return !ignore[name] })
+}
+
+// ChangedIn is Changed for the changes that matter: relevant is asked of
+// each queued change, with the watched directory (as added; "" when the
+// kernel names none, an overflowed queue among them, which is always a
+// change) and the entry's name ("" for the directory itself).
+func (w *DirWatch) ChangedIn(relevant func(dir, name string) bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
@@ -171,7 +181,14 @@ func (w *DirWatch) Changed(ignore map[string]bool) bool {
 			if end > n {
 				break
 			}
-			if !ignore[string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))] {
+			dir, ok := w.dirs[ev.Wd]
+			if ok && ev.Mask&unix.IN_IGNORED != 0 {
+				// The directory is gone (or its watch): a later Add
+				// of its path watches what is there then.
+				delete(w.watched, dir)
+				delete(w.dirs, ev.Wd)
+			}
+			if !ok || relevant(dir, string(bytes.TrimRight(buf[off+unix.SizeofInotifyEvent:end], "\x00"))) {
 				changed = true
 			}
 			off = end

@@ -83,12 +83,17 @@ type PathTools struct {
 	// size, mode, modification and change times; a rewrite in place to
 	// the same size within one tick of the kernel's file clock goes unseen
 	// until the next change). Serve lists before each call; a call's own
-	// decision stays the run host's.
+	// decision stays the run host's. Where the kernel can watch them
+	// (inotify), the directories searched and the tools' control
+	// directories are watched instead of stat'ed: while no change to them
+	// is queued and the key is unchanged, the last listing is returned
+	// as is (pathtools_watch.go).
 	Revision func() string
 
 	listMu     sync.Mutex
 	listKey    string
 	listCached []ServedTool
+	watch      listingWatch
 
 	wmu    sync.Mutex
 	warned map[string]bool
@@ -170,16 +175,29 @@ var toolControls = []string{"description", "schema", "annotations", "output.sche
 // that part of the description (absent hints are MCP's cautious
 // defaults). Each tool left out is warned about once.
 func (p *PathTools) Tools() ([]ServedTool, error) {
-	hits, _ := fsops.ListTools(p.Dirs)
-	key := ""
+	rev, key, gen := "", "", uint64(0)
+	var hits []fsops.ToolHit
 	if p.Revision != nil {
-		key = p.Revision() + "\n" + p.filesKey(hits)
+		rev = p.Revision()
+		cached, g, ok := p.unchangedListing(rev)
+		if ok {
+			return cached, nil
+		}
+		gen = g
+		hits, _ = fsops.ListTools(p.Dirs)
+		p.watchListing(hits) // before anything of the listing is read
+		key = rev + "\n" + p.filesKey(hits)
 		p.listMu.Lock()
-		cached, ok := p.listCached, p.listKey == key
+		cached, ok = p.listCached, p.listKey == key
+		if ok {
+			p.watch.listed(rev, gen)
+		}
 		p.listMu.Unlock()
 		if ok {
 			return cached, nil
 		}
+	} else {
+		hits, _ = fsops.ListTools(p.Dirs)
 	}
 	visible := p.visible()
 	var out []ServedTool
@@ -198,7 +216,11 @@ func (p *PathTools) Tools() ([]ServedTool, error) {
 	}
 	if p.Revision != nil {
 		p.listMu.Lock()
-		p.listKey, p.listCached = key, out
+		if gen >= p.watch.listedGen {
+			// Not over a reading made after a later change.
+			p.listKey, p.listCached = key, out
+			p.watch.listed(rev, gen)
+		}
 		p.listMu.Unlock()
 	}
 	return out, nil

@@ -41,7 +41,10 @@ func TextBlock(text string) json.RawMessage {
 
 // Handler supplies a server's tools. Tools is asked on every tools/list,
 // before every call (to find the tool: a tool removed or no longer
-// permitted disappears at once) and by the list-change poll. Call runs one
+// permitted disappears at once) and by the list-change poll; the slice it
+// returns is not modified afterwards (a handler may return the same one
+// while its tools are unchanged, and the server then reuses what it
+// computed of it). Call runs one
 // tool; ctx is cancelled when the client sends notifications/cancelled for
 // that request. progress is nil unless the client asked for progress
 // (params._meta.progressToken); each call of it becomes one
@@ -182,6 +185,11 @@ type server struct {
 	sent      string
 	announced string
 	listed    map[string]bool
+
+	// fmu guards the fingerprint of the last set compared (fingerprintOf).
+	fmu     sync.Mutex
+	fpTools []ServedTool
+	fp      string
 }
 
 func (s *server) send(v any) {

@@ -30,9 +30,15 @@ func (s *server) noteListed(tools []ServedTool) {
 // compare announces a tool set that differs from the one the client was
 // last sent, once per change.
 func (s *server) compare(tools []ServedTool) {
-	fp := fingerprint(tools)
 	s.lmu.Lock()
-	changed := s.sent != "" && fp != s.sent && fp != s.announced
+	listedOnce := s.sent != ""
+	s.lmu.Unlock()
+	if !listedOnce {
+		return // nothing to compare with
+	}
+	fp := s.fingerprintOf(tools)
+	s.lmu.Lock()
+	changed := fp != s.sent && fp != s.announced
 	if changed {
 		s.announced = fp
 	}
@@ -61,4 +67,17 @@ func (s *server) poll(stop chan struct{}) {
 			s.compare(tools)
 		}
 	}
+}
+
+// fingerprintOf is fingerprint(tools), kept for the last set: a handler
+// that finds its listing unchanged returns the same slice, which is never
+// modified once returned.
+func (s *server) fingerprintOf(tools []ServedTool) string {
+	s.fmu.Lock()
+	defer s.fmu.Unlock()
+	if len(tools) > 0 && len(tools) == len(s.fpTools) && &tools[0] == &s.fpTools[0] {
+		return s.fp
+	}
+	s.fpTools, s.fp = tools, fingerprint(tools)
+	return s.fp
 }
