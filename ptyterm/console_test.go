@@ -14,6 +14,9 @@ func TestNoConsoleLeavesOutputAlone(t *testing.T) {
 	s := serve(t, Config{Console: ConsoleNone, ConsoleIn: strings.NewReader("typed\n"), ConsoleOut: out},
 		"sh", "-c", "read x; echo marker-$x")
 	w := dial(t, s.socket, "watch\n")
+	// Joined before the attacher's line makes the output: the server
+	// serves each connection on its own, in no set order.
+	waitEvent(t, s.events, EventWatch, nil)
 	a := dial(t, s.socket, "attach\n")
 	a.send(t, "from-attacher\n")
 	w.out.waitFor(t, "marker-from-attacher", 1)
