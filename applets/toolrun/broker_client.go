@@ -29,19 +29,32 @@ func BrokeredCall(e *cli.Env, tool string, args []string) (int, bool) {
 	if e.Getenv(broker.BrokeredEnv) != "" {
 		return 0, false
 	}
-	conn, code, ok := dialRunBroker(e)
+	conn, req, fds, relay, code, ok := startCall(e, tool, args)
 	if conn < 0 {
 		return code, ok
 	}
 	defer fsops.CloseFD(conn)
+	return CallBroker(e, conn, req, fds, relay, "the run host"), true
+}
 
+// startCall connects to the run's broker and makes the request of a call
+// of tool with the caller's streams (fds, relayed through relay), its
+// directory and its environment. conn is -1 when there is nothing to ask
+// (code and ok as dialRunBroker's) or the streams could not be passed
+// (code printed, ok true); otherwise the caller closes conn.
+func startCall(e *cli.Env, tool string, args []string) (conn int, req broker.Request, fds []int, relay *descriptorRelay, code int, ok bool) {
+	conn, code, ok = dialRunBroker(e)
+	if conn < 0 {
+		return conn, req, nil, nil, code, ok
+	}
 	fds, relay, err := StandardDescriptors(e)
 	if err != nil {
-		return cli.Fail(e, cli.Internal, "%v", err), true
+		fsops.CloseFD(conn)
+		return -1, req, nil, nil, cli.Fail(e, cli.Internal, "%v", err), true
 	}
 	cwd, _ := os.Getwd()
-	req := broker.Request{Tool: tool, Args: args, Env: e.Environ(), Cwd: cwd}
-	return CallBroker(e, conn, req, fds, relay, "the run host"), true
+	req = broker.Request{Tool: tool, Args: args, Env: e.Environ(), Cwd: cwd}
+	return conn, req, fds, relay, 0, true
 }
 
 // dialRunBroker connects to the run's broker: /mnt/proc/broker.sock inside
@@ -127,17 +140,11 @@ func CallBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *desc
 // signal, cancels the call, and the status is then cli.Failure. Its
 // streams are e's, relayed through pipes when they are not files.
 func BrokeredCallContext(ctx context.Context, e *cli.Env, tool string, args []string) (int, bool) {
-	conn, code, ok := dialRunBroker(e)
+	conn, req, fds, relay, code, ok := startCall(e, tool, args)
 	if conn < 0 {
 		return code, ok
 	}
 	defer fsops.CloseFD(conn)
-	fds, relay, err := StandardDescriptors(e)
-	if err != nil {
-		return cli.Fail(e, cli.Internal, "%v", err), true
-	}
-	cwd, _ := os.Getwd()
-	req := broker.Request{Tool: tool, Args: args, Env: e.Environ(), Cwd: cwd}
 	code, cancelled := awaitBroker(e, conn, req, fds, relay, "the run host", ctx.Done(), nil)
 	if cancelled {
 		return cli.Failure, true
