@@ -39,6 +39,7 @@ var rank = map[string]int{
 	"ctx/fsops/broker":       4, // the wire of the run host's broker
 	"ctx/fsops/sandbox":      5, // the init and its walls
 	"ctx/fsops/toolworker":   5, // a tool worker's own side (sandbox starts it)
+	"ctx/fsops/kept":         6, // what runs keep between them: sandbox templates
 	"ctx/fsops/netproxy":     4,
 	"ctx/ptyterm":            6,
 	"ctx/mcpstdio":           6,

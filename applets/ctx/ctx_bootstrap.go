@@ -12,6 +12,7 @@ import (
 
 	"ctx/applets/cli"
 	"ctx/fsops"
+	keptns "ctx/fsops/kept"
 )
 
 // RunBootstrap is `ctx bootstrap [--root DIR] [-v]`: create or repair the
@@ -57,6 +58,15 @@ func RunBootstrap(e *cli.Env, args []string) int {
 	for _, a := range actions {
 		if a.Verb == "kept" {
 			kept++
+		}
+	}
+	if owner.UID == 0 {
+		// A root caller's uid-mode runs keep their sandboxes' templates in
+		// one namespace kept for them (ctx man sandbox, MODES), made here
+		// once: the host's mount table gains its two mounts when a tree is
+		// made, not during a run. Best effort: a run makes it otherwise.
+		if runtime, err := fsops.RuntimeDir(0); err == nil {
+			keptns.KeepHolder(runtime)
 		}
 	}
 	// Reported, not repaired: the control is the tool author's claim, so

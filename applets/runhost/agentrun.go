@@ -74,6 +74,7 @@ type AgentRun struct {
 	// uid 0 (still without capabilities, behind seccomp).
 	allowHostRoot bool
 	idmapTree     *os.File // the idmapped workspace for the sandbox, until it starts
+	tmplTree      *os.File // a copy of the kept template for the sandbox, until it starts
 	planOnly      bool     // --plan: nothing is started, no cgroup made
 	chainShown    []string // what the run host showed by itself of the program's chain (agentrun_chain.go)
 	budgets       *runBudgets
@@ -102,6 +103,10 @@ func (r *AgentRun) closeIDMap() {
 	if r.idmapTree != nil {
 		r.idmapTree.Close()
 		r.idmapTree = nil
+	}
+	if r.tmplTree != nil {
+		r.tmplTree.Close()
+		r.tmplTree = nil
 	}
 }
 

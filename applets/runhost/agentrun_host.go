@@ -17,6 +17,7 @@ import (
 	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/fsops/broker"
+	"ctx/fsops/kept"
 	"ctx/fsops/proc"
 	fssandbox "ctx/fsops/sandbox"
 )
@@ -227,6 +228,13 @@ func (r *AgentRun) firstCommand(e *cli.Env, runcap *broker.RunCapability) (*exec
 		}
 		if r.idmapTree != nil {
 			sandbox.SetIDMappedWorkspace(r.idmapTree)
+		}
+		if r.plan.HasTemplate() {
+			// The kept template of this plan (ctx man sandbox, MODES), or none.
+			if t, err := kept.Template(r.plan, filepath.Dir(r.runtime), r.treeKey, r.Root.Dir, r.Agent.Name); err == nil {
+				r.tmplTree = t
+				sandbox.SetTemplateTree(t)
+			}
 		}
 		if r.broker != nil {
 			sandbox.SetBrokerChannel(r.broker.init)

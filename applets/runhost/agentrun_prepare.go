@@ -404,7 +404,7 @@ func (r *AgentRun) prepareNamespaces(e *cli.Env, exe, home string, extra []polic
 	}
 	in := sandboxplan.PlanInput{
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
-		RootDir: r.Root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), SystemDirs: systemDirs(), Etc: hostEtc(),
+		RootDir: r.Root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), Template: r.iso == policy.IsoUID && r.callerUID == 0, SystemDirs: systemDirs(), Etc: hostEtc(),
 		Workspace: r.workspace, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: r.tools, Shared: g.shared,
 		ProcDir: r.runDir, SkillsDir: g.skills.Dir, Skills: g.skills.List, SOP: r.sop, Network: g.network, Egress: r.net.PlanEgress(),
 		Budgets: r.planBudgets(), Cgroup: r.budgets.cgroup != nil,

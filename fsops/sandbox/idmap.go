@@ -164,7 +164,7 @@ func holdUserns(self string, m IDMapping, traced bool) (*os.File, error) {
 // attachIDMapped moves the host's idmapped workspace tree onto target.
 // Its flags were set when it was made.
 func attachIDMapped(base string, op sandboxplan.Op) error {
-	pfd, name, err := mountPoint(base, op.Target, true)
+	pfd, name, err := MountPoint(base, op.Target, true)
 	if err != nil {
 		return err
 	}

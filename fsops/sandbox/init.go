@@ -143,6 +143,9 @@ func readPlan() (*sandboxplan.Plan, error) {
 	if (plan.IDMap != nil) != (idmappedWorkspace != nil) {
 		return nil, &Error{"receiving the idmapped workspace", fmt.Errorf("the plan and the descriptors handed over disagree")}
 	}
+	if templateTree != nil && (plan.RootFS || !plan.HasTemplate()) {
+		return nil, &Error{"receiving the template", fmt.Errorf("the plan has no template part")}
+	}
 	return plan, nil
 }
 
@@ -151,6 +154,7 @@ func readPlan() (*sandboxplan.Plan, error) {
 var (
 	runFile       *os.File // the run capability, passed on to the program as RunFD
 	brokerChannel *os.File // the init's end of the broker's order channel
+	templateTree  *os.File // a copy of the kept template's tree (ctx/fsops/kept)
 )
 
 // receiveHandoff receives the handoff byte and the descriptors attached
@@ -216,6 +220,9 @@ func receiveHandoff(fd int) error {
 	if b[0]&handoffNet != 0 {
 		netChannel = next()
 	}
+	if b[0]&handoffTemplate != 0 {
+		templateTree = next()
+	}
 	return nil
 }
 
@@ -239,50 +246,32 @@ func buildSandbox(plan *sandboxplan.Plan) error {
 }
 
 // applyMounts builds the new root under plan.NewRoot and pivots into it.
+// With a template tree handed over (templateTree), the tree is the new
+// root and the ops it holds are skipped.
 func applyMounts(plan *sandboxplan.Plan) error {
 	// First, and fatal if it fails: nothing we mount may propagate back to
 	// the host's mount namespace.
-	root := plan.NewRoot
-	if err := makeMountsPrivate(root); err != nil {
+	if err := makeMountsPrivate(plan.NewRoot); err != nil {
 		return &Error{"making all mounts private", err}
 	}
-	// The new root is mounted on the directory checked, through a
-	// descriptor opened without following any symlink.
-	rootFD, err := fsops.OpenNoSymlinks(root)
-	if err != nil {
-		return &Error{"opening the new root " + root, err}
+	tree := templateTree
+	templateTree = nil
+	if tree != nil {
+		defer tree.Close()
 	}
-	defer unix.Close(rootFD)
-	if plan.RootFS {
-		if err := unix.Mount(fsops.FDPath(rootFD), root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return &Error{"binding the agent's root filesystem " + root, err}
-		}
-		if err := remount(root, unix.MS_NOSUID|unix.MS_NODEV); err != nil {
-			return &Error{"making the agent's root filesystem nosuid,nodev " + root, err}
-		}
-	} else if err := unix.Mount("tmpfs", fsops.FDPath(rootFD), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
-		return &Error{"mounting the new root tmpfs on " + root, err}
-	}
-	top, err := openMountOver(root, rootFD)
-	if err != nil {
-		return &Error{"checking the new root " + root, err}
-	}
-	// Every op before the pivot works relative to the new root, entered
-	// through the descriptor just checked: no op walks the host's path
-	// to it again (ops repeated that lookup of a long path before, a large
-	// share of building the sandbox).
-	err = unix.Fchdir(top)
-	unix.Close(top)
-	if err != nil {
-		return &Error{"entering the new root " + root, err}
+	if err := EnterNewRoot(plan, tree); err != nil {
+		return err
 	}
 	pivoted := false
 	for _, op := range plan.Ops {
+		if tree != nil && op.Template {
+			continue
+		}
 		base := "."
 		if pivoted {
 			base = "/"
 		}
-		if err := applyOp(base, op); err != nil {
+		if err := ApplyOp(base, op); err != nil {
 			step := string(op.Kind) + " " + op.Target
 			if op.Why != "" {
 				step = op.Why + ": " + step
@@ -292,6 +281,47 @@ func applyMounts(plan *sandboxplan.Plan) error {
 		if op.Kind == sandboxplan.OpPivotRoot {
 			pivoted = true
 		}
+	}
+	return nil
+}
+
+// EnterNewRoot mounts the new root on plan.NewRoot (the agent's root
+// filesystem bound, a fresh tmpfs, or tree attached), through a descriptor
+// opened without following any symlink, and enters it: no op before the
+// pivot walks the host's path to it again (a large share of building the
+// sandbox, when each op did).
+func EnterNewRoot(plan *sandboxplan.Plan, tree *os.File) error {
+	root := plan.NewRoot
+	rootFD, err := fsops.OpenNoSymlinks(root)
+	if err != nil {
+		return &Error{"opening the new root " + root, err}
+	}
+	defer unix.Close(rootFD)
+	switch {
+	case tree != nil:
+		if err := unix.MoveMount(int(tree.Fd()), "", rootFD, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
+			return &Error{"attaching the template on the new root " + root, err}
+		}
+	case plan.RootFS:
+		if err := unix.Mount(fsops.FDPath(rootFD), root, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return &Error{"binding the agent's root filesystem " + root, err}
+		}
+		if err := remount(root, unix.MS_NOSUID|unix.MS_NODEV); err != nil {
+			return &Error{"making the agent's root filesystem nosuid,nodev " + root, err}
+		}
+	default:
+		if err := unix.Mount("tmpfs", fsops.FDPath(rootFD), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=64m"); err != nil {
+			return &Error{"mounting the new root tmpfs on " + root, err}
+		}
+	}
+	top, err := openMountOver(root, rootFD)
+	if err != nil {
+		return &Error{"checking the new root " + root, err}
+	}
+	err = unix.Fchdir(top)
+	unix.Close(top)
+	if err != nil {
+		return &Error{"entering the new root " + root, err}
 	}
 	return nil
 }

@@ -34,7 +34,7 @@ func TestMountPoint(t *testing.T) {
 		rel string
 		dir bool
 	}{{"/ctx/tool/fs.read.d", true}, {"/ctx/tool/fs.read", false}, {"/home/agent", true}} {
-		pfd, name, err := mountPoint(base, tc.rel, tc.dir)
+		pfd, name, err := MountPoint(base, tc.rel, tc.dir)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.rel, err)
 		}
@@ -61,7 +61,7 @@ func TestMountPoint(t *testing.T) {
 		{"/home/fifo", false, "exists and is not a regular file"},
 		{"/home/file/x", false, "not a directory"},
 	} {
-		pfd, _, err := mountPoint(base, tc.rel, tc.dir)
+		pfd, _, err := MountPoint(base, tc.rel, tc.dir)
 		if err == nil {
 			unix.Close(pfd)
 			t.Errorf("%s (dir=%v): made", tc.rel, tc.dir)

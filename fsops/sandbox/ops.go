@@ -32,8 +32,8 @@ const (
 	stRelatime   = 0x1000
 )
 
-// applyOp applies one op of the plan below base.
-func applyOp(base string, op sandboxplan.Op) error {
+// ApplyOp applies one op of the plan below base.
+func ApplyOp(base string, op sandboxplan.Op) error {
 	switch op.Kind {
 	case sandboxplan.OpPivotRoot:
 		return pivotRoot(base)
@@ -41,7 +41,7 @@ func applyOp(base string, op sandboxplan.Op) error {
 		return loopbackUp()
 	case sandboxplan.OpBind:
 		// Its mount point is made and attached to through a descriptor
-		// of its checked parent (mountPoint): no separate check.
+		// of its checked parent (MountPoint): no separate check.
 		if err := cleanComponents(op.Target); err != nil {
 			return err
 		}
@@ -54,29 +54,29 @@ func applyOp(base string, op sandboxplan.Op) error {
 	mode := os.FileMode(op.Mode)
 	switch op.Kind {
 	case sandboxplan.OpDir:
-		return mkdirAll(base, op.Target, orMode(mode, 0o755))
+		return MkdirAll(base, op.Target, orMode(mode, 0o755))
 	case sandboxplan.OpFile:
-		if err := mkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
+		if err := MkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
 			return err
 		}
 		return os.WriteFile(target, op.Data, orMode(mode, 0o644))
 	case sandboxplan.OpSymlink:
-		if err := mkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
+		if err := MkdirAll(base, filepath.Dir(op.Target), 0o755); err != nil {
 			return err
 		}
 		return os.Symlink(op.Source, target)
 	case sandboxplan.OpTmpfs:
-		if err := mkdirAll(base, op.Target, 0o755); err != nil {
+		if err := MkdirAll(base, op.Target, 0o755); err != nil {
 			return err
 		}
 		return mountTmpfs(target, op, orMode(mode, 0o755))
 	case sandboxplan.OpProc:
-		if err := mkdirAll(base, op.Target, 0o555); err != nil {
+		if err := MkdirAll(base, op.Target, 0o555); err != nil {
 			return err
 		}
 		return unix.Mount("proc", target, "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "")
 	case sandboxplan.OpDevpts:
-		if err := mkdirAll(base, op.Target, 0o755); err != nil {
+		if err := MkdirAll(base, op.Target, 0o755); err != nil {
 			return err
 		}
 		return unix.Mount("devpts", target, "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620")
@@ -173,7 +173,7 @@ func bindMount(base string, op sandboxplan.Op, target string) error {
 	if err := unix.Fstat(srcFD, &st); err != nil {
 		return fmt.Errorf("source %s: %w", op.Source, err)
 	}
-	pfd, name, err := mountPoint(base, op.Target, st.Mode&unix.S_IFMT == unix.S_IFDIR)
+	pfd, name, err := MountPoint(base, op.Target, st.Mode&unix.S_IFMT == unix.S_IFDIR)
 	if err != nil {
 		return err
 	}
@@ -306,7 +306,7 @@ func safeJoin(base, rel string) (string, error) {
 	}
 	switch err := dirNoSymlinks(filepath.Join(base, parent)); err {
 	case nil, unix.ENOENT:
-		// Missing directories have no symlink in them; mkdirAll makes
+		// Missing directories have no symlink in them; MkdirAll makes
 		// them, refusing symlinks the same way.
 		return target, nil
 	case unix.ELOOP:
@@ -326,7 +326,7 @@ func cleanComponents(rel string) error {
 	return nil
 }
 
-// mountPoint makes, or finds, the mount point for a bind of a directory
+// MountPoint makes, or finds, the mount point for a bind of a directory
 // (dir) or a file at rel under base: its parent made or found without
 // following any symlink, and the point made in it, or found there,
 // through a descriptor of that parent: a directory, or an empty regular
@@ -334,7 +334,7 @@ func cleanComponents(rel string) error {
 // there is refused, and nothing existing is opened. It returns the
 // parent's descriptor and the point's name, for the attach to be made
 // relative to them; the caller closes the descriptor.
-func mountPoint(base, rel string, dir bool) (int, string, error) {
+func MountPoint(base, rel string, dir bool) (int, string, error) {
 	rel = filepath.Clean("/" + rel)
 	parent, name := filepath.Dir(rel), filepath.Base(rel)
 	if rel == "/" {
@@ -342,7 +342,7 @@ func mountPoint(base, rel string, dir bool) (int, string, error) {
 	}
 	pfd, err := fsops.OpenDirNoSymlinks(filepath.Join(base, parent))
 	if err == unix.ENOENT {
-		if err = mkdirAll(base, parent, 0o755); err != nil {
+		if err = MkdirAll(base, parent, 0o755); err != nil {
 			return -1, "", err
 		}
 		pfd, err = fsops.OpenDirNoSymlinks(filepath.Join(base, parent))
@@ -381,11 +381,11 @@ func mountPoint(base, rel string, dir bool) (int, string, error) {
 	return pfd, name, nil
 }
 
-// mkdirAll creates rel under base, refusing symlinks on the way: one
+// MkdirAll creates rel under base, refusing symlinks on the way: one
 // lookup that follows none when rel exists (most of a plan's targets);
 // else its parent is made or found the same way, and rel is made in it
 // through a descriptor of that parent, so nothing is looked up twice.
-func mkdirAll(base, rel string, mode os.FileMode) error {
+func MkdirAll(base, rel string, mode os.FileMode) error {
 	rel = filepath.Clean("/" + rel)
 	if rel == "/" {
 		return nil
@@ -400,7 +400,7 @@ func mkdirAll(base, rel string, mode os.FileMode) error {
 		return err
 	}
 	parent := filepath.Dir(rel)
-	if err := mkdirAll(base, parent, mode); err != nil {
+	if err := MkdirAll(base, parent, mode); err != nil {
 		return err
 	}
 	pfd, err := fsops.OpenDirNoSymlinks(filepath.Join(base, parent))

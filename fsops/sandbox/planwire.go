@@ -37,12 +37,13 @@ var opFlagBits = []func(*sandboxplan.Op) *bool{
 	func(o *sandboxplan.Op) *bool { return &o.Recursive },
 	func(o *sandboxplan.Op) *bool { return &o.Optional },
 	func(o *sandboxplan.Op) *bool { return &o.IDMap },
+	func(o *sandboxplan.Op) *bool { return &o.Template },
 }
 
 // encodePlan is the wire form of plan.
 func encodePlan(plan *sandboxplan.Plan) ([]byte, error) {
 	rest := encodePlanRest(plan)
-	ops := encodeOps(plan.Ops)
+	ops := EncodeOps(plan.Ops)
 	out := make([]byte, 0, len(rest)+len(ops)+2*binary.MaxVarintLen64)
 	out = binary.AppendUvarint(out, uint64(len(rest)))
 	out = append(out, rest...)
@@ -102,8 +103,8 @@ func (w *wireEncoder) strs(l []string) {
 	}
 }
 
-// encodeOps is the binary form of ops.
-func encodeOps(ops []sandboxplan.Op) []byte {
+// EncodeOps is the binary form of ops.
+func EncodeOps(ops []sandboxplan.Op) []byte {
 	w := &wireEncoder{}
 	w.num(uint64(len(ops)))
 	for i := range ops {

@@ -19,7 +19,7 @@ func wireOps() []sandboxplan.Op {
 			{Path: "tools/fs.read", Kind: sandboxplan.FillLink, Link: "/ctx/bin/ctx"},
 			{Path: "SOP", Kind: sandboxplan.FillFile, Data: []byte("be careful\n\x00\xff"), Mode: 0o444},
 		}},
-		{Kind: sandboxplan.OpFile, Target: "/mnt/proc/identity", Data: []byte("agent=t\n"), Mode: 0o1644},
+		{Kind: sandboxplan.OpFile, Target: "/mnt/proc/identity", Data: []byte("agent=t\n"), Mode: 0o1644, Template: true},
 		{Kind: sandboxplan.OpPivotRoot},
 	}
 }
@@ -30,7 +30,7 @@ func TestPlanWireRoundTrip(t *testing.T) {
 	for _, c := range []struct {
 		v any
 		n int
-	}{{sandboxplan.Op{}, 15}, {sandboxplan.FillEntry{}, 5}, {sandboxplan.Plan{}, 25}, {sandboxplan.Egress{}, 4}, {sandboxplan.AccessRule{}, 7}, {sandboxplan.Namespaces{}, 6}, {sandboxplan.IDMap{}, 2}} {
+	}{{sandboxplan.Op{}, 16}, {sandboxplan.FillEntry{}, 5}, {sandboxplan.Plan{}, 25}, {sandboxplan.Egress{}, 4}, {sandboxplan.AccessRule{}, 7}, {sandboxplan.Namespaces{}, 6}, {sandboxplan.IDMap{}, 2}} {
 		if got := reflect.TypeOf(c.v).NumField(); got != c.n {
 			t.Fatalf("%T has %d fields; the wire (planwire.go, planwire_plan.go) carries %d: add the new one there and here", c.v, got, c.n)
 		}
@@ -72,13 +72,13 @@ func TestPlanWireRoundTrip(t *testing.T) {
 
 // Bad input is refused with an error, never a panic or a partial plan.
 func TestPlanWireRefusals(t *testing.T) {
-	good := encodeOps(wireOps())
+	good := EncodeOps(wireOps())
 	for name, b := range map[string][]byte{
 		"truncated":          good[:len(good)-1],
 		"trailing":           append(append([]byte{}, good...), 0),
 		"count beyond input": {0xff, 0xff, 0x03},
 		"length beyond":      {1, 200, 1},
-		"unknown flag":       append([]byte{1, 0, 0, 0, 0, 0}, 0x80, 0x01, 0, 0, 0),
+		"unknown flag":       append([]byte{1, 0, 0, 0, 0, 0}, 0x80, 0x02, 0, 0, 0),
 		"overlong varint":    {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01},
 		"mode out of range":  {1, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 0, 0},
 	} {
@@ -106,17 +106,17 @@ func TestPlanWireRefusals(t *testing.T) {
 // FuzzPlanWireOps: any input decodes or is refused without panicking, and
 // what decodes encodes back to the same ops.
 func FuzzPlanWireOps(f *testing.F) {
-	f.Add(encodeOps(wireOps()))
-	f.Add(encodeOps(nil))
+	f.Add(EncodeOps(wireOps()))
+	f.Add(EncodeOps(nil))
 	f.Add([]byte{1, 4, 'b', 'i', 'n', 'd', 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ops, err := decodeOps(b)
 		if err != nil {
 			return
 		}
-		// A number may come in a longer form than encodeOps writes, so
+		// A number may come in a longer form than EncodeOps writes, so
 		// the bytes may differ; the ops may not.
-		back, err := decodeOps(encodeOps(ops))
+		back, err := decodeOps(EncodeOps(ops))
 		if err != nil || !reflect.DeepEqual(back, ops) {
 			t.Fatalf("re-encoding changed the ops: %v", err)
 		}

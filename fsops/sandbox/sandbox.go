@@ -44,11 +44,12 @@ const (
 // before they exist: the run host starts it while it still prepares the
 // run (NewFor), and sends them with the plan.
 const (
-	handoffRun    = 1 << iota // the run capability (a run without a broker)
-	handoffIDMap              // the idmapped workspace tree (uid mode)
-	handoffBroker             // the init's end of the broker's order channel
-	handoffNet                // the init's end of the egress channel (netlisten.go)
-	handoffBits   = 4         // how many handoff bits there are
+	handoffRun      = 1 << iota // the run capability (a run without a broker)
+	handoffIDMap                // the idmapped workspace tree (uid mode)
+	handoffBroker               // the init's end of the broker's order channel
+	handoffNet                  // the init's end of the egress channel (netlisten.go)
+	handoffTemplate             // a copy of the kept template's tree (ctx/fsops/kept)
+	handoffBits     = 5         // how many handoff bits there are
 )
 
 // releaseByte follows the plan on its channel when the run host lets the
@@ -191,6 +192,10 @@ func (s *Sandbox) SetIDMappedWorkspace(f *os.File) { s.pass[1] = f }
 // SetBrokerChannel hands over the init's end of the broker's order
 // channel (broker.NewOrderChannel).
 func (s *Sandbox) SetBrokerChannel(f *os.File) { s.pass[2] = f }
+
+// SetTemplateTree hands over a copy of the kept template's tree
+// (KeptTemplate) for the plan's marked ops.
+func (s *Sandbox) SetTemplateTree(f *os.File) { s.pass[4] = f }
 
 // SendPlan hands the descriptors and the plan to the started child (the
 // run host started it, or ctxterm on a PTY), after SetPlan and the start;

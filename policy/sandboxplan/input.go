@@ -72,9 +72,11 @@ type PlanInput struct {
 	CallerUID uint32
 	CallerGID uint32
 
-	RootDir    string // the ctx root on the host
-	NewRoot    string // host directory the new root is mounted on
-	RootFS     bool   // NewRoot holds the agent's own root filesystem
+	RootDir string // the ctx root on the host
+	NewRoot string // host directory the new root is mounted on
+	RootFS  bool   // NewRoot holds the agent's own root filesystem
+	// Template marks the ops a kept template may hold (template.go).
+	Template   bool
 	SystemDirs []HostDir
 	Etc        []HostEtc // the host's entries of HostEtcNames that exist
 	Workspace  string    // host directory shown at /workspace (the caller's cwd)

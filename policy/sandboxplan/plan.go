@@ -62,6 +62,8 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	canExec := a.Ceiling.Has(policy.CeilingExec)
 	var ops []Op
 	add := func(op Op) { ops = append(ops, op) }
+	perRun := map[int]bool{} // ops made from this run's own inputs
+	addRun := func(op Op) { perRun[len(ops)] = true; add(op) }
 	ro := func(src, dst, why string) Op {
 		return Op{Kind: OpBind, Source: src, Target: dst, ReadOnly: true, NoSuid: true, NoDev: true, Why: why}
 	}
@@ -196,7 +198,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	for _, s := range in.Skills {
 		add(ro(s.HostDir, SandboxMnt+"/skills/"+s.Name, "/mnt/skills"))
 	}
-	add(ro(in.ProcDir, SandboxMnt+"/proc", "/mnt/proc"))
+	addRun(ro(in.ProcDir, SandboxMnt+"/proc", "/mnt/proc"))
 	add(Op{Kind: OpReadOnly, Target: SandboxMnt})
 
 	// The agent's home, whose session history it may read but not rewrite:
@@ -214,10 +216,10 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 	if in.Workspace != "" {
 		op := writable(Op{Kind: OpBind, Source: in.Workspace, Target: SandboxWorkspace, Why: "workspace"})
 		op.IDMap = in.WorkspaceIDMap != nil
-		add(op)
+		addRun(op)
 		grantWrite(SandboxWorkspace)
 		for _, op := range ProtectOps(in.Protect, canWrite) {
-			add(op)
+			addRun(op)
 		}
 	}
 
@@ -234,7 +236,7 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 			} else {
 				op = writable(op)
 			}
-			add(op)
+			addRun(op)
 			if !op.ReadOnly {
 				access = append(access, AccessRule{Path: op.Target, Write: true, Exec: canExec && !op.NoExec})
 			}
@@ -254,6 +256,9 @@ func BuildPlan(in PlanInput) (*Plan, error) {
 		grantWrite("/")
 	}
 
+	if in.Template && !in.RootFS {
+		markTemplate(ops, perRun)
+	}
 	cwd := in.Cwd
 	if cwd == "" {
 		cwd = SandboxWorkspace

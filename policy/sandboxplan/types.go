@@ -59,6 +59,9 @@ type Op struct {
 	// directory (/mnt holds two per tool), each entry created relative to
 	// the tmpfs's own descriptor.
 	Fill []FillEntry `json:"fill,omitempty"`
+	// Template marks an op of the part of the plan a kept template holds
+	// (template.go): an init handed one skips it.
+	Template bool `json:"template,omitempty"`
 }
 
 // FillEntry is one entry of a tmpfs op's Fill, by its path under the op's
@@ -227,7 +230,7 @@ func (p *Plan) Validate() error {
 	if p.Namespaces.Mount && !sawPivot {
 		return fmt.Errorf("plan: a mount namespace without pivot_root")
 	}
-	return nil
+	return validateTemplate(p.Ops)
 }
 
 // FillPathClean reports whether p is a relative path of names, none of
