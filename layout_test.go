@@ -46,7 +46,7 @@ var rank = map[string]int{
 	// applets: leaves first; the table (ctx/applets) above every room.
 	"ctx/applets/cli":       7,
 	"ctx/applets/authority": 8,
-	"ctx/applets/toolchain": 8, // what a sandbox plan shows of a person's toolchains
+	"ctx/applets/toolchain": 9, // what a sandbox shows of the host and of a person's toolchains
 	"ctx/applets/tsh":       9,
 	"ctx/applets/toolrun":   10,
 	"ctx/applets/lifecycle": 11,

@@ -107,6 +107,9 @@ func OpenProcess(pid int) (*Process, error) {
 	return &Process{fd: fd}, nil
 }
 
+// FD is the process's pidfd, valid until Close.
+func (p *Process) FD() int { return p.fd }
+
 // Signal sends sig to the process (pidfd_send_signal(2)).
 func (p *Process) Signal(sig syscall.Signal) error {
 	return unix.PidfdSendSignal(p.fd, sig, nil, 0)

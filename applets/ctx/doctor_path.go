@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"ctx/applets/cli"
-	"ctx/applets/runhost"
 	"ctx/applets/toolchain"
 	"ctx/fsops"
 	"ctx/policy"
@@ -17,17 +16,17 @@ import (
 // ctx agent start says so of a program too), and of those its mount lines
 // show whose programs lead, by links and #! lines, to what the sandbox
 // does not show (they fail to start there). The view is the plan a start
-// here would build (runhost.ViewPlan); the fix is the mount lines that
+// here would build (toolchain.ViewPlan); the fix is the mount lines that
 // show what is needed (toolchain.PathDirNeeds: a shims directory's whole
 // tree, what the programs' links and interpreters lead to), or taking
 // the directory off PATH when the host has no such directory either.
 func pathViewFindings(root fsops.Root, a *policy.Agent, caller uint32, iso policy.Iso, fixes map[fsops.Finding]string) []fsops.Finding {
-	plan := runhost.ViewPlan(root, a, caller, iso)
+	plan := toolchain.ViewPlan(root, a, caller, iso)
 	if plan == nil || plan.RootFS {
 		return nil
 	}
 	home, _ := os.UserHomeDir()
-	pathVar := runhost.ProgramPATH(root, a, iso)
+	pathVar := toolchain.ProgramPATH(root, a, iso)
 	var out []fsops.Finding
 	for _, dir := range filepath.SplitList(pathVar) {
 		if !filepath.IsAbs(dir) {

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"ctx/applets/authority"
@@ -78,16 +79,24 @@ type AgentRun struct {
 	planOnly      bool     // --plan: nothing is started, no cgroup made
 	chainShown    []string // what the run host showed by itself of the program's chain (agentrun_chain.go)
 	budgets       *runBudgets
-	net           *egress.Run                          // the run's egress proxy, when it has one (network.go)
-	broker        *Broker                              // the run's tool broker, when it could be bound
-	isoAsked      policy.Iso                           // the iso the agent asked for (auto, or a mode)
-	earlyErr      error                                // why the early init could not be started (agentrun_early.go)
-	probe         func(full bool) policy.HostIsolation // sandbox.ProbeIsolation, or its answer started ahead
-	agents        *authority.Agents                    // the start's one reading of the tree's agents
-	onTerminal    bool                                 // the program gets a terminal (ctxterm serves it): --terminal, --no-console, or a terminal on stdin
-	early         chan earlyInit                       // the init started while the run is prepared (none if it could not be), until run takes it
-	earlyPTY      *ptyterm.PTY                         // the PTY the early init was started on (a run on a terminal)
-	auditFailing  atomic.Bool                          // the last record or reservation failed (warned once until one succeeds)
+	// A run ended at once (its disk budget spent) is killed while the
+	// host still holds its init (initProc, opened at its start); closeRun
+	// takes endMu, so the host never exits mid-kill with part of the
+	// tree stopped and not yet killed, and sets ended, after which a
+	// late kill does nothing.
+	endMu        sync.Mutex
+	ended        bool
+	initProc     *fsops.Process
+	net          *egress.Run                          // the run's egress proxy, when it has one (network.go)
+	broker       *Broker                              // the run's tool broker, when it could be bound
+	isoAsked     policy.Iso                           // the iso the agent asked for (auto, or a mode)
+	earlyErr     error                                // why the early init could not be started (agentrun_early.go)
+	probe        func(full bool) policy.HostIsolation // sandbox.ProbeIsolation, or its answer started ahead
+	agents       *authority.Agents                    // the start's one reading of the tree's agents
+	onTerminal   bool                                 // the program gets a terminal (ctxterm serves it): --terminal, --no-console, or a terminal on stdin
+	early        chan earlyInit                       // the init started while the run is prepared (none if it could not be), until run takes it
+	earlyPTY     *ptyterm.PTY                         // the PTY the early init was started on (a run on a terminal)
+	auditFailing atomic.Bool                          // the last record or reservation failed (warned once until one succeeds)
 }
 
 // isoNote says, in the agent.start event, which mode auto chose.
@@ -196,28 +205,6 @@ func sharedGrants(root fsops.Root, a *policy.Agent) ([]sandboxplan.SharedGrant, 
 func networkGranted(a *policy.Agent) bool {
 	d := policy.Check(a, policy.View{}, policy.Object{Class: policy.ClassNetwork, Name: policy.NetworkDefault}, policy.PermConnect, policy.Facts{})
 	return d.Allowed
-}
-
-// systemDirs describes the host directories the sandbox shows read-only.
-func systemDirs() []sandboxplan.HostDir {
-	var out []sandboxplan.HostDir
-	for _, d := range []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"} {
-		st, err := os.Lstat(d)
-		if err != nil {
-			continue
-		}
-		if st.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(d)
-			if err == nil {
-				out = append(out, sandboxplan.HostDir{Path: d, Symlink: target})
-			}
-			continue
-		}
-		if st.IsDir() {
-			out = append(out, sandboxplan.HostDir{Path: d})
-		}
-	}
-	return out
 }
 
 // renderSOP is the agent's system prompt for /mnt/SOP: prompt.template.md

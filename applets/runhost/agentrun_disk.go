@@ -175,10 +175,19 @@ func (r *AgentRun) endDisk() {
 // (a pid namespace dies with its init; without one, the tree is stopped
 // first so nothing forks away).
 func (r *AgentRun) endRunNow(pid int) {
+	r.endMu.Lock()
+	defer r.endMu.Unlock()
+	if r.ended {
+		return
+	}
 	if cg := r.budgets.cgroup; cg != nil {
 		cg.KillAll()
 	}
-	proc.KillTree(pid)
+	fd := -1
+	if r.initProc != nil {
+		fd = r.initProc.FD()
+	}
+	proc.KillTree(pid, fd)
 }
 
 // diskText is disk_bytes' line of /mnt/proc/budgets: its mechanism, the

@@ -122,6 +122,12 @@ func (r *AgentRun) serveRunCapability(e *cli.Env) (*broker.RunCapability, <-chan
 func (r *AgentRun) closeRun(e *cli.Env, runcap *broker.RunCapability, stopWatch chan struct{}, served <-chan struct{}) {
 	runcap.CloseChild()
 	close(stopWatch)
+	r.endMu.Lock() // a kill under way finishes first
+	r.ended = true
+	r.endMu.Unlock()
+	if r.initProc != nil {
+		r.initProc.Close()
+	}
 	r.settleBroker()
 	r.closeNetwork() // its last records before the stop's
 	r.endChildren()
@@ -300,6 +306,9 @@ func (r *AgentRun) onStarted(e *cli.Env, sandbox *fssandbox.Sandbox, runcap *bro
 		}
 		if sandbox != nil {
 			sandbox.Release()
+		}
+		if p, err := fsops.OpenProcess(pid); err == nil {
+			r.initProc = p // not reaped yet: it is the init
 		}
 		go r.watchBudgets(stopWatch, func() { r.killRun(pid) })
 		go r.watchDisk(stopWatch, func() { r.endRunNow(pid) })

@@ -7,6 +7,7 @@ import (
 
 	"ctx/applets/authority"
 	"ctx/applets/cli"
+	"ctx/applets/toolchain"
 	"ctx/fsops"
 	"ctx/fsops/broker"
 	"ctx/policy"
@@ -64,7 +65,7 @@ func (r *AgentRun) hostPathEnv(home string) []string {
 		case "HOME":
 			kv = "HOME=" + home
 		case "PATH":
-			kv = "PATH=" + sharedPATH(r.Root, strings.TrimPrefix(kv, "PATH="))
+			kv = "PATH=" + toolchain.SharedPATH(r.Root, strings.TrimPrefix(kv, "PATH="))
 		}
 		env = append(env, kv)
 	}
@@ -94,7 +95,7 @@ func (r *AgentRun) prepareLandlock(e *cli.Env, exe, home string, extra []policy.
 	}
 	in := sandboxplan.PlanInput{
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
-		RootDir: r.Root.Dir, SystemDirs: systemDirs(), Workspace: r.workspace, AgentHome: home, Extra: extra,
+		RootDir: r.Root.Dir, SystemDirs: toolchain.SystemDirs(), Workspace: r.workspace, AgentHome: home, Extra: extra,
 		Tools: tools, Shared: shared, ProcDir: r.runDir, Network: network, Egress: r.net.PlanEgress(),
 		Budgets: r.planBudgets(), Cgroup: r.budgets.cgroup != nil, HostTiers: authority.ToolDirs(r.Root, a),
 		Cwd: a.Cwd, Env: r.env, Argv: r.argv, Exe: exe, Protect: &r.protect.wp, HomeTop: r.homeTop,

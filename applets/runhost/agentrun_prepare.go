@@ -10,6 +10,7 @@ import (
 	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/applets/lifecycle"
+	"ctx/applets/toolchain"
 	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/fsops/sandbox"
@@ -404,7 +405,7 @@ func (r *AgentRun) prepareNamespaces(e *cli.Env, exe, home string, extra []polic
 	}
 	in := sandboxplan.PlanInput{
 		Agent: a, Iso: string(r.iso), CallerUID: uint32(r.callerUID), CallerGID: uint32(r.callerGID),
-		RootDir: r.Root.Dir, NewRoot: newRoot, RootFS: hasRootFS(newRoot), Template: r.iso == policy.IsoUID && r.callerUID == 0, SystemDirs: systemDirs(), Etc: hostEtc(),
+		RootDir: r.Root.Dir, NewRoot: newRoot, RootFS: toolchain.HasRootFS(newRoot), Template: r.iso == policy.IsoUID && r.callerUID == 0, SystemDirs: toolchain.SystemDirs(), Etc: hostEtc(),
 		Workspace: r.workspace, WorkspaceIDMap: idmap, AgentHome: home, Extra: extra, Tools: r.tools, Shared: g.shared,
 		ProcDir: r.runDir, SkillsDir: g.skills.Dir, Skills: g.skills.List, SOP: r.sop, Network: g.network, Egress: r.net.PlanEgress(),
 		Budgets: r.planBudgets(), Cgroup: r.budgets.cgroup != nil,
@@ -417,15 +418,4 @@ func (r *AgentRun) prepareNamespaces(e *cli.Env, exe, home string, extra []polic
 	}
 	r.plan.Worker = r.workerPath(sandboxplan.SandboxRoot + "/bin/ctx")
 	return 0, true
-}
-
-// hasRootFS reports whether an agent's root directory holds a root
-// filesystem of its own (then it is the new root; else a fresh tmpfs is).
-func hasRootFS(dir string) bool {
-	for _, d := range []string{"usr", "bin"} {
-		if _, err := os.Lstat(filepath.Join(dir, d)); err == nil {
-			return true
-		}
-	}
-	return false
 }

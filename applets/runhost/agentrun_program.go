@@ -2,16 +2,12 @@ package runhost
 
 import (
 	"os"
-	"path/filepath"
 	"strings"
 
-	"ctx/applets/authority"
 	"ctx/applets/cli"
 	"ctx/applets/toolchain"
-	"ctx/fsops"
 	"ctx/fsops/proc"
 	"ctx/policy"
-	"ctx/policy/sandboxplan"
 )
 
 // checkProgramShown refuses, before anything starts, a program its
@@ -28,7 +24,7 @@ func (r *AgentRun) checkProgramShown(e *cli.Env, exe string) (int, bool) {
 	if c == nil {
 		return 0, true
 	}
-	msg := c.Refusal(r.Root, r.Agent.Name, string(r.iso), envValue(r.env, "PATH"))
+	msg := c.Refusal(r.Root, r.Agent.Name, string(r.iso), proc.EnvPath(r.env, ""))
 	return cli.Fail(e, cli.NotFound, "agent %s: %s", r.Agent.Name, cli.Escape(msg)), false
 }
 
@@ -38,7 +34,7 @@ func (r *AgentRun) checkProgram(e *cli.Env, exe string) *toolchain.Check {
 	if exe != "" || len(r.argv) == 0 || r.plan == nil || r.plan.RootFS {
 		return nil
 	}
-	return toolchain.CheckProgram(r.plan, r.argv[0], envValue(r.env, "PATH"), e.Getenv("PATH"), e.Getenv("HOME"))
+	return toolchain.CheckProgram(r.plan, r.argv[0], proc.EnvPath(r.env, ""), e.Getenv("PATH"), e.Getenv("HOME"))
 }
 
 // chainMounts are the read-only mounts the run host adds by itself for
@@ -72,57 +68,4 @@ func (r *AgentRun) chainEventNote() string {
 		return ""
 	}
 	return " chain=" + strings.Join(r.chainShown, ",")
-}
-
-// envValue is KEY's value in env (KEY=VALUE entries; the last wins), "".
-func envValue(env []string, key string) string {
-	v := ""
-	for _, kv := range env {
-		if s, ok := strings.CutPrefix(kv, key+"="); ok {
-			v = s
-		}
-	}
-	return v
-}
-
-// ViewPlan is the plan a start of agent a by caller here, in iso, would
-// build for its view: what its sandbox shows of the host, without tools
-// or a run, the current directory as the workspace; nil when it cannot be
-// made (doctor's account of an agent's PATH).
-func ViewPlan(root fsops.Root, a *policy.Agent, caller uint32, iso policy.Iso) *sandboxplan.Plan {
-	cwd, _ := os.Getwd()
-	home := root.AgentHome(int(a.UID), a.Name)
-	in := sandboxplan.PlanInput{Agent: a, Iso: string(iso), CallerUID: caller, RootDir: root.Dir, SystemDirs: systemDirs(),
-		Workspace: cwd, AgentHome: home, ProcDir: filepath.Join(home, "run"), Argv: []string{"tsh"}, Cwd: sandboxplan.SandboxWorkspace}
-	var plan *sandboxplan.Plan
-	var err error
-	switch iso {
-	case policy.IsoLandlock:
-		in.HostTiers = authority.ToolDirs(root, a)
-		plan, err = sandboxplan.BuildLandlockPlan(in)
-	case policy.IsoUserns, policy.IsoUID:
-		in.NewRoot = filepath.Join(home, "root")
-		if a.Root != "" {
-			in.NewRoot = authority.Reroot(root, a.Root)
-		}
-		in.RootFS = hasRootFS(in.NewRoot)
-		plan, err = sandboxplan.BuildPlan(in)
-	default:
-		return nil
-	}
-	if err != nil {
-		return nil
-	}
-	return plan
-}
-
-// ProgramPATH is the PATH agent a's program gets in iso (its env
-// control's, else the default), as host paths where the run has no
-// mounts.
-func ProgramPATH(root fsops.Root, a *policy.Agent, iso policy.Iso) string {
-	p := envValue(sandboxplan.SandboxEnv(a, sandboxplan.RunSettings{}), "PATH")
-	if iso == policy.IsoLandlock || iso == policy.IsoShared {
-		p = sharedPATH(root, p)
-	}
-	return p
 }

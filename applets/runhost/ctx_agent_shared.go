@@ -5,23 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"ctx/applets/authority"
 	"ctx/applets/cli"
-	"ctx/fsops"
 )
-
-// sharedPATH is the program's PATH in an iso=shared run. A sandbox mounts
-// the tree at /ctx, so its PATH starts with /ctx/bin; with no sandbox the
-// tree is wherever the root is, so each /ctx component (the default one or
-// one from the agent's env control) is mapped to the same place under the
-// root, and every other component is left as it is.
-func sharedPATH(root fsops.Root, path string) string {
-	parts := strings.Split(path, ":")
-	for i, p := range parts {
-		parts[i] = authority.Reroot(root, p)
-	}
-	return strings.Join(parts, ":")
-}
 
 // resolveSharedProgram finds a command name given without a slash in the
 // PATH the program will run with, as a sandboxed run finds it inside the

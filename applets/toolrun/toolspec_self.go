@@ -177,7 +177,7 @@ func runSelfSchema(hit fsops.ToolHit, uid, gid uint32) ([]byte, bool) {
 		return nil, false
 	}
 	pid := cmd.Process.Pid
-	timer := time.AfterFunc(selfSchemaTimeout, func() { proc.KillGroup(pid); proc.KillTree(pid) })
+	timer := time.AfterFunc(selfSchemaTimeout, func() { proc.KillGroup(pid); proc.KillTree(pid, -1) })
 	err = cmd.Wait()
 	timer.Stop()
 	proc.KillGroup(pid) // what it left in its session

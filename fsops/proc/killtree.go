@@ -12,14 +12,27 @@ import (
 // first (a stopped process forks no more), in passes until one finds no
 // process it had not stopped, and then kills what it stopped. Each process
 // is held by a pidfd from the moment it is found, so a pid reused by an
-// unrelated process meanwhile is never signalled.
-func KillTree(pid int) {
+// unrelated process meanwhile is never signalled. pidfd, when >= 0, holds
+// pid itself, taken while it was known to be alive (a caller that may
+// have reaped it passes one); a tree whose top has ended is not searched,
+// since its number may name another process by then.
+func KillTree(pid, pidfd int) {
 	held := map[int]int{} // pid -> pidfd
 	defer func() {
 		for _, fd := range held {
 			unix.Close(fd)
 		}
 	}()
+	if pidfd >= 0 {
+		fd, err := unix.FcntlInt(uintptr(pidfd), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil {
+			return
+		}
+		held[pid] = fd
+		if unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0) != nil {
+			return // ended: nothing below it is ours to find by number
+		}
+	}
 	var stop func(p int, table map[int][]int) bool
 	stop = func(p int, table map[int][]int) bool {
 		found := false
@@ -29,7 +42,9 @@ func KillTree(pid int) {
 				return false // gone
 			}
 			held[p] = fd
-			_ = unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0)
+			if unix.PidfdSendSignal(fd, unix.SIGSTOP, nil, 0) != nil {
+				return false // ended before it was stopped
+			}
 			found = true
 		}
 		for _, c := range children(p, table) {
