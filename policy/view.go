@@ -40,6 +40,16 @@ func Within(p, dir string) bool {
 	return p == dir || len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
 }
 
+// WithinAny reports whether p is one of dirs or below one.
+func WithinAny(p string, dirs []string) bool {
+	for _, d := range dirs {
+		if Within(p, d) {
+			return true
+		}
+	}
+	return false
+}
+
 // Rebase maps p, which is within from, to the same place under to.
 func Rebase(p, from, to string) string {
 	rel := strings.TrimPrefix(p[len(from):], "/")

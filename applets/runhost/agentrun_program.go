@@ -56,7 +56,7 @@ func (r *AgentRun) chainMounts(e *cli.Env, exe string, extra []policy.Mount) []p
 	})
 	writes := func(p string) bool {
 		_, changed := proc.OthersMayChange(p, os.Geteuid())
-		return changed || toolchain.Within(p, others) || toolchain.AgentWrites(p, r.workspace, r.Root.Dir, mounts, r.plan)
+		return changed || policy.WithinAny(p, others) || toolchain.AgentWrites(p, r.workspace, r.Root.Dir, mounts, r.plan)
 	}
 	return c.Mounts(mounts, r.iso == policy.IsoLandlock, r.workspace, writes)
 }

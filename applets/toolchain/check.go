@@ -96,13 +96,8 @@ func (c *Check) Mountable(rootDir, home string) bool {
 	}
 	for _, d := range c.Dirs {
 		st, err := os.Stat(d)
-		if err != nil || !st.IsDir() || proc.TooBroad(d, home) || policy.Within(d, rootDir) || policy.Within(rootDir, d) {
+		if err != nil || !st.IsDir() || proc.TooBroad(d, home) || policy.Within(d, rootDir) || policy.Within(rootDir, d) || policy.WithinAny(d, kernelDirs) {
 			return false
-		}
-		for _, k := range kernelDirs {
-			if policy.Within(d, k) {
-				return false
-			}
 		}
 	}
 	return true

@@ -37,13 +37,3 @@ func OthersWrite(root fsops.Root, mountsOf func(name string) []policy.Mount) []s
 	}
 	return places
 }
-
-// Within reports whether p lies in one of places.
-func Within(p string, places []string) bool {
-	for _, w := range places {
-		if policy.Within(p, w) {
-			return true
-		}
-	}
-	return false
-}

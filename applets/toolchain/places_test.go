@@ -36,7 +36,7 @@ func TestOthersWrite(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("places %v, want %v", got, want)
 	}
-	if !Within("/work/b/tools/tool", got) || Within("/data/ro/tool", got) {
-		t.Fatal("Within")
+	if !policy.WithinAny("/work/b/tools/tool", got) || policy.WithinAny("/data/ro/tool", got) {
+		t.Fatal("WithinAny")
 	}
 }

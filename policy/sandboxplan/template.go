@@ -47,7 +47,7 @@ func markTemplate(ops []Op, perRun map[int]bool) {
 		if op.Kind == OpPivotRoot {
 			break
 		}
-		ok := !perRun[i] && !underAny(op.Target, run)
+		ok := !perRun[i] && !policy.WithinAny(op.Target, run)
 		switch op.Kind {
 		case OpBind:
 			ok = ok && !op.Recursive && !op.IDMap
@@ -81,16 +81,6 @@ func mounts(k OpKind) bool {
 	return false
 }
 
-// underAny reports whether p is one of dirs or beneath one.
-func underAny(p string, dirs []string) bool {
-	for _, d := range dirs {
-		if p == d || policy.Within(p, d) {
-			return true
-		}
-	}
-	return false
-}
-
 // coversAny reports whether one of dirs is beneath p.
 func coversAny(p string, dirs []string) bool {
 	for _, d := range dirs {
@@ -115,7 +105,7 @@ func TemplateMountPoints(ops []Op) []int {
 		if op.Template || !mounts(op.Kind) {
 			continue
 		}
-		if !underAny(op.Target, run) {
+		if !policy.WithinAny(op.Target, run) {
 			out = append(out, i)
 		}
 		run = append(run, op.Target)
@@ -162,7 +152,7 @@ func validateTemplate(ops []Op) error {
 			bad = "a tmpfs that stays writable"
 		case op.Kind != OpBind && op.Kind != OpTmpfs && op.Kind != OpSymlink && op.Kind != OpDir && op.Kind != OpFile && op.Kind != OpReadOnly:
 			bad = "not a kind a template holds"
-		case underAny(op.Target, run):
+		case policy.WithinAny(op.Target, run):
 			bad = "beneath a mount of the run's own"
 		}
 		if bad != "" {
