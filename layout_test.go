@@ -37,6 +37,7 @@ var rank = map[string]int{
 	"ctx/fsops/object":       4,
 	"ctx/fsops/queue":        4,
 	"ctx/fsops/broker":       4, // the wire of the run host's broker
+	"ctx/fsops/cgroup":       4, // a run's cgroup: its budgets held by the kernel
 	"ctx/fsops/sandbox":      5, // the init and its walls
 	"ctx/fsops/toolworker":   5, // a tool worker's own side (sandbox starts it)
 	"ctx/fsops/kept":         6, // what runs keep between them: sandbox templates

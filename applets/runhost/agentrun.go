@@ -22,8 +22,8 @@ import (
 	"ctx/applets/lifecycle"
 	"ctx/applets/toolrun"
 	"ctx/fsops"
+	"ctx/fsops/cgroup"
 	"ctx/fsops/object"
-	"ctx/fsops/sandbox"
 	"ctx/policy"
 	"ctx/policy/sandboxplan"
 	"ctx/ptyterm"
@@ -283,7 +283,7 @@ func (r *AgentRun) sweepRunDirs(parent string) {
 		os.Remove(fsops.RunSecretPath(r.runtime, name)) // its host died before removing it
 	}
 	if len(swept) > 0 && r.iso != policy.IsoLandlock {
-		sandbox.RemoveRunCgroups(swept)
+		cgroup.RemoveRuns(swept)
 	}
 }
 

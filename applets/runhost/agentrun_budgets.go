@@ -12,7 +12,7 @@ import (
 	"ctx/applets/egress"
 	"ctx/applets/lifecycle"
 	"ctx/fsops"
-	"ctx/fsops/sandbox"
+	"ctx/fsops/cgroup"
 	"ctx/policy"
 )
 
@@ -24,7 +24,7 @@ const budgetPoll = 500 * time.Millisecond
 // limits, the cgroup that holds the run (if any), and what was exceeded.
 type runBudgets struct {
 	limits    policy.Budgets
-	cgroup    *sandbox.RunCgroup
+	cgroup    *cgroup.Run
 	cgroupWhy string // why there is no cgroup
 
 	ended sync.Once // endBudgets' work, done once: at the run's end, or by the start's cleanup
@@ -32,7 +32,7 @@ type runBudgets struct {
 	mu       sync.Mutex
 	logBytes uint64          // event bytes written for the run
 	capped   map[string]bool // keys already reported exceeded
-	last     sandbox.CgroupUsage
+	last     cgroup.Usage
 	disk     diskBudget
 }
 
@@ -75,7 +75,7 @@ func (r *AgentRun) startBudgets(planOnly bool) {
 	b := r.budgets
 	r.startDisk()
 	infos, _ := r.mounts.Read()
-	b.cgroup, b.cgroupWhy = sandbox.NewRunCgroup(r.RunID, sandbox.CgroupLimits{
+	b.cgroup, b.cgroupWhy = cgroup.New(r.RunID, cgroup.Limits{
 		MemoryBytes: limitOrZero(b.limits.Get("memory_bytes")),
 		Pids:        limitOrZero(b.limits.Get("pids")),
 	}, infos)

@@ -325,7 +325,7 @@ func (r *AgentRun) onStarted(e *cli.Env, sandbox *fssandbox.Sandbox, runcap *bro
 
 // startFirst starts the run's first process (the sandbox's init, or the
 // confined program) inside the run's cgroup when it can (see
-// sandbox.RunCgroup.StartInside); started moves it in otherwise.
+// cgroup.Run.StartInside); started moves it in otherwise.
 func (r *AgentRun) startFirst(cmd *exec.Cmd) error {
 	if cmd.Process != nil {
 		return nil // started early (startEarly)

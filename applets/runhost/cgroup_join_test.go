@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"ctx/fsops"
+	"ctx/fsops/cgroup"
 	"ctx/fsops/sandbox"
 	"ctx/policy/sandboxplan"
 )
@@ -22,7 +23,7 @@ func TestInitJoinFollowsTheLastInit(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("a run cgroup needs root")
 	}
-	cg, why := sandbox.NewRunCgroup("ctx-test-"+fsops.NewRunID(), sandbox.CgroupLimits{Pids: 64}, nil)
+	cg, why := cgroup.New("ctx-test-"+fsops.NewRunID(), cgroup.Limits{Pids: 64}, nil)
 	if cg == nil {
 		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" {
 			t.Fatalf("a run cgroup is required (CTX_REQUIRE_SANDBOX) but: %s", why)

@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"bytes"
+	"ctx/fsops"
+	"ctx/fsops/cgroup"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +14,22 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// requireCgroup returns a run cgroup, or skips (fails under
+// CTX_REQUIRE_SANDBOX as root) when none can be made here.
+func requireCgroup(t *testing.T, lim cgroup.Limits) (*cgroup.Run, string) {
+	t.Helper()
+	name := "ctx-test-" + fsops.NewRunID()
+	c, why := cgroup.New(name, lim, nil)
+	if c == nil {
+		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" && os.Getuid() == 0 {
+			t.Fatalf("a run cgroup is required (CTX_REQUIRE_SANDBOX) but: %s", why)
+		}
+		t.Skipf("no run cgroup here: %s", why)
+	}
+	t.Cleanup(func() { c.KillAll(); c.Remove() })
+	return c, name
+}
+
 // TestInitJoinsRunCgroupItself: an init given the run cgroup's tasks files
 // (cgroup v1) runs its program, and so every process of the run, inside
 // the cgroup, keeps all its threads but the one that starts them outside,
@@ -21,7 +39,7 @@ import (
 // certain. Without the join the test fails on the program's cgroups.)
 func TestInitJoinsRunCgroupItself(t *testing.T) {
 	requireSandbox(t)
-	c := requireCgroup(t, CgroupLimits{Pids: 64})
+	c, name := requireCgroup(t, cgroup.Limits{Pids: 64})
 	if c.Version != 1 {
 		t.Skip("cgroup v2: a thread cannot be in another cgroup than its process, and the init is moved in whole")
 	}
@@ -35,31 +53,40 @@ func TestInitJoinsRunCgroupItself(t *testing.T) {
 	var out bytes.Buffer
 	sb.Cmd.Stdout, sb.Cmd.Stderr = &out, &out
 	files, err := c.ThreadTasksFiles()
-	if err != nil || len(files) != 2*len(c.dirs) {
-		t.Fatalf("tasks files %d for %d hierarchies: %v", len(files), len(c.dirs), err)
+	hierarchies := len(files) / 2
+	if err != nil || hierarchies == 0 || len(files)%2 != 0 {
+		t.Fatalf("tasks files %d (a run's cgroup and its parent in each hierarchy): %v", len(files), err)
+	}
+	var dirs []string // the run's cgroup in each hierarchy: the first half's directories
+	for _, f := range files[:hierarchies] {
+		dirs = append(dirs, filepath.Dir(f.Name()))
 	}
 	sb.SetCgroupTasks(files)
 	err = sb.Start()
-	closeFiles(files)
+	for _, f := range files {
+		f.Close()
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := filepath.Base(c.dirs[firstKey(c.dirs)])
 	for i := 0; i < 500; i++ {
 		if st, err := os.Stat(filepath.Join(ws, "cg")); err == nil && st.Size() > 0 {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	if got, _ := os.ReadFile(filepath.Join(ws, "cg")); strings.Count(string(got), name) != len(c.dirs) {
-		t.Fatalf("the program's cgroups lack the run's %s in each of %d hierarchies:\n%s\n%s", name, len(c.dirs), got, out.String())
+	if got, _ := os.ReadFile(filepath.Join(ws, "cg")); strings.Count(string(got), name) != hierarchies {
+		t.Fatalf("the program's cgroups lack the run's %s in each of %d hierarchies:\n%s\n%s", name, hierarchies, got, out.String())
 	}
 	initPid := sb.Cmd.Process.Pid
 	tasks, _ := os.ReadDir(filepath.Join("/proc", strconv.Itoa(initPid), "task"))
 	inside := 0
 	for _, task := range tasks {
-		tid, _ := strconv.Atoi(task.Name())
-		if strings.Contains(cgroupsOf(t, initPid, tid), name) {
+		cg, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(initPid), "task", task.Name(), "cgroup"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(cg), name) {
 			inside++
 		}
 	}
@@ -70,9 +97,9 @@ func TestInitJoinsRunCgroupItself(t *testing.T) {
 		t.Fatalf("the init reported %d (%v)\n%s", st, ok, out.String())
 	}
 	// At once, without waiting for the init's exit: the cgroup is empty.
-	for ctl, dir := range c.dirs {
+	for _, dir := range dirs {
 		if err := unix.Rmdir(dir); err != nil {
-			t.Errorf("%s: the run's cgroup could not be removed right after the end report: %v", ctl, err)
+			t.Errorf("%s: the run's cgroup could not be removed right after the end report: %v", dir, err)
 		}
 	}
 	sb.Cmd.Wait()

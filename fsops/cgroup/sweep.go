@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"path/filepath"
@@ -8,13 +8,13 @@ import (
 	"ctx/fsops"
 )
 
-// RemoveRunCgroups removes the cgroups of the named runs (run ids), where
+// RemoveRuns removes the cgroups of the named runs (run ids), where
 // a run of this caller would have made them: CGROUP2/ctx/RUN, or RUN
 // beside this process's own v1 cgroups. A run whose host was killed
 // leaves its cgroup, empty once its processes are gone (they die with
 // its init). Only empty cgroups go (rmdir); a name that is not a run id
 // is never looked up.
-func RemoveRunCgroups(runs []string) {
+func RemoveRuns(runs []string) {
 	var dirs []string
 	if mount := cgroup2Mount(); mount != "" {
 		dirs = append(dirs, filepath.Join(mount, "ctx"))

@@ -1,4 +1,5 @@
-package sandbox
+// Package cgroup makes, reads and removes the cgroup of one agent run.
+package cgroup
 
 import (
 	"errors"
@@ -22,23 +23,23 @@ import (
 // caller may create a leaf (root, on a host whose unified hierarchy has
 // the controllers); cgroup v1's pids, memory and cpuacct controllers, as
 // root, where v2 has none. Without either, the run goes on with rlimits
-// only, and NewRunCgroup says why.
+// only, and New says why.
 
-// CgroupLimits are the limits a run's cgroup enforces; 0 leaves one unset.
-type CgroupLimits struct {
+// Limits are the limits a run's cgroup enforces; 0 leaves one unset.
+type Limits struct {
 	MemoryBytes uint64
 	Pids        uint64
 }
 
-// RunCgroup is the cgroup (v2: one directory; v1: one per controller) of
+// Run is the cgroup (v2: one directory; v1: one per controller) of
 // one run.
-type RunCgroup struct {
+type Run struct {
 	Version int               // 2 or 1
 	dirs    map[string]string // controller ("pids", "memory", "cpuacct", or "" for v2) -> directory
 }
 
-// CgroupUsage is what the run's cgroup reports.
-type CgroupUsage struct {
+// Usage is what the run's cgroup reports.
+type Usage struct {
 	MemoryBytes uint64 // current memory use, with page cache and tmpfs
 	Pids        uint64 // current processes and threads
 	CPUNanos    uint64 // CPU time used by the run
@@ -47,10 +48,10 @@ type CgroupUsage struct {
 	Known       map[string]bool
 }
 
-// NewRunCgroup makes the run's cgroup named name (a run id) with limits,
+// New makes the run's cgroup named name (a run id) with limits,
 // in the hierarchies of the mount table infos (nil: read now). It returns
 // nil and the reason when no cgroup can be made here.
-func NewRunCgroup(name string, lim CgroupLimits, infos []fsops.MountInfo) (*RunCgroup, string) {
+func New(name string, lim Limits, infos []fsops.MountInfo) (*Run, string) {
 	if infos == nil {
 		infos, _ = fsops.ReadMountInfo()
 	}
@@ -72,7 +73,7 @@ func NewRunCgroup(name string, lim CgroupLimits, infos []fsops.MountInfo) (*RunC
 // mount, "" for none) with memory.max and pids.max, the
 // controllers enabled on the way down from the unified root. It needs
 // write access to the hierarchy's top (root).
-func newRunCgroup2(name string, lim CgroupLimits, mount string) (*RunCgroup, error) {
+func newRunCgroup2(name string, lim Limits, mount string) (*Run, error) {
 	if mount == "" {
 		return nil, errors.New("no cgroup2 hierarchy mounted")
 	}
@@ -104,7 +105,7 @@ func newRunCgroup2(name string, lim CgroupLimits, mount string) (*RunCgroup, err
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, err
 	}
-	c := &RunCgroup{Version: 2, dirs: map[string]string{"": dir}}
+	c := &Run{Version: 2, dirs: map[string]string{"": dir}}
 	if err := c.setLimits(lim); err != nil {
 		c.Remove()
 		return nil, err
@@ -115,9 +116,9 @@ func newRunCgroup2(name string, lim CgroupLimits, mount string) (*RunCgroup, err
 // newRunCgroup1 makes a child of this process's own cgroup in the v1
 // pids, memory and cpuacct hierarchies (mounts: cgroup1Mounts) (v1 has no rule against children of
 // a cgroup with processes).
-func newRunCgroup1(name string, lim CgroupLimits, mounts map[string]string) (*RunCgroup, error) {
+func newRunCgroup1(name string, lim Limits, mounts map[string]string) (*Run, error) {
 	own := ownCgroups1()
-	c := &RunCgroup{Version: 1, dirs: map[string]string{}}
+	c := &Run{Version: 1, dirs: map[string]string{}}
 	for _, ctl := range []string{"pids", "memory", "cpuacct"} {
 		mount, ok := mounts[ctl]
 		if !ok {
@@ -141,7 +142,7 @@ func newRunCgroup1(name string, lim CgroupLimits, mounts map[string]string) (*Ru
 	return c, nil
 }
 
-func (c *RunCgroup) file(ctl, v2name, v1name string) string {
+func (c *Run) file(ctl, v2name, v1name string) string {
 	if c.Version == 2 {
 		return filepath.Join(c.dirs[""], v2name)
 	}
@@ -151,7 +152,7 @@ func (c *RunCgroup) file(ctl, v2name, v1name string) string {
 	return ""
 }
 
-func (c *RunCgroup) setLimits(lim CgroupLimits) error {
+func (c *Run) setLimits(lim Limits) error {
 	if lim.Pids > 0 {
 		if err := os.WriteFile(c.file("pids", "pids.max", "pids.max"), []byte(strconv.FormatUint(lim.Pids, 10)), 0); err != nil {
 			return fmt.Errorf("pids.max: %w", err)
@@ -190,7 +191,7 @@ func (c *RunCgroup) setLimits(lim CgroupLimits) error {
 // the process it forked dies with it (its parent-death signal follows the
 // forking thread), so such a run fails closed rather than run with the
 // run host inside its cgroup.
-func (c *RunCgroup) StartInside(start func() error) (inside bool, err error) {
+func (c *Run) StartInside(start func() error) (inside bool, err error) {
 	if c.Version != 1 {
 		return false, start()
 	}
@@ -231,7 +232,7 @@ func (c *RunCgroup) StartInside(start func() error) (inside bool, err error) {
 
 // Add moves pid (the sandbox's init, before it starts the agent) into the
 // run's cgroup; its children are born there.
-func (c *RunCgroup) Add(pid int) error {
+func (c *Run) Add(pid int) error {
 	p := []byte(strconv.Itoa(pid))
 	for ctl, dir := range c.dirs {
 		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), p, 0); err != nil {
@@ -242,8 +243,8 @@ func (c *RunCgroup) Add(pid int) error {
 }
 
 // Usage reads the run's current use and the kernel's refusal counters.
-func (c *RunCgroup) Usage() CgroupUsage {
-	u := CgroupUsage{Known: map[string]bool{}}
+func (c *Run) Usage() Usage {
+	u := Usage{Known: map[string]bool{}}
 	read := func(path string) (string, bool) {
 		if path == "" {
 			return "", false
@@ -291,7 +292,7 @@ func (c *RunCgroup) Usage() CgroupUsage {
 
 // KillAll kills every process in the run's cgroup, again until none is
 // left (a fork racing the kill), for at most about a second.
-func (c *RunCgroup) KillAll() {
+func (c *Run) KillAll() {
 	if c.Version == 2 {
 		if os.WriteFile(filepath.Join(c.dirs[""], "cgroup.kill"), []byte("1"), 0) == nil {
 			c.waitEmpty()
@@ -310,13 +311,13 @@ func (c *RunCgroup) KillAll() {
 	}
 }
 
-func (c *RunCgroup) waitEmpty() {
+func (c *Run) waitEmpty() {
 	for i := 0; i < 100 && len(c.procs()) > 0; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-func (c *RunCgroup) procs() []int {
+func (c *Run) procs() []int {
 	var out []int
 	for _, dir := range c.dirs {
 		b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
@@ -335,7 +336,7 @@ func (c *RunCgroup) procs() []int {
 
 // Remove removes the run's cgroup directories (empty once its processes
 // are gone).
-func (c *RunCgroup) Remove() {
+func (c *Run) Remove() {
 	for _, dir := range c.dirs {
 		for i := 0; i < 50; i++ {
 			if err := unix.Rmdir(dir); err == nil || errors.Is(err, unix.ENOENT) {
@@ -347,7 +348,7 @@ func (c *RunCgroup) Remove() {
 }
 
 // CountsCPU reports whether the cgroup accounts the run's CPU time.
-func (c *RunCgroup) CountsCPU() bool {
+func (c *Run) CountsCPU() bool {
 	if c.Version == 2 {
 		return true
 	}
@@ -356,7 +357,7 @@ func (c *RunCgroup) CountsCPU() bool {
 }
 
 // Describe names the mechanism for /mnt/proc/budgets: cgroup2 or cgroup1.
-func (c *RunCgroup) Describe() string {
+func (c *Run) Describe() string {
 	return "cgroup" + strconv.Itoa(c.Version)
 }
 

@@ -1,4 +1,4 @@
-package sandbox
+package cgroup
 
 import (
 	"os"
@@ -13,9 +13,9 @@ import (
 
 // requireCgroup returns a run cgroup, or skips (fails under
 // CTX_REQUIRE_SANDBOX as root) when none can be made here.
-func requireCgroup(t *testing.T, lim CgroupLimits) *RunCgroup {
+func requireCgroup(t *testing.T, lim Limits) *Run {
 	t.Helper()
-	c, why := NewRunCgroup("ctx-test-"+fsops.NewRunID(), lim, nil)
+	c, why := New("ctx-test-"+fsops.NewRunID(), lim, nil)
 	if c == nil {
 		if os.Getenv("CTX_REQUIRE_SANDBOX") != "" && os.Getuid() == 0 {
 			t.Fatalf("a run cgroup is required (CTX_REQUIRE_SANDBOX) but: %s", why)
@@ -45,7 +45,7 @@ func cgroupsOf(t *testing.T, pid, tid int) string {
 // no thread of the starting process stays there: the run host must never
 // be in the cgroup that KillAll empties.
 func TestStartInsideBornInRunCgroup(t *testing.T) {
-	c := requireCgroup(t, CgroupLimits{Pids: 64})
+	c := requireCgroup(t, Limits{Pids: 64})
 	cmd := exec.Command("/bin/sleep", "30")
 	inside, err := c.StartInside(cmd.Start)
 	if err != nil {
@@ -82,7 +82,7 @@ func TestStartInsideBornInRunCgroup(t *testing.T) {
 
 // A start that fails leaves nothing in the cgroup and the thread back home.
 func TestStartInsideFailedStart(t *testing.T) {
-	c := requireCgroup(t, CgroupLimits{Pids: 64})
+	c := requireCgroup(t, Limits{Pids: 64})
 	cmd := exec.Command(filepath.Join(t.TempDir(), "missing"))
 	if _, err := c.StartInside(cmd.Start); err == nil {
 		t.Fatal("starting a missing program succeeded")
