@@ -3,6 +3,7 @@ package runhost
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,8 +50,11 @@ type Broker struct {
 	// room reserved for its record.
 	inFlight atomic.Int64
 	gated    atomic.Bool // the unix gate is served (iso landlock)
-	gate     brokerGate  // pending handshakes and call slots, by peer (runhost_broker_peers.go)
-	static   []string    // /mnt/proc/policy lines that are not about tools
+	// connector brings the init's answer to the gate's one request for its
+	// connector: the connector's channel and pidfd, or none.
+	connector chan []*os.File
+	gate      brokerGate // pending handshakes and call slots, by peer (runhost_broker_peers.go)
+	static    []string   // /mnt/proc/policy lines that are not about tools
 	// handlers counts the connections being served; readDone is closed
 	// when readInit has returned; stopListen closes the listener once.
 	handlers   sync.WaitGroup
@@ -89,7 +93,7 @@ func (r *AgentRun) startBroker(static []string) error {
 	}
 	r.broker = &Broker{R: r, listen: fd, host: host, init: init,
 		waiting: map[uint64]chan broker.InitReport{}, gate: newBrokerGate(), static: static,
-		readDone: make(chan struct{})}
+		readDone: make(chan struct{}), connector: make(chan []*os.File, 1)}
 	go r.broker.readInit()
 	go r.broker.serve()
 	r.broker.watchPolicy()
@@ -180,14 +184,12 @@ func (b *Broker) sandboxStarted() {
 }
 
 // startUnixGate answers the connects of an iso landlock run (the init
-// sent the gate's listener and its connector's channel): a connection the
-// gate makes to the broker is served as one from the process that asked
-// for it; sockets in the places the run may write are its own. Only the
-// first listener is taken.
-func (b *Broker) startUnixGate(listener, connector *os.File) {
+// sent the gate's listener): a connection the gate makes to the broker is
+// served as one from the process that asked for it; sockets in the places
+// the run may write are its own. Only the first listener is taken.
+func (b *Broker) startUnixGate(listener *os.File) {
 	if !b.gated.CompareAndSwap(false, true) || b.R.plan == nil {
 		listener.Close()
-		connector.Close()
 		return
 	}
 	rules := sandbox.UnixGateRules{
@@ -201,6 +203,7 @@ func (b *Broker) startUnixGate(listener, connector *os.File) {
 			}
 			b.enter(conn, p)
 		},
+		StartConnector: b.startConnector,
 	}
 	abi, _ := sandbox.LandlockABI()
 	rules.Abstract = abi >= sandbox.LandlockABIScope
@@ -211,7 +214,26 @@ func (b *Broker) startUnixGate(listener, connector *os.File) {
 			}
 		}
 	}
-	sandbox.ServeUnixGate(listener, connector, rules)
+	sandbox.ServeUnixGate(listener, rules)
+}
+
+// startConnector has the init start the unix gate's connector (the gate
+// asks once, at the first connect it needs it for) and returns its
+// channel and pidfd.
+func (b *Broker) startConnector() (ch, pidfd *os.File, err error) {
+	if err := broker.Send(int(b.host.Fd()), broker.Order{Op: broker.OpConnector}, nil); err != nil {
+		return nil, nil, err
+	}
+	select {
+	case files := <-b.connector:
+		if len(files) != 2 {
+			closeFiles(files)
+			return nil, nil, errors.New("the init started no connector")
+		}
+		return files[0], files[1], nil
+	case <-b.readDone:
+		return nil, nil, errors.New("the sandbox is gone")
+	}
 }
 
 // readInit dispatches the init's exit reports to the calls waiting.
@@ -220,9 +242,16 @@ func (b *Broker) readInit() {
 	for {
 		var o broker.InitReport
 		files, err := broker.Recv(int(b.host.Fd()), &o, 2)
-		if err == nil && o.Op == broker.OpUnixGate && len(files) == 2 {
-			b.startUnixGate(files[0], files[1])
+		if err == nil && o.Op == broker.OpUnixGate && len(files) == 1 {
+			b.startUnixGate(files[0])
 			continue
+		}
+		if err == nil && o.Op == broker.OpConnector {
+			select {
+			case b.connector <- files: // its answer, asked for once
+				continue
+			default:
+			}
 		}
 		for _, f := range files {
 			f.Close()

@@ -150,7 +150,10 @@ const (
 	OpKill     Op = "kill"      // cancel a call: end its process group (Order)
 	OpRun      Op = "run"       // start a program joining the run (Order)
 	OpExit     Op = "exit"      // an order's process ended (InitReport)
-	OpUnixGate Op = "unix-gate" // the unix gate is up, its descriptors attached (InitReport)
+	OpUnixGate Op = "unix-gate" // the unix gate is up, its listener attached (InitReport)
+	// OpConnector: start the unix gate's connector (Order); it runs, its
+	// channel and pidfd attached, or Error says why not (InitReport).
+	OpConnector Op = "connector"
 )
 
 // Order is what the host tells the init (and the init a tool worker):
@@ -171,8 +174,9 @@ type Order struct {
 
 // InitReport is what the init tells the host: how the process of order
 // ID ended (OpExit: its status, why when it never started, and what a
-// tool worker reported of its call), or that the unix gate is up, with
-// its listener and its connector's channel attached (OpUnixGate).
+// tool worker reported of its call), that the unix gate is up, with its
+// listener attached (OpUnixGate), or that the gate's connector runs
+// (OpConnector).
 type InitReport struct {
 	Op     Op      `json:"op"`
 	ID     uint64  `json:"id"`

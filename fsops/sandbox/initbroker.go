@@ -110,6 +110,8 @@ func (b *initBroker) handle(d brokerDelivery) {
 		if pid, ok := b.startOrder(o, d.files, path, o.Env); ok {
 			b.joined[pid] = true
 		}
+	case broker.OpConnector:
+		b.startConnectorFor(o)
 	case broker.OpExec:
 		if o.Worker {
 			// ctx's own process: a tool worker is handed the order

@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"syscall"
 	"unsafe"
 
@@ -364,45 +363,26 @@ func landlockRuleRights(r LandlockRule, isDir bool, handled uint64) uint64 {
 	return rights & handled
 }
 
-// openLandlockPath opens path with O_PATH one component at a time, never
-// following a symlink (DESIGN.md section 16 rule 4): a symlink the agent
-// planted in a tree it could write in an earlier run must not move a grant
-// elsewhere. It reports whether the path is a directory.
+// openLandlockPath opens path with O_PATH, never following a symlink in
+// any component (DESIGN.md section 16 rule 4; fsops.OpenNoSymlinks: one
+// openat2 where the kernel has it): a symlink the agent planted in a tree
+// it could write in an earlier run must not move a grant elsewhere. It
+// reports whether the path is a directory.
 func openLandlockPath(path string) (fd int, isDir bool, err error) {
 	if !filepath.IsAbs(path) {
 		return -1, false, &os.PathError{Op: "open", Path: path, Err: errors.New("not an absolute path")}
 	}
-	fd, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	fd, err = fsops.OpenNoSymlinks(filepath.Clean(path))
 	if err != nil {
-		return -1, false, &os.PathError{Op: "open", Path: "/", Err: err}
+		if errors.Is(err, unix.ELOOP) {
+			err = fsops.ErrSymlink
+		}
+		return -1, false, &os.PathError{Op: "open", Path: path, Err: err}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
-		return -1, false, &os.PathError{Op: "stat", Path: "/", Err: err}
-	}
-	for _, name := range strings.Split(filepath.Clean(path), "/") {
-		if name == "" {
-			continue
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			unix.Close(fd)
-			return -1, false, &os.PathError{Op: "open", Path: path, Err: unix.ENOTDIR}
-		}
-		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		unix.Close(fd)
-		if err != nil {
-			return -1, false, &os.PathError{Op: "open", Path: path, Err: err}
-		}
-		fd = next
-		if err := unix.Fstat(fd, &st); err != nil {
-			unix.Close(fd)
-			return -1, false, &os.PathError{Op: "stat", Path: path, Err: err}
-		}
-		if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-			unix.Close(fd)
-			return -1, false, &os.PathError{Op: "open", Path: path, Err: fsops.ErrSymlink}
-		}
+		return -1, false, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	return fd, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil
 }

@@ -104,26 +104,28 @@ func installUnixGate() (*os.File, error) {
 	return os.NewFile(fd, "unix-gate"), nil
 }
 
-// startUnixGate starts the connector (unixgate_connector.go), installs
-// the gate, and hands the gate's listener and the connector's channel to
-// the run host on the broker's channel; the init keeps no copy (whoever
-// holds the listener decides the run's connects).
+// startUnixGate installs the gate and hands its listener to the run host
+// on the broker's channel; the init keeps no copy (whoever holds the
+// listener decides the run's connects). The connector is not started
+// here: most runs never need it, and it is a process of its own, so the
+// run host asks for it at the first connect it must make
+// (startConnectorFor, unixgate_connector.go).
 func startUnixGate(plan *sandboxplan.Plan) error {
 	if brokerChannel == nil || plan.Worker == "" {
 		return errors.New("no broker channel to hand the gate to")
 	}
-	connector, err := startConnector(plan)
-	if err != nil {
-		return fmt.Errorf("starting the connector: %w", err)
-	}
-	defer connector.Close()
 	listener, err := installUnixGate()
 	if err != nil {
 		return err
 	}
 	defer listener.Close()
-	return broker.Send(int(brokerChannel.Fd()), broker.InitReport{Op: broker.OpUnixGate}, []int{int(listener.Fd()), int(connector.Fd())})
+	gateInstalled = true
+	return broker.Send(int(brokerChannel.Fd()), broker.InitReport{Op: broker.OpUnixGate}, []int{int(listener.Fd())})
 }
+
+// gateInstalled: this init put the gate on its threads, so a connector
+// it starts is gated too, and the run host tells its connects apart.
+var gateInstalled bool
 
 // and is BPF_ALU AND: the accumulator keeps only mask's bits.
 func (a *bpfAssembler) and(mask uint32) {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -17,14 +18,19 @@ import (
 // The unix gate's connector: the process that makes, inside the run, the
 // connects the gate allows and does not make itself (those to the run's
 // own sockets, in the places it may write, and, with the network grant,
-// inet ones). The init starts it from its locked thread after the walls
-// and before the gate's filter, so it carries the run's Landlock domain,
-// seccomp filter, limits and uid, but is not gated itself: a server of
-// the run sees a client of the run (SO_PEERCRED: the agent's uid, a
-// descendant of the init), Landlock's scope keeps an abstract connect
-// inside the run, and its TCP rules hold. It is not dumpable, so no agent
-// process of its uid can reach its memory or descriptors through /proc.
-// Killed, it leaves those connects refused (EACCES), nothing else.
+// inet ones). The init starts it from its locked thread when the run host
+// first asks (OpConnector: most runs never connect anywhere it must, and
+// it is a process of its own), so it carries the run's Landlock domain,
+// seccomp filter, limits and uid: a server of the run sees a client of
+// the run (SO_PEERCRED: the agent's uid, a descendant of the init),
+// Landlock's scope keeps an abstract connect inside the run, and its TCP
+// rules hold. It is under the gate like every process of the run; the run
+// host lets a connect through to the kernel only when the caller is one
+// of its threads, which the connector's pidfd, handed over with its
+// channel, proves (unixgate_host.go, fromConnector). It is not dumpable,
+// so no agent process of its uid can reach its memory or descriptors
+// through /proc, and the agent's filter refuses ptrace. Killed, it leaves
+// those connects refused (EACCES), nothing else.
 
 // UnixConnectorApplet is the hidden applet the connector runs as.
 const UnixConnectorApplet = "ctx-unix-connector"
@@ -42,12 +48,37 @@ type connectRequest struct {
 	Errno int    `json:"errno,omitempty"`
 }
 
+// startConnectorFor starts the connector on the run host's order and
+// reports its channel and pidfd, or why it did not start. Once a run: a
+// connector the agent killed is not replaced.
+func (b *initBroker) startConnectorFor(o broker.Order) {
+	rep := broker.InitReport{Op: broker.OpConnector, ID: o.ID}
+	if !gateInstalled || connectorStarted {
+		rep.Error = "no connector to start (no unix gate, or started once)"
+		b.report(rep)
+		return
+	}
+	connectorStarted = true
+	ch, pidfd, err := startConnector(b.plan)
+	if err != nil {
+		rep.Error = "starting the connector: " + err.Error()
+		b.report(rep)
+		return
+	}
+	defer ch.Close()
+	defer unix.Close(pidfd)
+	broker.Send(int(b.ch.Fd()), rep, []int{int(ch.Fd()), pidfd})
+}
+
+// connectorStarted: this init started its connector.
+var connectorStarted bool
+
 // startConnector starts the connector from the calling (locked) thread
-// and returns the host's end of its channel.
-func startConnector(plan *sandboxplan.Plan) (*os.File, error) {
+// and returns the host's end of its channel and the connector's pidfd.
+func startConnector(plan *sandboxplan.Plan) (*os.File, int, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, err
+		return nil, -1, err
 	}
 	mine, theirs := os.NewFile(uintptr(fds[0]), "connector"), os.NewFile(uintptr(fds[1]), "connector-end")
 	defer theirs.Close()
@@ -55,12 +86,20 @@ func startConnector(plan *sandboxplan.Plan) (*os.File, error) {
 	// exec's default, /dev/null, may not exist (a chroot).
 	cmd := &exec.Cmd{Path: plan.Worker, Args: []string{UnixConnectorApplet}, Env: []string{}, Dir: "/",
 		Stdin: theirs, Stdout: theirs, Stderr: os.Stderr, ExtraFiles: []*os.File{theirs}}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(plan)}
+	pidfd := -1
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: agentCredential(plan), PidFD: &pidfd}
 	if err := cmd.Start(); err != nil {
 		mine.Close()
-		return nil, err
+		return nil, -1, err
 	}
-	return mine, nil
+	if pidfd < 0 {
+		// Without its pidfd the host could not tell the connector's
+		// connects from another process's: it is not used.
+		cmd.Process.Kill()
+		mine.Close()
+		return nil, -1, errors.New("the kernel gave no pidfd for the connector")
+	}
+	return mine, pidfd, nil
 }
 
 // RunUnixConnector is the connector's loop: one connect per request, each

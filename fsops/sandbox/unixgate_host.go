@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 
@@ -48,9 +50,20 @@ type seccompNotifAddfd struct {
 
 // unixGate answers one run's connects.
 type unixGate struct {
-	listener  *os.File
-	connector *connectorClient
+	listener *os.File
 	UnixGateRules
+	// The connector, started at the first connect that needs it: once
+	// (startMu), its client and pidfd published in connector.
+	startMu   sync.Mutex
+	started   bool
+	connector atomic.Pointer[gateConnector]
+}
+
+// gateConnector is the started connector: its client, its pidfd and pid.
+type gateConnector struct {
+	client *connectorClient
+	pidfd  *os.File
+	pid    int
 }
 
 // UnixGateRules are what a run's connects may reach.
@@ -68,38 +81,118 @@ type UnixGateRules struct {
 	Network, Abstract bool
 	// Proxy, without Network, is the one inet address the run connects
 	// to: the run host's egress proxy on the host's loopback.
-	Proxy  netip.AddrPort
-	broker unix.Stat_t
+	Proxy netip.AddrPort
+	// StartConnector has the init start the connector and returns its
+	// channel and pidfd (the caller's to close).
+	StartConnector func() (ch, pidfd *os.File, err error)
+	broker         unix.Stat_t
 }
 
 // ServeUnixGate answers, until every process of the run is gone, the
-// connects of the processes under the gate whose listener (and
-// connector's channel, when the init started one) the init sent, by
-// rules: the broker, sockets beneath the writable places, abstract ones
+// connects of the processes under the gate whose listener the init sent,
+// by rules: the broker, sockets beneath the writable places, abstract ones
 // where Landlock scopes them and inet ones with the network grant, the
 // last three made by the connector inside the run. Everything else is
 // EACCES.
-func ServeUnixGate(listener, connector *os.File, rules UnixGateRules) error {
+func ServeUnixGate(listener *os.File, rules UnixGateRules) error {
 	st, err := fsops.Stat(rules.Broker)
 	if err != nil {
 		listener.Close()
-		if connector != nil {
-			connector.Close()
-		}
 		return err
 	}
 	rules.broker = st
 	g := &unixGate{listener: listener, UnixGateRules: rules}
-	if connector != nil {
-		g.connector = newConnectorClient(connector)
-	}
 	go g.loop()
 	return nil
+}
+
+// connectorClient is the connector, started at the first call; nil when
+// it could not be (every connect it would make is then EACCES).
+func (g *unixGate) connectorClient() *connectorClient {
+	g.startMu.Lock()
+	defer g.startMu.Unlock()
+	if !g.started && g.StartConnector != nil {
+		g.started = true
+		ch, pidfd, err := g.StartConnector()
+		if err != nil {
+			return nil
+		}
+		pid := pidfdPid(pidfd)
+		if pid <= 0 {
+			ch.Close()
+			pidfd.Close()
+			return nil
+		}
+		g.connector.Store(&gateConnector{client: newConnectorClient(ch), pidfd: pidfd, pid: pid})
+	}
+	if c := g.connector.Load(); c != nil {
+		return c.client
+	}
+	return nil
+}
+
+// fromConnector reports whether the notification is a connect of the
+// connector itself, to be let through to the kernel: the connector makes
+// only the connects the gate decided on, with the address the gate
+// copied, from memory no agent process can reach. The caller is one of
+// its threads when the thread's process is the connector's pid, the
+// thread still waits in this notification (so the pid read is its own),
+// and the connector's pidfd says it has not exited (so that pid is still
+// the connector's, not a process that took the number after it).
+func (g *unixGate) fromConnector(n *seccompNotif) bool {
+	c := g.connector.Load()
+	if c == nil || n.nr != unix.SYS_CONNECT {
+		return false
+	}
+	tgid, err := threadGroup(int(n.pid))
+	if err != nil || tgid != c.pid || !g.valid(n.id) {
+		return false
+	}
+	return pidfdRunning(c.pidfd)
+}
+
+// pidfdPid is the pid of the process pidfd refers to (the Pid line of its
+// fdinfo), 0 or -1 once it has exited and been reaped.
+func pidfdPid(pidfd *os.File) int {
+	b, err := os.ReadFile("/proc/self/fdinfo/" + strconv.Itoa(int(pidfd.Fd())))
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pid:"); ok {
+			if pid, err := strconv.Atoi(strings.TrimSpace(v)); err == nil {
+				return pid
+			}
+		}
+	}
+	return -1
+}
+
+// pidfdRunning reports whether the process pidfd refers to has not
+// exited: a pidfd polls readable once it has.
+func pidfdRunning(pidfd *os.File) bool {
+	running := false
+	raw, err := pidfd.SyscallConn()
+	if err != nil {
+		return false
+	}
+	raw.Control(func(fd uintptr) {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(pfd, 0)
+		running = err == nil && n == 0
+	})
+	return running
 }
 
 // loop receives the notifications. It ends when no process is left under
 // the filter (the listener hangs up) or the listener fails.
 func (g *unixGate) loop() {
+	defer func() {
+		// After the listener: no answer is sent once it is closed.
+		if c := g.connector.Load(); c != nil {
+			c.pidfd.Close()
+		}
+	}()
 	defer g.listener.Close()
 	fd := int(g.listener.Fd())
 	for {
@@ -138,7 +231,9 @@ func notifIoctl(fd int, req uint, arg unsafe.Pointer) error {
 // the gate made the connection) or the errno.
 func (g *unixGate) answer(n seccompNotif) {
 	resp := seccompNotifResp{id: n.id}
-	if errno := g.decide(&n); errno != 0 {
+	if g.fromConnector(&n) {
+		resp.flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	} else if errno := g.decide(&n); errno != 0 {
 		resp.error = -int32(errno)
 	}
 	notifIoctl(int(g.listener.Fd()), unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
@@ -198,7 +293,7 @@ func (g *unixGate) decide(n *seccompNotif) syscall.Errno {
 		if !g.Network && !(g.Proxy.IsValid() && inet4Addr(addr) == g.Proxy) {
 			return unix.EACCES
 		}
-		return g.connector.connect(sock, addr, -1)
+		return g.connectorClient().connect(sock, addr, -1)
 	}
 	if binary.LittleEndian.Uint16(addr) != unix.AF_UNIX || len(addr) < 3 {
 		return unix.EINVAL // another family, or no name
@@ -207,7 +302,7 @@ func (g *unixGate) decide(n *seccompNotif) syscall.Errno {
 		if !g.Abstract {
 			return unix.EACCES
 		}
-		return g.connector.connect(sock, addr, -1)
+		return g.connectorClient().connect(sock, addr, -1)
 	}
 	target := openUnixTarget(tid, addr[2:])
 	if target < 0 {
@@ -227,7 +322,7 @@ func (g *unixGate) decide(n *seccompNotif) syscall.Errno {
 	if !g.writable(target) {
 		return unix.EACCES
 	}
-	return g.connector.connect(sock, nil, target)
+	return g.connectorClient().connect(sock, nil, target)
 }
 
 // writable reports whether the file target is an O_PATH descriptor of
