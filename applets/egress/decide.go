@@ -124,7 +124,7 @@ func Status(rec netproxy.Record) string {
 }
 
 // revalidateOnKick closes the open relays a policy change took the grant
-// of: at once when the run host tells of a change (PolicyChanged), and
+// of, and has the ports it granted forwarded (forwards.go): at once when the run host tells of a change (PolicyChanged), and
 // at each revalidatePoll when its generation moved without a word or no
 // watch holds (one could not be made: the user's inotify instances are
 // few), until the run's egress is closed.
@@ -145,6 +145,7 @@ func (n *Run) revalidateOnKick() {
 			return
 		}
 		n.proxy.Revalidate()
+		n.growForwards()
 	}
 }
 

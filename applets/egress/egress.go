@@ -56,6 +56,9 @@ type Host struct {
 	Record         func(ev fsops.Event, ran bool) error
 	Warnf          func(format string, args ...any)
 	BudgetExceeded func(key, detail string)
+	// Listen asks the sandbox's init for a forwarder's listener at addr,
+	// order id (Namespace); its answer comes to Listened.
+	Listen func(id uint64, addr string) error
 }
 
 // Run is one run's egress.
@@ -86,6 +89,7 @@ type Run struct {
 	kick     chan struct{} // a policy change to revalidate open relays on
 	done     chan struct{} // closed with the run's egress
 	warn     refusalWarner
+	fw       forwards // the forwarders, those of the start and since (forwards.go)
 }
 
 // Open starts a run's egress in mode, its namespace listeners planned
@@ -187,6 +191,7 @@ func (n *Run) receive() {
 	}
 	go n.stub.ServeUDP(l.DNSUDP)
 	go n.stub.ServeTCP(l.DNSTCP)
+	n.startForwards(l.Forward)
 }
 
 // serve accepts on l until it is closed, serving each connection with

@@ -1,10 +1,12 @@
 package runhost
 
 import (
+	"errors"
 	"fmt"
 
 	"ctx/applets/egress"
 	"ctx/fsops"
+	"ctx/fsops/broker"
 	"ctx/fsops/netproxy"
 	"ctx/fsops/sandbox"
 	"ctx/policy"
@@ -44,13 +46,23 @@ func (r *AgentRun) prepareNetwork(network bool) ([]string, error) {
 	budget := netproxy.Budget{Bytes: int64(min(limitOrZero(limits.Get("net_bytes")), 1<<62)),
 		Connections: int64(min(limitOrZero(limits.Get("net_connections")), 1<<62))}
 	run, err := egress.Open(mode, g, budget, egress.Host{Root: r.Root, Agent: r.Agent.Name, Generation: r.policyGeneration,
-		Reserve: r.reserveConnection, Record: r.record, Warnf: r.warnf, BudgetExceeded: r.budgetExceeded})
+		Reserve: r.reserveConnection, Record: r.record, Warnf: r.warnf, BudgetExceeded: r.budgetExceeded, Listen: r.orderListen})
 	if err != nil {
 		return nil, err
 	}
 	r.net = run
 	r.env = sandboxplan.ProxyEnv(r.env, run.Egress().Proxy)
 	return run.Lines(), nil
+}
+
+// orderListen asks the init, on the broker's private order channel, for a
+// forwarder's listener at addr (a port granted during the run); readInit
+// hands its answer to the egress.
+func (r *AgentRun) orderListen(id uint64, addr string) error {
+	if r.broker == nil {
+		return errors.New("no order channel to the sandbox's init")
+	}
+	return broker.Send(int(r.broker.host.Fd()), broker.Order{Op: broker.OpListen, ID: id, Path: addr}, nil)
 }
 
 // policyGeneration is the broker's count of the policy changes its watch

@@ -246,6 +246,10 @@ func (b *Broker) readInit() {
 			b.startUnixGate(files[0])
 			continue
 		}
+		if err == nil && o.Op == broker.OpListen {
+			b.R.net.Listened(o.ID, o.Error, files) // a forwarder (applets/egress)
+			continue
+		}
 		if err == nil && o.Op == broker.OpConnector {
 			select {
 			case b.connector <- files: // its answer, asked for once

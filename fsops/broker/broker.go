@@ -154,6 +154,11 @@ const (
 	// OpConnector: start the unix gate's connector (Order); it runs, its
 	// channel and pidfd attached, or Error says why not (InitReport).
 	OpConnector Op = "connector"
+	// OpListen: listen for a forwarder of the egress proxy at the address
+	// in Path, in the run's network namespace (Order, for a port granted
+	// during the run); the listener attached, or Error says why not
+	// (InitReport, the order's ID).
+	OpListen Op = "listen"
 )
 
 // Order is what the host tells the init (and the init a tool worker):

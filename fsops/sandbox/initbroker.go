@@ -112,6 +112,8 @@ func (b *initBroker) handle(d brokerDelivery) {
 		}
 	case broker.OpConnector:
 		b.startConnectorFor(o)
+	case broker.OpListen:
+		b.listenFor(o)
 	case broker.OpExec:
 		if o.Worker {
 			// ctx's own process: a tool worker is handed the order

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/fsops/broker"
 	"ctx/fsops/netproxy"
 	"ctx/policy/sandboxplan"
 )
@@ -20,7 +21,8 @@ import (
 // host then accepts on them itself: no connection passes through the
 // init, and the init keeps no copy. A run host that never reads them
 // leaves the listeners with the init's exit, and the program's
-// connections refused.
+// connections refused. A port granted during the run gets its forwarder
+// later, one at a time, on the run host's order (listenFor).
 
 // netChannel is the init's end of the egress channel, when the run host
 // handed one over (handoffNet).
@@ -37,7 +39,7 @@ func listenEgress(plan *sandboxplan.Plan) error {
 	ch := netChannel
 	netChannel = nil
 	e := plan.Egress
-	if e == nil || e.ConnectPort != 0 || !plan.Namespaces.Net {
+	if !namespaceEgress(plan) {
 		if ch != nil {
 			ch.Close()
 		}
@@ -93,6 +95,12 @@ func egressSocket(addr string, udp bool) (int, error) {
 	if err != nil {
 		return -1, err
 	}
+	if !udp {
+		// A forwarder granted during the run may take a port whose last
+		// connections linger (TIME_WAIT, or open on the 127.0.0.1
+		// forwarder it replaces); never one a socket listens on.
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEADDR, 1)
+	}
 	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
 	if err := unix.Bind(fd, sa); err != nil {
 		unix.Close(fd)
@@ -105,4 +113,55 @@ func egressSocket(addr string, udp bool) (int, error) {
 		}
 	}
 	return fd, nil
+}
+
+// namespaceEgress reports whether the plan's egress listens in the run's
+// own network namespace (userns, uid), never the host's.
+func namespaceEgress(plan *sandboxplan.Plan) bool {
+	e := plan.Egress
+	return e != nil && e.ConnectPort == 0 && plan.Namespaces.Net
+}
+
+// forwardsListened counts the forwarders listenFor bound: with the
+// start's, never more than sandboxplan.MaxEgressForwards.
+var forwardsListened int
+
+// listenFor binds, on the run host's order, a forwarder's listener for a
+// port granted during the run, in the run's network namespace, and
+// replies with it, or with why not: the address must be one a forwarder
+// may have (IPv4 loopback or the wildcard address, a port other than the
+// DNS stub's), the run's namespace its own, and the bound not reached. A
+// port a program of the run already holds is refused by the kernel
+// (EADDRINUSE), and only refused: the init binds nothing else instead.
+//
+// A port below 1024 binds as at the start: dropPrivileges empties the
+// bounding, ambient and inheritable sets, which no child then gains from,
+// and leaves this thread's effective capabilities, CAP_NET_BIND_SERVICE in
+// the run's namespace among them. So the namespace's
+// ip_unprivileged_port_start stays as it is, and the program binds no low
+// port of its own.
+func (b *initBroker) listenFor(o broker.Order) {
+	rep := broker.InitReport{Op: broker.OpListen, ID: o.ID}
+	err := sandboxplan.ValidForward(o.Path)
+	switch {
+	case !namespaceEgress(b.plan):
+		rep.Error = "the run has no network namespace of its own"
+	case err != nil:
+		rep.Error = err.Error()
+	case forwardsListened+len(b.plan.Egress.Forward) >= sandboxplan.MaxEgressForwards:
+		rep.Error = fmt.Sprintf("more than %d forwarded ports", sandboxplan.MaxEgressForwards)
+	}
+	if rep.Error != "" {
+		b.report(rep)
+		return
+	}
+	fd, err := egressSocket(o.Path, false)
+	if err != nil {
+		rep.Error = err.Error()
+		b.report(rep)
+		return
+	}
+	defer unix.Close(fd)
+	forwardsListened++
+	broker.Send(int(b.ch.Fd()), rep, []int{fd})
 }

@@ -55,6 +55,34 @@ const (
 // refusal says what would allow it instead of a timeout). It also
 // returns the ports it left without a forwarder, each with why.
 func NamespaceEgress(g *policy.NetworkGrants) (*Egress, []string) {
+	e := &Egress{DNS: netip.AddrPortFrom(netip.MustParseAddr(EgressDNSAddr), 53).String()}
+	forward, skipped := ForwardAddrs(g)
+	ports := map[int]bool{}
+	for _, addr := range forward {
+		port := ForwardPort(addr)
+		ports[port] = true
+		if len(e.Forward) >= MaxEgressForwards {
+			skipped = append(skipped, fmt.Sprintf("%d: more than %d forwarded ports", port, MaxEgressForwards))
+			continue
+		}
+		e.Forward = append(e.Forward, addr)
+	}
+	port := EgressProxyPort
+	for ports[port] {
+		port++
+	}
+	e.Proxy = "127.0.0.1:" + strconv.Itoa(port)
+	return e, skipped
+}
+
+// ForwardAddrs are the addresses forwarders listen on for grants g, with
+// no bound: the wildcard address at each port a name (or a wildcard name)
+// is granted on, first, then 127.0.0.1 at each port only a localhost:PORT
+// grant names, each list by port. It also returns the ports it leaves
+// out, each with why (53, the DNS stub's). The start's forwarders are the
+// first MaxEgressForwards (NamespaceEgress); those of ports granted during
+// the run come after them, within the same bound (applets/egress).
+func ForwardAddrs(g *policy.NetworkGrants) (addrs, skipped []string) {
 	names := map[int]bool{}
 	for _, t := range g.Targets() {
 		if t.Kind == policy.NetworkHost || t.Kind == policy.NetworkWildcard {
@@ -69,8 +97,6 @@ func NamespaceEgress(g *policy.NetworkGrants) (*Egress, []string) {
 			local[p] = true
 		}
 	}
-	e := &Egress{DNS: netip.AddrPortFrom(netip.MustParseAddr(EgressDNSAddr), 53).String()}
-	var skipped []string
 	add := func(set map[int]bool, host string) {
 		var ports []int
 		for p := range set {
@@ -78,24 +104,38 @@ func NamespaceEgress(g *policy.NetworkGrants) (*Egress, []string) {
 		}
 		sort.Ints(ports)
 		for _, p := range ports {
-			switch {
-			case p == 53:
+			if p == 53 {
 				skipped = append(skipped, "53: the DNS stub's port")
-			case len(e.Forward) >= MaxEgressForwards:
-				skipped = append(skipped, fmt.Sprintf("%d: more than %d forwarded ports", p, MaxEgressForwards))
-			default:
-				e.Forward = append(e.Forward, host+":"+strconv.Itoa(p))
+				continue
 			}
+			addrs = append(addrs, host+":"+strconv.Itoa(p))
 		}
 	}
 	add(names, "0.0.0.0")
 	add(local, "127.0.0.1")
-	port := EgressProxyPort
-	for names[port] || local[port] {
-		port++
+	return addrs, skipped
+}
+
+// ForwardPort is the port of a forwarder's address (ForwardAddrs), 0 when
+// it has none.
+func ForwardPort(addr string) int {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return 0
 	}
-	e.Proxy = "127.0.0.1:" + strconv.Itoa(port)
-	return e, skipped
+	return int(ap.Port())
+}
+
+// ValidForward reports why addr cannot be a forwarder's address, nil when
+// it can: an IPv4 address, loopback or the wildcard one, and a port from 1
+// to 65535 that is not the DNS stub's.
+func ValidForward(addr string) error {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil || !ap.Addr().Is4() || ap.Port() == 0 || ap.Port() == 53 ||
+		!(ap.Addr().IsLoopback() || ap.Addr().IsUnspecified()) {
+		return fmt.Errorf("%q is not an IPv4 loopback or wildcard address and a port other than 53", addr)
+	}
+	return nil
 }
 
 // ProxyEnv returns env with the proxy variables naming proxy (host:port)

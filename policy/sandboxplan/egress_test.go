@@ -80,3 +80,21 @@ func TestEgressValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestValidForward: the init binds a forwarder the run host orders during
+// the run only at an IPv4 loopback or wildcard address and a real port
+// other than the DNS stub's: never an outside address, IPv6, port 0 or a
+// malformed one.
+func TestValidForward(t *testing.T) {
+	for _, ok := range []string{"0.0.0.0:443", "127.0.0.1:2222", "127.0.0.1:1", "0.0.0.0:65535"} {
+		if err := ValidForward(ok); err != nil {
+			t.Errorf("%s: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"10.0.0.1:80", "192.168.1.1:22", "[::]:80", "[::1]:80", "0.0.0.0:0", "0.0.0.0:53",
+		"127.0.0.53:53", "0.0.0.0:65536", "0.0.0.0", "localhost:80", "", "0.0.0.0:-1", " 0.0.0.0:80", "[::ffff:127.0.0.1]:80"} {
+		if err := ValidForward(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
