@@ -46,7 +46,7 @@ func pathViewFindings(root fsops.Root, a *policy.Agent, caller uint32, iso polic
 			}
 			continue
 		}
-		dirs, progs := toolchain.PathDirNeeds(plan, dir, pathVar, home)
+		dirs, progs := toolchain.PathDirNeeds(plan, dir, pathVar, toolchain.AgentManagers(a, nil, home))
 		if len(dirs) == 0 {
 			continue
 		}

@@ -34,19 +34,18 @@ func (r *AgentRun) checkProgram(e *cli.Env, exe string) *toolchain.Check {
 	if exe != "" || len(r.argv) == 0 || r.plan == nil || r.plan.RootFS {
 		return nil
 	}
-	return toolchain.CheckProgram(r.plan, r.argv[0], proc.EnvPath(r.env, ""), e.Getenv("PATH"), e.Getenv("HOME"))
+	return toolchain.CheckProgram(r.plan, r.argv[0], proc.EnvPath(r.env, ""), e.Getenv("PATH"), r.managers(e))
+}
+
+// managers: the agent's env control, else the caller's environment.
+func (r *AgentRun) managers(e *cli.Env) toolchain.Managers {
+	return toolchain.Managers{Agent: r.env, Caller: e.Getenv, Home: e.Getenv("HOME")}
 }
 
 // chainMounts are the read-only mounts the run host adds by itself for
-// the chain of the run's program (toolchain's Check.Mounts): only where
-// the person already mounted the program's own path, and no hop of the
-// chain lies where this agent or another of the tree writes, or where
-// another user could have put it.
+// the chain of the run's program and the managers' trees of its PATH
+// (toolchain.RunMounts, which says what it checks); why not, on stderr.
 func (r *AgentRun) chainMounts(e *cli.Env, exe string, extra []policy.Mount) []policy.Mount {
-	c := r.checkProgram(e, exe)
-	if !c.Mountable(r.Root.Dir, e.Getenv("HOME")) {
-		return nil
-	}
 	mounts := append(append([]policy.Mount(nil), r.Agent.Mounts...), extra...)
 	others := toolchain.OthersWrite(r.Root, func(name string) []policy.Mount {
 		if a, err := r.agents.Load(name); err == nil {
@@ -54,11 +53,13 @@ func (r *AgentRun) chainMounts(e *cli.Env, exe string, extra []policy.Mount) []p
 		}
 		return nil
 	})
-	writes := func(p string) bool {
-		_, changed := proc.OthersMayChange(p, os.Geteuid())
-		return changed || policy.WithinAny(p, others) || toolchain.AgentWrites(p, r.workspace, r.Root.Dir, mounts, r.plan)
+	g := toolchain.Guard{Mounts: mounts, Landlock: r.iso == policy.IsoLandlock, Workspace: r.workspace, UID: os.Geteuid(),
+		Places: append(others, toolchain.AgentWritePlaces(r.workspace, r.Root.Dir, mounts, r.plan)...)}
+	more, refused := toolchain.RunMounts(r.checkProgram(e, exe), r.plan, proc.EnvPath(r.env, ""), r.managers(e), g, r.Root.Dir)
+	for _, why := range refused {
+		cli.Warnf(e, "agent %s: %s", r.Agent.Name, cli.Escape(why))
 	}
-	return c.Mounts(mounts, r.iso == policy.IsoLandlock, r.workspace, writes)
+	return more
 }
 
 // chainEventNote names, in the agent.start event, the directories the run

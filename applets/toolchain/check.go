@@ -29,6 +29,7 @@ type Check struct {
 	Chain   proc.Chain
 	Unshown []proc.Hop // the hops of its chain the sandbox does not show
 	Shim    bool       // a shim whose tree is not shown
+	Trees   []string   // the trees of known managers' shims on its chain the sandbox does not show (Managers.ShimTrees)
 	EnvHost string     // where the caller's PATH has the program its #! line runs by PATH, which the sandbox's has not
 	Dirs    []string   // the directories to show, read-only at their own paths
 }
@@ -38,8 +39,10 @@ type Check struct {
 // hostPATH, the caller's, to say where it is); nil when there is nothing
 // to say: all of it is shown, or what is missing is missing on the host
 // too (left to the sandbox, whose init names it). home is the caller's,
-// never shown whole.
-func CheckProgram(plan *sandboxplan.Plan, name, sandboxPATH, hostPATH, home string) *Check {
+// never shown whole; m says where the managers of the shim table keep
+// their homes.
+func CheckProgram(plan *sandboxplan.Plan, name, sandboxPATH, hostPATH string, m Managers) *Check {
+	home := m.Home
 	look := LookPath(plan, sandboxPATH)
 	c := &Check{Name: name}
 	switch {
@@ -69,24 +72,49 @@ func CheckProgram(plan *sandboxplan.Plan, name, sandboxPATH, hostPATH, home stri
 	}
 	c.ByPATH = c.ByPATH && c.Top
 	c.Shim = c.Chain.Shim != "" && ShownAt(plan, c.Chain.Shim) == ""
+	c.Trees = m.chainTrees(plan, c.Chain)
 	if c.Chain.EnvName != "" {
 		if c.EnvHost = LookPathIn(c.Chain.EnvName, hostPATH); c.EnvHost != "" {
 			c.Unshown = append(c.Unshown, unshownHops(plan, proc.ProgramChain(c.EnvHost, view, look))...)
 		}
 	}
-	if len(c.Unshown) == 0 && !c.Shim && c.EnvHost == "" && !c.Yours {
+	if len(c.Unshown) == 0 && !c.Shim && len(c.Trees) == 0 && c.EnvHost == "" && !c.Yours {
 		return nil
 	}
-	shim := ""
-	if c.Shim {
-		shim = c.Chain.Shim
-	}
-	c.Dirs = chainDirs(c.World, c.Unshown, shim, home)
+	c.Dirs = treeDirs(c.World, c.Unshown, c.ShimTrees(), home)
 	return c
 }
 
+// treeDirs is chainDirs where a hop in a shim's tree is shown with the
+// tree, never by the install above its bin (cargo's home, above the bin
+// of rustup's proxies, holds the person's registry tokens).
+func treeDirs(program string, unshown []proc.Hop, trees []string, home string) []string {
+	return chainDirs(program, outsideTrees(unshown, trees), trees, home)
+}
+
+// outsideTrees are the hops that lie in none of trees.
+func outsideTrees(hops []proc.Hop, trees []string) []proc.Hop {
+	var out []proc.Hop
+	for _, h := range hops {
+		if !policy.WithinAny(h.Path, trees) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ShimTrees are the trees of c's shims its sandbox does not show: a
+// shims directory's tool tree, the known managers' trees.
+func (c *Check) ShimTrees() []string {
+	if c.Shim {
+		return append([]string{c.Chain.Shim}, c.Trees...)
+	}
+	return c.Trees
+}
+
 // Mountable reports whether the run host may show c's directories by
-// itself: the chain is known whole (no shim, no program by a PATH the
+// itself: the chain is known whole (no shim but a known manager's, whose
+// tree the table names; no program by a PATH the
 // sandbox lacks, no walk cut short), the program's own path is shown, and
 // no directory is too broad to show (a home, ~/.local), the ctx tree's
 // (rootDir) or above it, or the kernel's and services' (/proc, /run...).
@@ -105,53 +133,34 @@ func (c *Check) Mountable(rootDir, home string) bool {
 
 // Mounts are the read-only mounts, at their own paths, of c's
 // directories that a run host may add by itself once Mountable: only
-// where mounts, the person's (mount lines, --mount; in iso landlock
+// where g's mounts, the person's (mount lines, --mount; in iso landlock
 // their sources), show the program's own path, no hop of its chain lies
-// where the agent writes or wrote (writes: a link it planted there would
-// choose what it is shown), and no directory holds the workspace.
-func (c *Check) Mounts(mounts []policy.Mount, landlock bool, workspace string, writes func(string) bool) []policy.Mount {
-	granted := false
-	for _, m := range mounts {
-		at := m.Target
-		if landlock {
-			at = m.Source
-		}
-		granted = granted || policy.Within(c.World, at)
+// where an agent writes or wrote or another user could have chosen it
+// (g.Writes: a link planted there would choose what it is shown), no
+// directory holds the workspace, and every manager's tree passes
+// g.TreeRefusal, whose reason refused gives.
+func (c *Check) Mounts(g Guard) (mounts []policy.Mount, refused []string) {
+	if !g.granted(c.World) {
+		return nil, nil
 	}
 	for _, h := range c.Chain.Hops {
-		if writes(h.Here) {
-			return nil
+		if g.Writes(h.Here) {
+			return nil, nil
 		}
 	}
 	var out []policy.Mount
 	for _, d := range c.Dirs {
-		if !granted || policy.Within(workspace, d) {
-			return nil
+		if policy.Within(g.Workspace, d) {
+			return nil, nil
 		}
-		out = append(out, policy.Mount{Source: d, Target: d, ReadOnly: true, Bind: policy.BindRecursive, NoSuid: true, NoDev: true})
+		out = append(out, readOnly(d))
 	}
-	return out
-}
-
-// AgentWrites reports whether the agent of a run may write host path p,
-// or may have written it in a run before: its workspace, the ctx tree
-// (its home is there), a writable mount, in iso landlock a rule of plan
-// that lets it write.
-func AgentWrites(p, workspace, tree string, mounts []policy.Mount, plan *sandboxplan.Plan) bool {
-	if policy.Within(p, workspace) || policy.Within(p, tree) {
-		return true
-	}
-	for _, m := range mounts {
-		if !m.ReadOnly && policy.Within(p, m.Source) {
-			return true
+	for _, t := range c.Trees {
+		if why := g.TreeRefusal(t); why != "" {
+			return nil, []string{why}
 		}
 	}
-	for _, rule := range plan.Access {
-		if plan.Iso == string(policy.IsoLandlock) && rule.Write && policy.Within(p, rule.Path) {
-			return true
-		}
-	}
-	return false
+	return out, nil
 }
 
 // kernelDirs hold the kernel's and the running system's interfaces
@@ -174,10 +183,10 @@ func unshownHops(plan *sandboxplan.Plan, c proc.Chain) []proc.Hop {
 // read-only at its own path: the install a hop lies in (the tree above
 // its bin, proc.InstallDir), but for the program's own path its
 // directory, unless that tree holds another hop too (nvm's bin/npm, a
-// link into the same version's lib); a shim's whole tree. None lies in
+// link into the same version's lib); then the shims' trees. None lies in
 // another, none is too broad to show whole (a hop in / or a home itself
 // gets none: the refusal names it).
-func chainDirs(program string, hops []proc.Hop, shim, home string) []string {
+func chainDirs(program string, hops []proc.Hop, trees []string, home string) []string {
 	var dirs []string
 	own, lifted := "", ""
 	for _, h := range hops {
@@ -186,9 +195,6 @@ func chainDirs(program string, hops []proc.Hop, shim, home string) []string {
 			continue
 		}
 		dirs = append(dirs, proc.InstallDir(h.Path, home))
-	}
-	if shim != "" {
-		dirs = append(dirs, shim)
 	}
 	if own != "" {
 		for _, d := range dirs {
@@ -199,6 +205,7 @@ func chainDirs(program string, hops []proc.Hop, shim, home string) []string {
 		}
 		dirs = append([]string{own}, dirs...)
 	}
+	dirs = append(dirs, trees...)
 	var out []string
 	for _, d := range dirs {
 		if !proc.TooBroad(d, home) {
@@ -247,35 +254,47 @@ const maxPathDirScan = 256
 // paths, so that the programs of dir, a directory of an agent's PATH,
 // start in the sandbox of plan: dir itself where it is not shown (a
 // shims directory's whole tool tree), and what their chains lead to
-// (doctor's fix; the same as a start's refusal). progs are the programs
-// whose chains leave what is shown; nil dirs when all of dir is shown.
-func PathDirNeeds(plan *sandboxplan.Plan, dir, pathVar, home string) (dirs, progs []string) {
+// (doctor's fix; the same as a start's refusal; a known manager's
+// directory, its trees: m). progs are the programs whose chains leave
+// what is shown; nil dirs when all of dir is shown.
+func PathDirNeeds(plan *sandboxplan.Plan, dir, pathVar string, m Managers) (dirs, progs []string) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) > maxPathDirScan {
 		entries = entries[:maxPathDirScan]
 	}
 	view, look := View(plan), LookPath(plan, pathVar)
+	// a manager's trees, where the person mounted its directory of
+	// shims, the run host shows by itself (PathShimMounts)
+	shown, byHost := ShownAt(plan, dir) != "", []string(nil)
+	if shown {
+		byHost = m.ShimTrees(dir)
+	}
 	for _, ent := range entries {
 		p := filepath.Join(dir, ent.Name())
 		if !IsExecutableFile(view(p)) {
 			continue
 		}
 		c := proc.ProgramChain(p, view, look)
-		hops, shim := unshownHops(plan, c), ""
-		if c.Shim != "" && ShownAt(plan, c.Shim) == "" {
-			shim = c.Shim
+		var trees []string
+		for _, t := range m.chainTrees(plan, c) {
+			if !policy.WithinAny(t, byHost) {
+				trees = append(trees, t)
+			}
 		}
-		need := chainDirs(p, hops, shim, home)
+		if c.Shim != "" && ShownAt(plan, c.Shim) == "" {
+			trees = append([]string{c.Shim}, trees...)
+		}
+		need := treeDirs(p, outsideTrees(unshownHops(plan, c), byHost), trees, m.Home)
 		if len(need) > 0 && (len(need) > 1 || need[0] != dir) {
 			progs = append(progs, ent.Name())
 		}
 		dirs = append(dirs, need...)
 	}
-	if ShownAt(plan, dir) == "" {
+	if !shown {
 		if filepath.Base(dir) == "shims" {
 			dirs = append(dirs, filepath.Dir(dir))
 		}
-		dirs = append([]string{dir}, dirs...)
+		dirs = append(append([]string{dir}, dirs...), m.ShimTrees(dir)...)
 	}
 	return outermost(dirs), progs
 }

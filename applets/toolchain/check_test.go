@@ -76,7 +76,7 @@ func TestCheckProgram(t *testing.T) {
 		for _, m := range tc.mounts {
 			mounts = append(mounts, h+m)
 		}
-		c := CheckProgram(plan(mounts...), h+tc.prog, "/usr/bin:/bin", "", h)
+		c := CheckProgram(plan(mounts...), h+tc.prog, "/usr/bin:/bin", "", Managers{Home: h})
 		if c == nil {
 			t.Errorf("%s %v: nothing to say", tc.prog, tc.mounts)
 			continue
@@ -89,11 +89,11 @@ func TestCheckProgram(t *testing.T) {
 		}
 	}
 	// all of it shown: nothing to say
-	if c := CheckProgram(plan(h+"/nvm"), h+"/nvm/v22/bin/npm", "/usr/bin:/bin", "", h); c != nil {
+	if c := CheckProgram(plan(h+"/nvm"), h+"/nvm/v22/bin/npm", "/usr/bin:/bin", "", Managers{Home: h}); c != nil {
 		t.Errorf("all shown: %+v", c)
 	}
 	// a chain that leads into the ctx tree is never mounted by the run host
-	c := CheckProgram(plan(h+"/.local/bin"), h+"/.local/bin/black", "/usr/bin:/bin", "", h)
+	c := CheckProgram(plan(h+"/.local/bin"), h+"/.local/bin/black", "/usr/bin:/bin", "", Managers{Home: h})
 	if c.Mountable(h+"/pyenv", h) {
 		t.Errorf("a chain into the tree is mountable")
 	}
@@ -123,7 +123,7 @@ func TestMountLinesFix(t *testing.T) {
 func TestChainDirsTooBroad(t *testing.T) {
 	h := "/home/u"
 	hops := []proc.Hop{{Path: "/lib64", Kind: proc.HopLink}, {Path: "/opt/py/bin/python3", Kind: proc.HopFile}}
-	if got := strings.Join(chainDirs("/x/prog", hops, "", h), " "); got != "/opt/py" {
+	if got := strings.Join(chainDirs("/x/prog", hops, nil, h), " "); got != "/opt/py" {
 		t.Errorf("dirs %q, want /opt/py", got)
 	}
 }

@@ -103,3 +103,10 @@ func SharedPATH(root fsops.Root, path string) string {
 	}
 	return strings.Join(parts, ":")
 }
+
+// AgentManagers says where the managers of the shim table keep their
+// homes for agent a's runs: its env control's variables, else getenv's
+// (the caller's environment; nil for none), else home's defaults.
+func AgentManagers(a *policy.Agent, getenv func(string) string, home string) Managers {
+	return Managers{Agent: sandboxplan.SandboxEnv(a, sandboxplan.RunSettings{}), Caller: getenv, Home: home}
+}

@@ -8,6 +8,7 @@ import (
 
 	"ctx/fsops"
 	"ctx/fsops/proc"
+	"ctx/policy"
 )
 
 // Refusal is the one line that says what of c's program the sandbox
@@ -37,11 +38,21 @@ func (c *Check) Refusal(root fsops.Root, agent, iso, sandboxPATH string) string 
 			others = append(others, h.Path+" ("+hopWhy(h)+")")
 		}
 	}
+	trees, tree := andList(c.ShimTrees()), "tree"
+	if len(c.ShimTrees()) > 1 {
+		tree = "trees"
+	}
+	shim, is := c.Shim || len(c.Trees) > 0, " is a shim: what it runs is chosen when it runs"
+	if !c.Shim && !c.topInTrees() {
+		// a shim further on: a #! line's `env node` that PATH finds in
+		// volta's bin
+		is = " runs a shim, which chooses what it runs when it runs"
+	}
 	switch {
-	case c.Shim && outside:
-		fmt.Fprintf(&b, ", and it is a shim: what it runs is chosen when it runs, in its tree %s, which the sandbox does not show either", c.Chain.Shim)
-	case c.Shim:
-		fmt.Fprintf(&b, " is a shim: what it runs is chosen when it runs, in its tree %s, which its sandbox does not show%s", c.Chain.Shim, in)
+	case shim && outside:
+		fmt.Fprintf(&b, ", and it%s, in its %s %s, which the sandbox does not show either", is, tree, trees)
+	case shim:
+		fmt.Fprintf(&b, "%s, in its %s %s, which its sandbox does not show%s", is, tree, trees, in)
 	case len(others) > 0 && outside:
 		b.WriteString(", and so is what it runs: " + strings.Join(others, ", "))
 	case len(others) > 0:
@@ -76,6 +87,17 @@ func (c *Check) fix(root fsops.Root, agent string) string {
 		fmt.Fprintf(&b, ", and add %s to PATH in agent/%s.d/env", filepath.Dir(c.EnvHost), agent)
 	}
 	return b.String()
+}
+
+// topInTrees reports whether a hop of the program itself lies in one of
+// c's managers' trees.
+func (c *Check) topInTrees() bool {
+	for _, h := range c.Chain.Hops {
+		if h.Top && policy.WithinAny(h.Path, c.Trees) {
+			return true
+		}
+	}
+	return false
 }
 
 // hopWhy says how the start comes to hop h.

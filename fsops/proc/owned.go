@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -21,12 +22,7 @@ func OthersMayChange(p string, uid int) (string, bool) {
 		if err != nil {
 			return p, true
 		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !ok || (st.Uid != 0 && int(st.Uid) != uid) {
-			return p, true
-		}
-		sticky := fi.IsDir() && fi.Mode()&os.ModeSticky != 0 && st.Uid == 0
-		if fi.Mode()&os.ModeSymlink == 0 && fi.Mode().Perm()&0o022 != 0 && !sticky {
+		if othersOwn(fi, uid) {
 			return p, true
 		}
 		parent := filepath.Dir(p)
@@ -35,4 +31,51 @@ func OthersMayChange(p string, uid int) (string, bool) {
 		}
 		p = parent
 	}
+}
+
+// maxTreeEntries bounds the entries TreeOthersMayChange examines: a
+// toolchain's tree holds tens of thousands (rustup's docs); a tree larger
+// than this is not examined whole, and counts as changed by others.
+const maxTreeEntries = 500000
+
+// TreeOthersMayChange is OthersMayChange for a whole tree: dir and the
+// directories above it, then every entry below it, links not followed (a
+// link is shown as a link, and leads where the viewer's own view does).
+// Each entry below is judged by itself, its directories above already
+// judged on the way down. It returns the first path someone other than
+// root and uid may have chosen.
+func TreeOthersMayChange(dir string, uid int) (string, bool) {
+	dir = filepath.Clean(dir)
+	if at, changed := OthersMayChange(dir, uid); changed {
+		return at, true
+	}
+	entries, bad := 0, ""
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if entries++; err != nil || entries > maxTreeEntries {
+			bad = p
+			return filepath.SkipAll
+		}
+		fi, err := d.Info()
+		if err != nil || othersOwn(fi, uid) {
+			bad = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if err != nil && bad == "" {
+		bad = dir
+	}
+	return bad, bad != ""
+}
+
+// othersOwn reports whether fi, an entry not followed, is owned by someone
+// other than root and uid, or writable by its group or everyone (a link's
+// mode means nothing; a root-owned sticky directory passes).
+func othersOwn(fi os.FileInfo, uid int) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || (st.Uid != 0 && int(st.Uid) != uid) {
+		return true
+	}
+	sticky := fi.IsDir() && fi.Mode()&os.ModeSticky != 0 && st.Uid == 0
+	return fi.Mode()&os.ModeSymlink == 0 && fi.Mode().Perm()&0o022 != 0 && !sticky
 }

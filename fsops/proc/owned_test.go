@@ -38,3 +38,41 @@ func TestOthersMayChange(t *testing.T) {
 		t.Fatalf("a missing path: %q %v", at, bad)
 	}
 }
+
+// A whole tree: an entry deep in it owned by another user, or writable by
+// others, is found, a link by its owner alone; the person's own tree with
+// a root-owned sticky directory in it is not.
+func TestTreeOthersMayChange(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to make files of another user")
+	}
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	tree := filepath.Join(dir, ".volta")
+	deep := filepath.Join(tree, "tools", "image", "node", "20.0.0", "bin")
+	os.MkdirAll(deep, 0o755)
+	os.WriteFile(filepath.Join(deep, "node"), nil, 0o755)
+	os.Symlink("/nowhere", filepath.Join(deep, "npm"))
+	os.Mkdir(filepath.Join(tree, "tmp"), 0o755)
+	os.Chmod(filepath.Join(tree, "tmp"), os.ModeSticky|0o777)
+	if at, bad := TreeOthersMayChange(tree, 0); bad {
+		t.Fatalf("the person's tree: changed by others at %s", at)
+	}
+	os.Lchown(filepath.Join(deep, "npm"), 4242, 4242)
+	if at, bad := TreeOthersMayChange(tree, 0); !bad || at != filepath.Join(deep, "npm") {
+		t.Fatalf("another user's link deep in it: %q %v", at, bad)
+	}
+	os.Lchown(filepath.Join(deep, "npm"), 0, 0)
+	os.Chmod(filepath.Join(deep, "node"), 0o775)
+	if at, bad := TreeOthersMayChange(tree, 0); !bad || at != filepath.Join(deep, "node") {
+		t.Fatalf("a file its group may write: %q %v", at, bad)
+	}
+	os.Chmod(filepath.Join(deep, "node"), 0o755)
+	os.Chown(filepath.Join(tree, "tools"), 4242, 4242)
+	if at, bad := TreeOthersMayChange(deep, 0); !bad || at != filepath.Join(tree, "tools") {
+		t.Fatalf("another user's directory above: %q %v", at, bad)
+	}
+	if at, bad := TreeOthersMayChange(filepath.Join(dir, "missing"), 0); !bad || at != filepath.Join(dir, "missing") {
+		t.Fatalf("a missing tree: %q %v", at, bad)
+	}
+}

@@ -12,6 +12,7 @@
 //	ctx-standin serve ADDR CAFILE LOG READY   the stand-in hosts, HTTPS on ADDR
 //	ctx-standin recipe TITLE [N]              the Nth shell block of a recipe of the page on stdin
 //	ctx-standin gosum                         go.sum lines of the stand-in Go module
+//	NAME ... in volta's or rustup's bin       volta-shim, a rustup proxy (managers.go)
 //
 // The stand-ins do what the real programs do at the places ctx touches,
 // measured with Claude Code 2.1.332 and Codex 0.171.0: the same command
@@ -60,6 +61,9 @@ func main() {
 	case "nest":
 		// the child of the own-sandbox probe: it got its user namespace
 		os.Exit(0)
+	}
+	if code, ok := managerShim(name, args); ok {
+		os.Exit(code)
 	}
 	fmt.Fprintf(os.Stderr, "ctx-standin: unknown personality %q\n", name)
 	os.Exit(2)
