@@ -47,8 +47,10 @@ func (q *Queue) removeSettledDir(parent int, parentPath, name string, dirfd int)
 	return removed, err
 }
 
-// onlyPlaceholders reports whether the directory open at dirfd holds at
-// least one placeholder and nothing else.
+// onlyPlaceholders reports whether the directory open at dirfd holds
+// placeholders and nothing else, or nothing at all: the last one may go
+// between a removal refused as not empty and this listing, and the
+// removal is then tried again.
 func (q *Queue) onlyPlaceholders(dirfd int) bool {
 	// A fresh descriptor: a FUSE directory handle read to its end lists
 	// nothing again.
@@ -58,7 +60,7 @@ func (q *Queue) onlyPlaceholders(dirfd int) bool {
 	}
 	ents, err := readDir(fresh, "")
 	unix.Close(fresh)
-	if err != nil || len(ents) == 0 {
+	if err != nil {
 		return false
 	}
 	for _, e := range ents {
