@@ -2,9 +2,11 @@ package fsops
 
 import (
 	"bytes"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +24,7 @@ import (
 type DirWatch struct {
 	mu      sync.Mutex
 	fd      int
+	file    *os.File // fd, for Wait's netpoller; it owns fd
 	closed  bool
 	failed  bool // a directory could not be watched: changes may be missed
 	watched map[string]bool
@@ -64,7 +67,7 @@ func NewDirWatch() (*DirWatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &DirWatch{fd: fd, watched: map[string]bool{}, dirs: map[int32]string{}, above: map[string]dirStatus{}}, nil
+	return &DirWatch{fd: fd, file: os.NewFile(uintptr(fd), "inotify"), watched: map[string]bool{}, dirs: map[int32]string{}, above: map[string]dirStatus{}}, nil
 }
 
 // Add watches each of dirs not watched yet. A missing one is skipped (its
@@ -198,21 +201,29 @@ func (w *DirWatch) ChangedIn(relevant func(dir, name string) bool) bool {
 
 // Wait blocks until a change may be queued or timeout (milliseconds)
 // passes, without consuming it. It returns false once the watch is closed.
+// It waits in Go's netpoller (file), not in poll(2): a goroutine blocked
+// in a system call for the whole run kept the runtime's monitor thread
+// waking every 20 microseconds (fsops/broker/poll.go).
 func (w *DirWatch) Wait(timeout int) bool {
 	w.mu.Lock()
-	fd, closed := w.fd, w.closed
+	f, closed := w.file, w.closed
 	w.mu.Unlock()
 	if closed {
 		return false
 	}
-	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
-	unix.Poll(fds, timeout)
+	f.SetReadDeadline(time.Now().Add(time.Duration(timeout) * time.Millisecond))
+	if rc, err := f.SyscallConn(); err == nil {
+		rc.Read(func(fd uintptr) bool {
+			n, _ := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, 0)
+			return n > 0
+		})
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return !w.closed
 }
 
-// Close ends the watch; a Wait in progress returns false at its timeout.
+// Close ends the watch; a Wait in progress returns false at once.
 func (w *DirWatch) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -220,5 +231,5 @@ func (w *DirWatch) Close() error {
 		return nil
 	}
 	w.closed = true
-	return unix.Close(w.fd)
+	return w.file.Close()
 }

@@ -31,7 +31,7 @@ import (
 // records it. The init's side is fsops/sandbox/initbroker.go.
 type Broker struct {
 	R      *AgentRun
-	listen int
+	listen *broker.Listener
 	host   *os.File // the host's end of the order channel
 	init   *os.File // the init's end, until the sandbox has it
 
@@ -82,18 +82,18 @@ type Broker struct {
 // /mnt/proc/policy says so.
 func (r *AgentRun) startBroker(static []string) error {
 	path := filepath.Join(r.runDir, broker.SocketName)
-	fd, err := broker.Listen(path)
+	l, err := broker.Listen(path)
 	if err != nil {
 		return err
 	}
 	host, init, err := broker.NewOrderChannel()
 	if err != nil {
-		fsops.CloseFD(fd)
+		l.Close()
 		return err
 	}
-	r.broker = &Broker{R: r, listen: fd, host: host, init: init,
+	r.broker = &Broker{R: r, listen: l, host: host, init: init, readDone: make(chan struct{}),
 		waiting: map[uint64]chan broker.InitReport{}, gate: newBrokerGate(), static: static,
-		readDone: make(chan struct{}), connector: make(chan []*os.File, 1)}
+		connector: make(chan []*os.File, 1)}
 	go r.broker.readInit()
 	go r.broker.serve()
 	r.broker.watchPolicy()
@@ -141,7 +141,7 @@ func descendsFrom(pid, ancestor int) bool {
 
 // stopListening closes the listener, once: no call starts after it.
 func (b *Broker) stopListening() {
-	b.stopListen.Do(func() { broker.CloseListener(b.listen) })
+	b.stopListen.Do(func() { b.listen.Close() })
 }
 
 // settleBroker lets the calls in flight when the run ended have their
@@ -241,7 +241,7 @@ func (b *Broker) readInit() {
 	defer close(b.readDone)
 	for {
 		var o broker.InitReport
-		files, err := broker.Recv(int(b.host.Fd()), &o, 2)
+		files, err := broker.RecvFile(b.host, &o, 2)
 		if err == nil && o.Op == broker.OpUnixGate && len(files) == 1 {
 			b.startUnixGate(files[0])
 			continue

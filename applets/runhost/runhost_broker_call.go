@@ -30,34 +30,35 @@ const cancelWait = 5 * time.Second
 // (join), or a tool call (call).
 // It first waits (handshakeTimeout at most) for the request, then checks
 // who sent it and takes one of the peer's side's call slots.
-func (b *Broker) handle(conn int, p brokerPeer) {
-	defer fsops.CloseFD(conn)
+func (b *Broker) handle(fd int, p brokerPeer) {
+	conn := broker.Pollable(fd, "broker-call") // its waits in the netpoller
+	defer conn.Close()
 	began := time.Now()
-	broker.SetRecvTimeout(conn, handshakeTimeout)
+	broker.SetRecvDeadline(conn, began.Add(handshakeTimeout))
 	var req broker.Request
-	files, err := broker.Recv(conn, &req, 3)
-	b.gate.spoke(p, conn)
-	broker.SetRecvTimeout(conn, 0)
+	files, err := broker.RecvFile(conn, &req, 3)
+	b.gate.spoke(p, fd)
+	broker.SetRecvDeadline(conn, time.Time{})
 	// A call closes them as soon as the sandbox has them (closing an
 	// *os.File again does nothing).
 	defer closeFiles(files)
 	if err != nil {
-		broker.Send(conn, broker.Reply{Exit: cli.Usage, Error: err.Error()}, nil)
+		broker.SendFile(conn, broker.Reply{Exit: cli.Usage, Error: err.Error()}, nil)
 		return
 	}
 	if req.HostOp != nil {
 		// A call's own process asks its host operation on the call's
 		// channel (runhost_callchannel.go); on the socket every process
 		// of the run reaches, nobody does.
-		broker.Send(conn, broker.Reply{Exit: cli.Denied, Errno: "EACCES",
+		broker.SendFile(conn, broker.Reply{Exit: cli.Denied, Errno: "EACCES",
 			Error: "broker: permission denied: a host operation is taken only on the call's own channel"}, nil)
 		return
 	}
-	if !b.admitted(conn, p, &req) {
+	if !b.admitted(fd, p, &req) {
 		return
 	}
 	if !b.gate.take(p) {
-		broker.Send(conn, broker.Reply{Exit: cli.Unavailable, Error: "too many tool calls in flight"}, nil)
+		broker.SendFile(conn, broker.Reply{Exit: cli.Unavailable, Error: "too many tool calls in flight"}, nil)
 		return
 	}
 	defer b.gate.release(p)
@@ -73,7 +74,7 @@ func (b *Broker) handle(conn int, p brokerPeer) {
 // event it will leave and the connection the reply goes to.
 type callReply struct {
 	b     *Broker
-	conn  int
+	conn  *os.File
 	began time.Time
 	ev    fsops.Event
 	ran   bool // admitted and handed to the sandbox: its record was reserved
@@ -108,7 +109,7 @@ func (c *callReply) send(exit int, msg string) {
 	if c.ran {
 		b.inFlight.Add(-1)
 	}
-	broker.Send(c.conn, broker.Reply{Exit: exit, Error: msg}, nil)
+	broker.SendFile(c.conn, broker.Reply{Exit: exit, Error: msg}, nil)
 }
 
 // call is the run host's side of a tool call from a caller handle has
@@ -262,7 +263,7 @@ func (b *Broker) sendOrder(order broker.Order, files []*os.File) error {
 	for _, f := range files {
 		fds = append(fds, int(f.Fd()))
 	}
-	if err := broker.Send(int(b.host.Fd()), order, fds); err != nil {
+	if err := broker.SendFile(b.host, order, fds); err != nil {
 		b.mu.Lock()
 		delete(b.waiting, order.ID)
 		b.mu.Unlock()
@@ -284,17 +285,17 @@ func closeFiles(files []*os.File) {
 // init kills the order's whole process group, and the report that it has
 // ended (or, after cancelWait, a SIGKILL status) is returned with
 // cancelled true.
-func (b *Broker) await(conn int, id uint64, done chan broker.InitReport) (o broker.InitReport, cancelled bool) {
+func (b *Broker) await(conn *os.File, id uint64, done chan broker.InitReport) (o broker.InitReport, cancelled bool) {
 	gone := make(chan struct{})
 	go func() {
-		broker.AwaitHangup(conn)
+		broker.AwaitHangupFile(conn) // returns at the latest when handle closes conn
 		close(gone)
 	}()
 	select {
 	case o := <-done:
 		return o, false
 	case <-gone:
-		broker.Send(int(b.host.Fd()), broker.Order{Op: broker.OpKill, ID: id}, nil)
+		broker.SendFile(b.host, broker.Order{Op: broker.OpKill, ID: id}, nil)
 		select {
 		case o := <-done:
 			o.Error = ""

@@ -22,7 +22,7 @@ const maxJoinArgs = 1024
 // it. One agent.join event records it, with its exit. Only the person who
 // started the run gets this far (broker.admitted: their uid and the run's
 // secret).
-func (b *Broker) join(conn int, j *broker.Join, files []*os.File, p brokerPeer) {
+func (b *Broker) join(conn *os.File, j *broker.Join, files []*os.File, p brokerPeer) {
 	began := time.Now()
 	ev := fsops.Event{Type: "agent.join", Object: "agent/" + b.R.Agent.Name, PID: p.pid}
 	reply := func(exit int, msg string) {
@@ -35,7 +35,7 @@ func (b *Broker) join(conn int, j *broker.Join, files []*os.File, p brokerPeer) 
 			}
 		}
 		b.R.recordEvent(ev)
-		broker.Send(conn, broker.Reply{Exit: exit, Error: msg}, nil)
+		broker.SendFile(conn, broker.Reply{Exit: exit, Error: msg}, nil)
 	}
 	switch {
 	case p.inside:

@@ -120,7 +120,7 @@ func (g *brokerGate) release(p brokerPeer) { <-g.slots[p.side()] }
 // in a goroutine of its own from the moment it is accepted.
 func (b *Broker) serve() {
 	for {
-		conn, err := broker.Accept(b.listen)
+		conn, err := b.listen.Accept()
 		if err == unix.EMFILE || err == unix.ENFILE || err == unix.ENOMEM || err == unix.ENOBUFS {
 			time.Sleep(50 * time.Millisecond) // out of descriptors: back off, do not stop
 			continue

@@ -52,13 +52,13 @@ func (c *brokerCall) serve() {
 	defer c.conn.Close()
 	for {
 		var req broker.Request
-		files, err := broker.Recv(int(c.conn.Fd()), &req, 0)
+		files, err := broker.RecvFile(c.conn, &req, 0)
 		closeFiles(files)
 		if err == broker.ErrClosed || err == unix.EBADF || err == unix.ECONNRESET {
 			return
 		}
 		if err == nil && req.HostOp != nil {
-			broker.Send(int(c.conn.Fd()), c.b.hostOperation(c, req.HostOp), nil)
+			broker.SendFile(c.conn, c.b.hostOperation(c, req.HostOp), nil)
 		}
 	}
 }

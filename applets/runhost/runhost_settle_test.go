@@ -1,10 +1,9 @@
 package runhost
 
 import (
+	"path/filepath"
 	"testing"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"ctx/fsops/broker"
 )
@@ -22,7 +21,7 @@ func TestSettleBrokerAnswersTheLastCalls(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer init.Close()
-	listen, err := unix.Socket(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	listen, err := broker.Listen(filepath.Join(t.TempDir(), broker.SocketName))
 	if err != nil {
 		t.Fatal(err)
 	}

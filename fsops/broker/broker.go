@@ -200,19 +200,37 @@ func (o Order) Argv0() string {
 
 // Send sends v as one datagram on fd with fds attached.
 func Send(fd int, v any, fds []int) error {
-	b, err := json.Marshal(v)
+	b, oob, err := encode(v, fds)
 	if err != nil {
 		return err
 	}
-	if len(b) > MaxMessage {
-		return fmt.Errorf("broker message of %d bytes (limit %d)", len(b), MaxMessage)
+	for {
+		err = sendmsg(fd, b, oob, 0)
+		if err != unix.EAGAIN || !awaitReady(fd, true) {
+			return err
+		}
 	}
-	var oob []byte
+}
+
+// encode makes v's datagram and the control message that attaches fds.
+func encode(v any, fds []int) (b, oob []byte, err error) {
+	b, err = json.Marshal(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(b) > MaxMessage {
+		return nil, nil, fmt.Errorf("broker message of %d bytes (limit %d)", len(b), MaxMessage)
+	}
 	if len(fds) > 0 {
 		oob = unix.UnixRights(fds...)
 	}
+	return b, oob, nil
+}
+
+// sendmsg sends one datagram, again when a signal interrupted it.
+func sendmsg(fd int, b, oob []byte, flags int) error {
 	for {
-		err = unix.Sendmsg(fd, b, oob, nil, 0)
+		err := unix.Sendmsg(fd, b, oob, nil, flags)
 		if err != unix.EINTR {
 			return err
 		}
@@ -247,6 +265,9 @@ func recv(fd int, v any, max, wait int) ([]*os.File, error) {
 	var none [1]byte
 	for {
 		n, _, _, _, err = unix.Recvmsg(fd, none[:], nil, unix.MSG_PEEK|unix.MSG_TRUNC|wait)
+		if err == unix.EAGAIN && wait == 0 && awaitReady(fd, false) {
+			continue
+		}
 		if err != unix.EINTR {
 			break
 		}
@@ -301,19 +322,21 @@ func recv(fd int, v any, max, wait int) ([]*os.File, error) {
 }
 
 // NewOrderChannel makes the host-init order channel: the host keeps the
-// first end, the init is handed the second (sandbox.Sandbox.SetBrokerChannel).
+// first end (pollable: RecvFile, SendFile), the init is handed the second
+// (sandbox.Sandbox.SetBrokerChannel).
 func NewOrderChannel() (host, init *os.File, err error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err
 	}
-	return os.NewFile(uintptr(fds[0]), "broker-host"), os.NewFile(uintptr(fds[1]), "broker-init"), nil
+	// The host waits on its end through the netpoller (poll.go).
+	return Pollable(fds[0], "broker-host"), os.NewFile(uintptr(fds[1]), "broker-init"), nil
 }
 
 // Listen binds the broker socket at path (mode 0666: inside the
 // sandbox only the run's processes can reach it, whatever their uid).
-func Listen(path string) (int, error) {
-	return brokerSocket(path, func(fd int, sa *unix.SockaddrUnix) error {
+func Listen(path string) (*Listener, error) {
+	fd, err := brokerSocket(path, func(fd int, sa *unix.SockaddrUnix) error {
 		if err := unix.Bind(fd, sa); err != nil {
 			return err
 		}
@@ -323,6 +346,10 @@ func Listen(path string) (int, error) {
 		}
 		return unix.Listen(fd, 64)
 	})
+	if err != nil {
+		return nil, err
+	}
+	return &Listener{Pollable(fd, "broker-listen")}, nil
 }
 
 // Dial connects to the broker at path.

@@ -28,7 +28,7 @@ func TestBrokerLongSocketPath(t *testing.T) {
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	defer unix.Close(l)
+	defer l.Close()
 	if st, err := os.Lstat(path); err != nil || st.Mode()&os.ModeSocket == 0 {
 		t.Fatalf("no socket at the long path: %v", err)
 	}
@@ -40,7 +40,7 @@ func TestBrokerLongSocketPath(t *testing.T) {
 	if err := Send(c, Reply{Exit: 7}, nil); err != nil {
 		t.Fatal(err)
 	}
-	a, _, err := unix.Accept4(l, unix.SOCK_CLOEXEC)
+	a, err := l.Accept()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestBrokerLongPathRefusesSymlinkSwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer unix.Close(trap)
+	defer trap.Close()
 	if err := os.Symlink(filepath.Join(base, "theirs"), filepath.Join(base, "ours")); err != nil {
 		t.Fatal(err)
 	}
@@ -79,15 +79,20 @@ func TestBrokerLongPathRefusesSymlinkSwap(t *testing.T) {
 		fsops.CloseFD(c)
 		t.Fatalf("broker dial through a symlink: %v, want ELOOP", err)
 	}
-	if err := unix.SetNonblock(trap, true); err != nil {
+	rc, err := trap.f.SyscallConn()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if c, _, err := unix.Accept4(trap, unix.SOCK_CLOEXEC); err == nil {
-		unix.Close(c)
-		t.Fatal("the attacker's listener got a connection")
+	rc.Control(func(fd uintptr) { // non-blocking: a connection is there or not
+		if c, _, err := unix.Accept4(int(fd), unix.SOCK_CLOEXEC); err == nil {
+			unix.Close(c)
+			t.Error("the attacker's listener got a connection")
+		}
+	})
+	l, err := Listen(filepath.Join(filepath.Dir(path), "ours.sock"))
+	if err == nil {
+		l.Close()
 	}
-	fd, err := Listen(filepath.Join(filepath.Dir(path), "ours.sock"))
-	fsops.CloseFD(fd)
 	if !errors.Is(err, unix.ELOOP) {
 		t.Fatalf("bind through a symlink: %v, want ELOOP", err)
 	}

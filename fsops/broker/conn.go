@@ -2,7 +2,6 @@ package broker
 
 import (
 	"os"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -10,41 +9,16 @@ import (
 // The acts on the broker's connections, the run host's (its listener,
 // its callers, the order channel) and a caller's (cancelling, its peer),
 // so that no applet calls the kernel itself. Each is one system call (or
-// a short loop of one) with the flags the run host used inline.
-
-// Accept waits for the next connection on the broker's listening
-// socket (Listen) and returns it close-on-exec. A signal or a caller
-// that went away before it was taken is not an end: it waits on. Any other
-// error (the socket shut down by CloseListener) is returned.
-func Accept(listen int) (int, error) {
-	for {
-		conn, _, err := unix.Accept4(listen, unix.SOCK_CLOEXEC)
-		if err == unix.EINTR || err == unix.ECONNABORTED {
-			continue
-		}
-		return conn, err
-	}
-}
-
-// CloseListener shuts the broker's listening socket down, which
-// wakes an Accept blocked on it, and closes it.
-func CloseListener(listen int) {
-	unix.Shutdown(listen, unix.SHUT_RDWR)
-	unix.Close(listen)
-}
+// a short loop of one) with the flags the run host used inline; the waits
+// on them are in poll.go.
 
 // StopReads shuts the reading side of the host's end of the order
 // channel: a receive takes the messages queued and then sees the end,
 // and one blocked wakes (the run's end lets its last reports be read).
 func StopReads(host *os.File) {
-	unix.Shutdown(int(host.Fd()), unix.SHUT_RD)
-}
-
-// SetRecvTimeout bounds every later receive on conn to d
-// (SO_RCVTIMEO, to the microsecond); zero waits without a bound again.
-func SetRecvTimeout(conn int, d time.Duration) {
-	tv := unix.NsecToTimeval(d.Nanoseconds())
-	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	if rc, err := host.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RD) })
+	}
 }
 
 // Shutdown wakes whoever waits on conn (a receive returns end of
@@ -81,22 +55,6 @@ func PeerStill(conn, pid int, check func(pid int) bool) bool {
 	}
 	err = unix.PidfdSendSignal(pidfd, 0, nil, 0)
 	return err == nil || err == unix.EPERM // EPERM: it exists, as another uid
-}
-
-// AwaitHangup returns when the caller at the other end of conn has
-// gone: it closed its end, or the connection failed. Anything it sends
-// meanwhile is read and dropped.
-func AwaitHangup(conn int) {
-	buf := make([]byte, 1)
-	for {
-		n, _, err := unix.Recvfrom(conn, buf, 0)
-		if err == unix.EINTR {
-			continue
-		}
-		if n <= 0 || err != nil {
-			return
-		}
-	}
 }
 
 // Cancel shuts a broker connection down in both directions: the run

@@ -55,6 +55,12 @@ func newInitBroker(plan *sandboxplan.Plan) *initBroker {
 	if st, err := ch.Stat(); err != nil || st.Mode()&os.ModeSocket == 0 {
 		return nil
 	}
+	// Waited on through the netpoller (fsops/broker/poll.go), on a
+	// descriptor of its own: the unix gate sends its report on ch.
+	ch, err := broker.PollableDup(int(ch.Fd()), "broker-init")
+	if err != nil {
+		return nil
+	}
 	b := &initBroker{ch: ch, plan: plan, orders: make(chan brokerDelivery, 16),
 		byPid: map[int]uint64{}, pgid: map[uint64]int{}, retired: map[int]bool{}, working: map[int]*toolWorker{},
 		ended: make(chan workerEnded, endedQueue), joined: map[int]bool{}}
@@ -67,7 +73,7 @@ func newInitBroker(plan *sandboxplan.Plan) *initBroker {
 func (b *initBroker) read() {
 	for {
 		var o broker.Order
-		files, err := broker.Recv(int(b.ch.Fd()), &o, 4)
+		files, err := broker.RecvFile(b.ch, &o, 4)
 		if err == broker.ErrClosed {
 			close(b.orders)
 			return
@@ -184,7 +190,7 @@ func (b *initBroker) exited(pid, status int) bool {
 }
 
 func (b *initBroker) report(o broker.InitReport) {
-	broker.Send(int(b.ch.Fd()), o, nil)
+	broker.SendFile(b.ch, o, nil)
 }
 
 // holding reports whether a joined program still runs: the run goes on

@@ -3,8 +3,6 @@ package toolworker
 import (
 	"os"
 
-	"golang.org/x/sys/unix"
-
 	"ctx/fsops/broker"
 )
 
@@ -19,16 +17,17 @@ import (
 // has closed), so that the init may close conn, and its number be reused,
 // while the read waits. ok is false when no watch could be started.
 func Watch(conn *os.File, ended func(broker.WorkerMessage), bad func()) (final <-chan *broker.WorkerMessage, ok bool) {
-	fd, err := unix.FcntlInt(conn.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	// Waited on through the netpoller (fsops/broker/poll.go).
+	f, err := broker.PollableDup(int(conn.Fd()), "worker-watch")
 	if err != nil {
 		return nil, false
 	}
 	last := make(chan *broker.WorkerMessage, 1)
 	go func() {
-		defer unix.Close(fd)
+		defer f.Close()
 		for {
 			var m broker.WorkerMessage
-			_, err := broker.Recv(fd, &m, 0)
+			_, err := broker.RecvFile(f, &m, 0)
 			switch {
 			case err == nil && m.Ended:
 				ended(m)
