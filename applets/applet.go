@@ -32,7 +32,9 @@ func lookup(name string) (cli.Applet, bool) {
 
 // Main dispatches argv to an applet and returns the exit code.
 func Main(argv []string) int {
-	return runMain(processEnv(), argv)
+	e := processEnv()
+	e.Exits = true
+	return runMain(e, argv)
 }
 
 // processEnv is the Env of this process: its standard descriptors and

@@ -20,6 +20,10 @@ type Env struct {
 	// Vars is the environment as a list when it is not the process's
 	// (a tool tsh runs in its own process); nil means os.Environ.
 	Vars []string
+	// Exits says the applet is the one this process was started as,
+	// which ends when it returns: what it sets up for the process (a
+	// signal handler) need not be undone, nor set up before it is needed.
+	Exits bool
 }
 
 // Environ is the environment as a list, for a program an applet starts:

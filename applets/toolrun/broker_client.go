@@ -34,7 +34,7 @@ func BrokeredCall(e *cli.Env, tool string, args []string) (int, bool) {
 		return code, ok
 	}
 	defer fsops.CloseFD(conn)
-	return CallBroker(e, conn, req, fds, relay, "the run host"), true
+	return callBroker(e, conn, req, fds, relay, "the run host", e.Exits), true
 }
 
 // startCall connects to the run's broker and makes the request of a call
@@ -107,27 +107,52 @@ const cancelAnswerWait = 6 * time.Second
 // ends our side of the connection, which cancels the call on the host:
 // the tool's whole process tree ends. host names the run host in errors.
 func CallBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *descriptorRelay, host string) int {
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	return callBroker(e, conn, req, fds, relay, host, false)
+}
+
+// signalGrace is how long a caller that is a process of its own (a tool
+// run by path, ctx run) waits for its call's answer before it catches
+// SIGINT, SIGTERM and SIGHUP. Catching them (os/signal) starts a thread
+// locked to the signal mask and a loop that waits on every signal, and
+// hands each signal's mask over to that thread and back: more CPU than
+// the rest of a fast call's caller besides Go's start. A signal before
+// then ends the process as it would any program, and the host, seeing
+// its connection end, cancels the call as it does for a caller killed
+// outright; only the wait for the tool's last output is skipped. A
+// variable for tests.
+var signalGrace = 20 * time.Millisecond
+
+// callBroker is CallBroker; late says the process ends with the call
+// (cli.Env.Exits), which then catches signals only after signalGrace.
+func callBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *descriptorRelay, host string, late bool) int {
 	cancel, abandon, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	defer close(done)
 	status := make(chan int, 1)
-	go func() {
-		select {
-		case sig := <-sigs:
-			status <- cli.Signaled(sig.(syscall.Signal))
-			close(cancel)
-		case <-done:
-			return
-		}
-		// A second signal ends the wait for the host's answer.
-		select {
-		case <-sigs:
-			close(abandon)
-		case <-done:
-		}
-	}()
+	sigs := make(chan os.Signal, 2)
+	watch := func() {
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+		go func() {
+			select {
+			case sig := <-sigs:
+				status <- cli.Signaled(sig.(syscall.Signal))
+				close(cancel)
+			case <-done:
+				return
+			}
+			// A second signal ends the wait for the host's answer.
+			select {
+			case <-sigs:
+				close(abandon)
+			case <-done:
+			}
+		}()
+	}
+	if late {
+		defer time.AfterFunc(signalGrace, watch).Stop() // the process ends: nothing to undo
+	} else {
+		watch()
+		defer signal.Stop(sigs)
+	}
 	code, cancelled := awaitBroker(e, conn, req, fds, relay, host, cancel, abandon)
 	if cancelled {
 		return <-status
