@@ -214,9 +214,14 @@ func Send(fd int, v any, fds []int) error {
 
 // encode makes v's datagram and the control message that attaches fds.
 func encode(v any, fds []int) (b, oob []byte, err error) {
-	b, err = json.Marshal(v)
-	if err != nil {
-		return nil, nil, err
+	ok := false
+	if r, is := v.(Request); is {
+		b, ok = r.appendJSON(make([]byte, 0, r.sizeHint())) // encode.go
+	}
+	if !ok {
+		if b, err = json.Marshal(v); err != nil {
+			return nil, nil, err
+		}
 	}
 	if len(b) > MaxMessage {
 		return nil, nil, fmt.Errorf("broker message of %d bytes (limit %d)", len(b), MaxMessage)
