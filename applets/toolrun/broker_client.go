@@ -147,13 +147,13 @@ func callBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *desc
 			}
 		}()
 	}
-	if late {
-		defer time.AfterFunc(signalGrace, watch).Stop() // the process ends: nothing to undo
-	} else {
+	slow := watch // called once the call has gone signalGrace unanswered
+	if !late {
 		watch()
 		defer signal.Stop(sigs)
+		slow = nil
 	}
-	code, cancelled := awaitBroker(e, conn, req, fds, relay, host, cancel, abandon)
+	code, cancelled := awaitBroker(e, conn, req, fds, relay, host, cancel, abandon, slow)
 	if cancelled {
 		return <-status
 	}
@@ -170,7 +170,7 @@ func BrokeredCallContext(ctx context.Context, e *cli.Env, tool string, args []st
 		return code, ok
 	}
 	defer fsops.CloseFD(conn)
-	code, cancelled := awaitBroker(e, conn, req, fds, relay, "the run host", ctx.Done(), nil)
+	code, cancelled := awaitBroker(e, conn, req, fds, relay, "the run host", ctx.Done(), nil, nil)
 	if cancelled {
 		return cli.Failure, true
 	}
@@ -180,8 +180,10 @@ func BrokeredCallContext(ctx context.Context, e *cli.Env, tool string, args []st
 // awaitBroker sends req and waits for the host's answer (see CallBroker).
 // When cancel is closed first it cancels the call on the host and waits
 // for the host to say the tool is gone, until abandon is closed or the
-// host's own bound has passed; cancelled then reports it.
-func awaitBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *descriptorRelay, host string, cancel, abandon <-chan struct{}) (code int, cancelled bool) {
+// host's own bound has passed; cancelled then reports it. slow, unless
+// nil, is called once the answer has not come within signalGrace (a
+// bound on the receive: a timer would start a thread for itself).
+func awaitBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *descriptorRelay, host string, cancel, abandon <-chan struct{}, slow func()) (code int, cancelled bool) {
 	err := broker.Send(conn, req, fds)
 	relay.closeChildEnds()
 	if err != nil {
@@ -190,7 +192,7 @@ func awaitBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *des
 	answer := make(chan broker.Reply, 1)
 	go func() {
 		var reply broker.Reply
-		if _, err := broker.Recv(conn, &reply, 0); err != nil {
+		if err := broker.RecvNoticing(conn, &reply, signalGrace, slow); err != nil {
 			reply = broker.Reply{Exit: cli.Unavailable, Error: host + " went away: " + err.Error()}
 		}
 		answer <- reply

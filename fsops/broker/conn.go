@@ -2,6 +2,7 @@ package broker
 
 import (
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,6 +20,31 @@ func StopReads(host *os.File) {
 	if rc, err := host.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_RD) })
 	}
+}
+
+// RecvNoticing is Recv of one message without descriptors on a blocking
+// conn that calls slow, unless nil, once nothing has come within d
+// (SO_RCVTIMEO), and then waits on without a bound.
+func RecvNoticing(conn int, v any, d time.Duration, slow func()) error {
+	if slow == nil {
+		_, err := Recv(conn, v, 0)
+		return err
+	}
+	setRecvTimeout(conn, d)
+	_, err := Recv(conn, v, 0)
+	if err == unix.EAGAIN {
+		slow()
+		setRecvTimeout(conn, 0)
+		_, err = Recv(conn, v, 0)
+	}
+	return err
+}
+
+// setRecvTimeout bounds every later receive on conn to d; zero waits
+// without a bound again.
+func setRecvTimeout(conn int, d time.Duration) {
+	tv := unix.NsecToTimeval(d.Nanoseconds())
+	unix.SetsockoptTimeval(conn, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 }
 
 // Shutdown wakes whoever waits on conn (a receive returns end of
