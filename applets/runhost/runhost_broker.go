@@ -1,13 +1,11 @@
 package runhost
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,6 +18,7 @@ import (
 	"ctx/applets/toolrun"
 	"ctx/fsops"
 	"ctx/fsops/broker"
+	"ctx/fsops/proc"
 	"ctx/fsops/sandbox"
 	"ctx/policy"
 	"ctx/policy/sandboxplan"
@@ -122,19 +121,11 @@ func descendsFrom(pid, ancestor int) bool {
 		if pid == ancestor {
 			return true
 		}
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
+		next, ok := proc.Parent(pid)
+		if !ok {
 			return false
 		}
-		// pid (comm) state ppid ...: comm may hold spaces and parens.
-		rest := string(b[bytes.LastIndexByte(b, ')')+1:])
-		f := strings.Fields(rest)
-		if len(f) < 2 {
-			return false
-		}
-		if pid, err = strconv.Atoi(f[1]); err != nil {
-			return false
-		}
+		pid = next
 	}
 	return false
 }
