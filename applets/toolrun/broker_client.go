@@ -182,7 +182,8 @@ func BrokeredCallContext(ctx context.Context, e *cli.Env, tool string, args []st
 // for the host to say the tool is gone, until abandon is closed or the
 // host's own bound has passed; cancelled then reports it. slow, unless
 // nil, is called once the answer has not come within signalGrace (a
-// bound on the receive: a timer would start a thread for itself).
+// bound on the receive: a timer would start a thread for itself), before
+// which nothing can cancel the call.
 func awaitBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *descriptorRelay, host string, cancel, abandon <-chan struct{}, slow func()) (code int, cancelled bool) {
 	err := broker.Send(conn, req, fds)
 	relay.closeChildEnds()
@@ -190,13 +191,28 @@ func awaitBroker(e *cli.Env, conn int, req broker.Request, fds []int, relay *des
 		return cli.Fail(e, cli.Unavailable, "%s did not take the call: %v", host, err), false
 	}
 	answer := make(chan broker.Reply, 1)
-	go func() {
+	receive := func() {
 		var reply broker.Reply
-		if err := broker.RecvNoticing(conn, &reply, signalGrace, slow); err != nil {
+		if _, err := broker.Recv(conn, &reply, 0); err != nil {
 			reply = broker.Reply{Exit: cli.Unavailable, Error: host + " went away: " + err.Error()}
 		}
 		answer <- reply
-	}()
+	}
+	if slow != nil {
+		// Nothing cancels the call yet: the answer is awaited here,
+		// without a goroutine to hand it over, for signalGrace.
+		var reply broker.Reply
+		if got, err := broker.RecvWithin(conn, &reply, signalGrace); err != nil {
+			answer <- broker.Reply{Exit: cli.Unavailable, Error: host + " went away: " + err.Error()}
+		} else if got {
+			answer <- reply
+		} else {
+			slow()
+		}
+	}
+	if len(answer) == 0 {
+		go receive()
+	}
 	select {
 	case reply := <-answer:
 		relay.wait()

@@ -22,22 +22,16 @@ func StopReads(host *os.File) {
 	}
 }
 
-// RecvNoticing is Recv of one message without descriptors on a blocking
-// conn that calls slow, unless nil, once nothing has come within d
-// (SO_RCVTIMEO), and then waits on without a bound.
-func RecvNoticing(conn int, v any, d time.Duration, slow func()) error {
-	if slow == nil {
-		_, err := Recv(conn, v, 0)
-		return err
-	}
+// RecvWithin is Recv of one message without descriptors on a blocking
+// conn, waiting at most d (SO_RCVTIMEO): got is false when nothing came
+// by then, and later receives on conn wait without a bound again.
+func RecvWithin(conn int, v any, d time.Duration) (got bool, err error) {
 	setRecvTimeout(conn, d)
-	_, err := Recv(conn, v, 0)
-	if err == unix.EAGAIN {
-		slow()
+	if _, err = Recv(conn, v, 0); err == unix.EAGAIN {
 		setRecvTimeout(conn, 0)
-		_, err = Recv(conn, v, 0)
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // setRecvTimeout bounds every later receive on conn to d; zero waits
