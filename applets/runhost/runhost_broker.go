@@ -54,9 +54,11 @@ type Broker struct {
 	connector chan []*os.File
 	gate      brokerGate // pending handshakes and call slots, by peer (runhost_broker_peers.go)
 	static    []string   // /mnt/proc/policy lines that are not about tools
-	// handlers counts the connections being served; readDone is closed
-	// when readInit has returned; stopListen closes the listener once.
+	// handlers counts the connections being served, idle hands one to a
+	// handler waiting for it; readDone is closed when readInit has
+	// returned; stopListen closes the listener once.
 	handlers   sync.WaitGroup
+	idle       chan brokerConn
 	readDone   chan struct{}
 	stopListen sync.Once
 	// watch is the policy watch, from policyWatchDelay into the run on
@@ -90,7 +92,7 @@ func (r *AgentRun) startBroker(static []string) error {
 		l.Close()
 		return err
 	}
-	r.broker = &Broker{R: r, listen: l, host: host, init: init, readDone: make(chan struct{}),
+	r.broker = &Broker{R: r, listen: l, host: host, init: init, readDone: make(chan struct{}), idle: make(chan brokerConn),
 		waiting: map[uint64]chan broker.InitReport{}, gate: newBrokerGate(), static: static,
 		connector: make(chan []*os.File, 1)}
 	go r.broker.readInit()

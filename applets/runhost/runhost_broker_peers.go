@@ -140,14 +140,37 @@ func (b *Broker) serve() {
 
 // enter serves conn from p in a goroutine of its own, waiting to speak
 // meanwhile (the unix gate of an iso landlock run hands its connections
-// here too, with the pid of the process that asked).
+// here too, with the pid of the process that asked): a handler that has
+// served its connection and waits for another, else a new one.
 func (b *Broker) enter(conn int, p brokerPeer) {
 	b.gate.wait(p, conn)
 	b.handlers.Add(1)
-	go func() {
-		defer b.handlers.Done()
-		b.handle(conn, p)
-	}()
+	select {
+	case b.idle <- brokerConn{conn, p}:
+	default:
+		go b.handleFrom(brokerConn{conn, p})
+	}
+}
+
+// brokerConn is a connection to serve and its peer.
+type brokerConn struct {
+	conn int
+	p    brokerPeer
+}
+
+// handleFrom serves c and then each connection enter hands it, until the
+// run ends: a goroutine per call grew its stack anew down a decision's
+// deep path every time, where one that stays keeps what it grew.
+func (b *Broker) handleFrom(c brokerConn) {
+	for {
+		b.handle(c.conn, c.p)
+		b.handlers.Done()
+		select {
+		case c = <-b.idle:
+		case <-b.readDone:
+			return
+		}
+	}
 }
 
 // admitted says whether p, which sent req, is served: a process of the
