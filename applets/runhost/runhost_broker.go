@@ -113,25 +113,6 @@ func (r *AgentRun) closeBroker() {
 	}
 }
 
-// descendsFrom reports whether pid is ancestor or lies below it (walking
-// the parent chain in /proc; bounded).
-func descendsFrom(pid, ancestor int) bool {
-	if pid <= 0 || ancestor <= 0 {
-		return false
-	}
-	for i := 0; i < 256 && pid > 1; i++ {
-		if pid == ancestor {
-			return true
-		}
-		next, ok := proc.Parent(pid)
-		if !ok {
-			return false
-		}
-		pid = next
-	}
-	return false
-}
-
 // stopListening closes the listener, once: no call starts after it.
 func (b *Broker) stopListening() {
 	b.stopListen.Do(func() { b.listen.Close() })
@@ -190,7 +171,7 @@ func (b *Broker) startUnixGate(listener *os.File) {
 		Network: networkGranted(b.R.Agent),
 		Proxy:   b.R.net.LandlockProxy(),
 		Hand: func(conn, pid int) {
-			p := brokerPeer{pid: pid, uid: -1, inside: descendsFrom(pid, int(b.initPid.Load()))}
+			p := brokerPeer{pid: pid, uid: -1, inside: proc.Descends(pid, int(b.initPid.Load()))}
 			if u, err := fsops.ProcessUID(pid); err == nil {
 				p.uid = u
 			}

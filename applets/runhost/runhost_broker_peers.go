@@ -9,6 +9,7 @@ import (
 	"ctx/applets/cli"
 	"ctx/fsops"
 	"ctx/fsops/broker"
+	"ctx/fsops/proc"
 )
 
 // Who the broker serves, and how much of it each may hold (DESIGN §16
@@ -132,7 +133,7 @@ func (b *Broker) serve() {
 		if pid, uid, err := broker.Peer(conn); err == nil {
 			p.pid, p.uid = pid, uid
 			init := int(b.initPid.Load())
-			p.inside = broker.PeerStill(conn, pid, func(pid int) bool { return descendsFrom(pid, init) })
+			p.inside = broker.PeerStill(conn, pid, func(pid int) bool { return proc.Descends(pid, init) })
 		}
 		b.enter(conn, p)
 	}

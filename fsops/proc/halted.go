@@ -53,6 +53,26 @@ func Parent(pid int) (int, bool) {
 	return ppid, err == nil
 }
 
+// Descends reports whether pid is ancestor or lies below it, walking the
+// parent chain in /proc (bounded): the run host asks it of every caller
+// of its broker (is it a process of the run?).
+func Descends(pid, ancestor int) bool {
+	if pid <= 0 || ancestor <= 0 {
+		return false
+	}
+	for i := 0; i < 256 && pid > 1; i++ {
+		if pid == ancestor {
+			return true
+		}
+		next, ok := Parent(pid)
+		if !ok {
+			return false
+		}
+		pid = next
+	}
+	return false
+}
+
 // statBuf holds a /proc/PID/stat line: 52 numbers after a name of at most
 // 64 bytes.
 const statBuf = 1024

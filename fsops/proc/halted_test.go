@@ -32,6 +32,9 @@ func TestParentAndHaltedReadTheRealFields(t *testing.T) {
 	if got, ok := Parent(pid); !ok || got != os.Getpid() {
 		t.Fatalf("Parent(%d) = %d, %v; want this test (%d)", pid, got, ok, os.Getpid())
 	}
+	if !Descends(pid, os.Getpid()) || Descends(os.Getpid(), pid) || Descends(pid, 1<<22) {
+		t.Fatalf("Descends: a child is not below its parent, or the parent is below it")
+	}
 	if Halted(pid) {
 		t.Fatal("a sleeping process is reported halted")
 	}
