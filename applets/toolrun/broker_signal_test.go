@@ -49,8 +49,10 @@ func TestCallerSignalCancels(t *testing.T) {
 		grace, after time.Duration
 	}{{"early", time.Minute, 0}, {"late", time.Millisecond, 100 * time.Millisecond}} {
 		t.Run(tc.name, func(t *testing.T) {
+			// broker.Listen, as the run host's: a TMPDIR too long for a
+			// socket's name is bound through its pinned directory.
 			path := filepath.Join(t.TempDir(), "broker.sock")
-			l, err := net.ListenUnix("unixpacket", &net.UnixAddr{Name: path, Net: "unixpacket"})
+			l, err := broker.Listen(path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,11 +64,7 @@ func TestCallerSignalCancels(t *testing.T) {
 			}
 			exited := make(chan error, 1)
 			go func() { exited <- cmd.Wait() }()
-			l.SetDeadline(time.Now().Add(10 * time.Second))
-			c, err := l.AcceptUnix()
-			if err != nil {
-				t.Fatal(err)
-			}
+			c := acceptWithin(t, l, 10*time.Second)
 			defer c.Close()
 			buf := make([]byte, 1<<16)
 			if n, err := c.Read(buf); err != nil || !strings.Contains(string(buf[:n]), `"fs.read"`) {
@@ -101,4 +99,36 @@ func TestCallerSignalCancels(t *testing.T) {
 			}
 		})
 	}
+}
+
+// acceptWithin is the host's accept of one caller, as a net.Conn (for its
+// deadlines), failing the test after d.
+func acceptWithin(t *testing.T, l *broker.Listener, d time.Duration) net.Conn {
+	t.Helper()
+	type accepted struct {
+		fd  int
+		err error
+	}
+	ch := make(chan accepted, 1)
+	go func() {
+		fd, err := l.Accept()
+		ch <- accepted{fd, err}
+	}()
+	select {
+	case a := <-ch:
+		if a.err != nil {
+			t.Fatal(a.err)
+		}
+		f := os.NewFile(uintptr(a.fd), "caller")
+		defer f.Close()
+		c, err := net.FileConn(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	case <-time.After(d):
+		l.Close()
+		t.Fatalf("no caller connected within %v", d)
+	}
+	return nil
 }
