@@ -49,7 +49,7 @@ func (ev *Event) appendJSON(b []byte) (_ []byte, ok bool) {
 }
 
 func appendJSONField(b []byte, key, v string) []byte {
-	return appendJSONString(append(b, key...), v)
+	return AppendJSONString(append(b, key...), v)
 }
 
 // appendJSONFloat is encoding/json's float64 encoding: 'f' format between
@@ -69,14 +69,14 @@ func appendJSONFloat(b []byte, f float64) []byte {
 	return b
 }
 
-// appendJSONString is encoding/json's string encoding with HTML escaping
+// AppendJSONString is encoding/json's string encoding with HTML escaping
 // on, as Marshal does it: the short escapes, \u00XX for other control
 // characters and for < > &, \ufffd for invalid UTF-8, and U+2028 and
 // U+2029 escaped. Beyond Marshal it escapes the display controls
 // (displayControl) as \uXXXX too: an event line stays the same JSON value,
 // and a person who reads the file with cat or tail sees no raw C1 control
 // or bidi override an agent put in a name or detail.
-func appendJSONString(b []byte, s string) []byte {
+func AppendJSONString(b []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	b = append(b, '"')
 	start := 0

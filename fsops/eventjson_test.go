@@ -18,7 +18,7 @@ var eventStrings = []string{
 }
 
 // marshalEscaped is encoding/json's Marshal of ev with the display
-// controls escaped as appendJSONString escapes them: the same JSON value.
+// controls escaped as AppendJSONString escapes them: the same JSON value.
 func marshalEscaped(ev Event) ([]byte, error) {
 	b, err := json.Marshal(ev)
 	if err != nil {

@@ -1,8 +1,6 @@
 package broker
 
-import (
-	"unicode/utf8"
-)
+import "ctx/fsops"
 
 // A caller's Request is written by hand, not by encoding/json: a tool
 // run by path is a fresh process that sends one request, and
@@ -18,13 +16,13 @@ func (r *Request) appendJSON(b []byte) ([]byte, bool) {
 		return b, false
 	}
 	b = append(b, `{"tool":`...)
-	b = appendString(b, r.Tool)
+	b = fsops.AppendJSONString(b, r.Tool)
 	b = append(b, `,"args":`...)
 	b = appendStrings(b, r.Args)
 	b = append(b, `,"env":`...)
 	b = appendStrings(b, r.Env)
 	b = append(b, `,"cwd":`...)
-	b = appendString(b, r.Cwd)
+	b = fsops.AppendJSONString(b, r.Cwd)
 	if r.Decide != nil {
 		b = append(b, `,"decide":{`...)
 		if r.Decide.Terminal {
@@ -34,7 +32,7 @@ func (r *Request) appendJSON(b []byte) ([]byte, bool) {
 	}
 	if r.Secret != "" {
 		b = append(b, `,"secret":`...)
-		b = appendString(b, r.Secret)
+		b = fsops.AppendJSONString(b, r.Secret)
 	}
 	return append(b, '}'), true
 }
@@ -62,53 +60,7 @@ func appendStrings(b []byte, ss []string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, s)
+		b = fsops.AppendJSONString(b, s)
 	}
 	return append(b, ']')
-}
-
-const hexDigits = "0123456789abcdef"
-
-// appendString appends s as a JSON string: quotes, backslashes and
-// control characters escaped, each byte that is not valid UTF-8 written
-// as U+FFFD, as encoding/json does.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
