@@ -59,6 +59,9 @@ type Host struct {
 	// Listen asks the sandbox's init for a forwarder's listener at addr,
 	// order id (Namespace); its answer comes to Listened.
 	Listen func(id uint64, addr string) error
+	// Changed says the run's /mnt/proc/policy lines changed (a forwarder
+	// added during the run): the run host rewrites the file.
+	Changed func()
 }
 
 // Run is one run's egress.
@@ -289,7 +292,7 @@ func (n *Run) Lines() []string {
 // ProcLines are the run's network lines of /mnt/proc/policy: its grants
 // as the policy is now.
 func (n *Run) ProcLines() []string {
-	return n.currentGrants().ProcLines()
+	return append(n.currentGrants().ProcLines(), n.addedLine()...)
 }
 
 // currentGrants is the agent's network grants as its policy is now; nil

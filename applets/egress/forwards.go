@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"sync"
 
 	"ctx/policy/sandboxplan"
@@ -34,6 +35,7 @@ type forwards struct {
 	pending map[uint64]string // order ID -> the address asked for
 	nextID  uint64
 	told    map[int]bool // ports whose lack of a forwarder was said
+	added   []string     // the addresses served since the start's
 }
 
 // startForwards notes the start's forwarders (listening or failed: each
@@ -168,10 +170,25 @@ func (n *Run) Listened(id uint64, errText string, files []*os.File) {
 	}
 	n.listeners.Forward = append(n.listeners.Forward, ln) // closed with the run's egress
 	n.mu.Unlock()
+	f.mu.Lock()
 	if ln.Addr().(*net.TCPAddr).IP.IsLoopback() {
-		f.mu.Lock()
 		f.local[port] = ln
-		f.mu.Unlock()
 	}
+	f.added = append(f.added, addr)
+	f.mu.Unlock()
 	n.serve(func(c net.Conn) { n.proxy.ServeForward(c, n.book) }, ln)
+	if n.h.Changed != nil {
+		n.h.Changed() // /mnt/proc/policy lists it (ProcLines)
+	}
+}
+
+// addedLine is the /mnt/proc/policy line of the forwarders served since
+// the start's, none when there are none.
+func (n *Run) addedLine() []string {
+	n.fw.mu.Lock()
+	defer n.fw.mu.Unlock()
+	if len(n.fw.added) == 0 {
+		return nil
+	}
+	return []string{"sandbox network forwarders added during the run at " + strings.Join(n.fw.added, " ") + " (ports granted since the start)"}
 }

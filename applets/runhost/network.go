@@ -46,7 +46,12 @@ func (r *AgentRun) prepareNetwork(network bool) ([]string, error) {
 	budget := netproxy.Budget{Bytes: int64(min(limitOrZero(limits.Get("net_bytes")), 1<<62)),
 		Connections: int64(min(limitOrZero(limits.Get("net_connections")), 1<<62))}
 	run, err := egress.Open(mode, g, budget, egress.Host{Root: r.Root, Agent: r.Agent.Name, Generation: r.policyGeneration,
-		Reserve: r.reserveConnection, Record: r.record, Warnf: r.warnf, BudgetExceeded: r.budgetExceeded, Listen: r.orderListen})
+		Reserve: r.reserveConnection, Record: r.record, Warnf: r.warnf, BudgetExceeded: r.budgetExceeded, Listen: r.orderListen,
+		Changed: func() {
+			if r.broker != nil {
+				r.broker.refreshSoon()
+			}
+		}})
 	if err != nil {
 		return nil, err
 	}

@@ -41,8 +41,10 @@ type Broker struct {
 	requestIDs map[string]bool
 	// children are the run hosts of the children this run started.
 	children map[string]*exec.Cmd
-	// policyText is what writePolicy last wrote to /mnt/proc/policy.
-	policyText string
+	// policyText is what writePolicy last wrote to /mnt/proc/policy, and
+	// policyFile that file, fixed at the broker's start (the run's end
+	// clears the run's own field while a refresh may be late).
+	policyText, policyFile string
 	// initPid is the run's init, once started.
 	initPid atomic.Int64
 	// inFlight are the calls admitted and not yet recorded, each with
@@ -93,7 +95,8 @@ func (r *AgentRun) startBroker(static []string) error {
 		return err
 	}
 	r.broker = &Broker{R: r, listen: l, host: host, init: init, readDone: make(chan struct{}), idle: make(chan brokerConn),
-		waiting: map[uint64]chan broker.InitReport{}, gate: newBrokerGate(), static: static,
+		policyFile: filepath.Join(r.runDir, "policy"),
+		waiting:    map[uint64]chan broker.InitReport{}, gate: newBrokerGate(), static: static,
 		connector: make(chan []*os.File, 1)}
 	go r.broker.readInit()
 	go r.broker.serve()

@@ -89,6 +89,17 @@ func (b *Broker) startWatch() {
 	})
 }
 
+// refreshSoon rewrites /mnt/proc/policy for a change no watch sees (the
+// egress's: a forwarder added during the run), unless the run is ending.
+func (b *Broker) refreshSoon() {
+	b.cacheMu.Lock()
+	stopped := b.watchStopped
+	b.cacheMu.Unlock()
+	if !stopped {
+		go b.refreshPolicy()
+	}
+}
+
 // stopWatch ends the policy watch, or keeps it from starting.
 func (b *Broker) stopWatch() {
 	b.cacheMu.Lock()
@@ -217,7 +228,7 @@ func (b *Broker) writePolicy(toolLines []string) {
 	if text == b.policyText {
 		return
 	}
-	if fsops.WriteVolatile(filepath.Join(b.R.runDir, "policy"), []byte(text), 0o644) == nil {
+	if fsops.WriteVolatile(b.policyFile, []byte(text), 0o644) == nil {
 		b.policyText = text
 	}
 }
