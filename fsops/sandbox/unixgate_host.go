@@ -131,21 +131,18 @@ func (g *unixGate) connectorClient() *connectorClient {
 	return nil
 }
 
-// fromConnector reports whether the notification is a connect of the
-// connector itself, to be let through to the kernel: the connector makes
-// only the connects the gate decided on, with the address the gate
-// copied, from memory no agent process can reach. The caller is one of
+// fromConnector reports whether the notification, from a thread of
+// process tgid, is a connect of the connector itself, to be let through
+// to the kernel: the connector makes only the connects the gate decided
+// on, with the address the gate copied, from memory no agent process can
+// reach. The caller is one of
 // its threads when the thread's process is the connector's pid, the
 // thread still waits in this notification (so the pid read is its own),
 // and the connector's pidfd says it has not exited (so that pid is still
 // the connector's, not a process that took the number after it).
-func (g *unixGate) fromConnector(n *seccompNotif) bool {
+func (g *unixGate) fromConnector(n *seccompNotif, tgid int) bool {
 	c := g.connector.Load()
-	if c == nil || n.nr != unix.SYS_CONNECT {
-		return false
-	}
-	tgid, err := threadGroup(int(n.pid))
-	if err != nil || tgid != c.pid || !g.valid(n.id) {
+	if c == nil || tgid != c.pid || !g.valid(n.id) {
 		return false
 	}
 	return pidfdRunning(c.pidfd)
@@ -231,10 +228,18 @@ func notifIoctl(fd int, req uint, arg unsafe.Pointer) error {
 // the gate made the connection) or the errno.
 func (g *unixGate) answer(n seccompNotif) {
 	resp := seccompNotifResp{id: n.id}
-	if g.fromConnector(&n) {
+	tgid, err := threadGroup(int(n.pid)) // the caller's process, read once
+	switch {
+	case n.nr != unix.SYS_CONNECT:
+		resp.error = -int32(unix.EPERM)
+	case err != nil:
+		resp.error = -int32(unix.EACCES)
+	case g.fromConnector(&n, tgid):
 		resp.flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
-	} else if errno := g.decide(&n); errno != 0 {
-		resp.error = -int32(errno)
+	default:
+		if errno := g.decide(&n, tgid); errno != 0 {
+			resp.error = -int32(errno)
+		}
 	}
 	notifIoctl(int(g.listener.Fd()), unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 }
@@ -245,19 +250,13 @@ func (g *unixGate) valid(id uint64) bool {
 	return notifIoctl(int(g.listener.Fd()), unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) == nil
 }
 
-// decide carries out the connect the notification asks for, or refuses it.
+// decide carries out the connect the notification (a connect, from a
+// thread of process tgid) asks for, or refuses it.
 //
 // long: one step per check, in the order the kernel's own connect makes
 // them, each with the errno it would give.
-func (g *unixGate) decide(n *seccompNotif) syscall.Errno {
-	if n.nr != unix.SYS_CONNECT {
-		return unix.EPERM
-	}
+func (g *unixGate) decide(n *seccompNotif, tgid int) syscall.Errno {
 	tid := int(n.pid)
-	tgid, err := threadGroup(tid)
-	if err != nil {
-		return unix.EACCES
-	}
 	pidfd, err := unix.PidfdOpen(tgid, 0)
 	if err != nil {
 		return unix.EACCES
