@@ -14,15 +14,7 @@ import (
 // listing; an unchanged tree gives the same one without deciding again.
 func TestListingReuseFollowsFiles(t *testing.T) {
 	dir := t.TempDir()
-	write := func(p, s string, mode os.FileMode) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(s), mode); err != nil {
-			t.Fatal(err)
-		}
-	}
+	write := func(p, s string, mode os.FileMode) { writeFile(t, p, s, mode) }
 	write(filepath.Join(dir, "alpha"), "#!/bin/sh\n", 0o755)
 	write(filepath.Join(dir, "alpha.d", "description"), "first words\n", 0o644)
 	write(filepath.Join(dir, "beta"), "#!/bin/sh\n", 0o755)
@@ -30,20 +22,7 @@ func TestListingReuseFollowsFiles(t *testing.T) {
 	revision, decided := "r1", 0
 	p := &PathTools{Dirs: []string{dir}, Revision: func() string { return revision },
 		Visibility: func() func(fsops.ToolHit) bool { decided++; return func(fsops.ToolHit) bool { return true } }}
-	describe := func(want string) {
-		t.Helper()
-		tools, err := p.Tools()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := ""
-		for _, tl := range tools {
-			got += tl.Name + "=" + tl.Description + ";"
-		}
-		if got != want {
-			t.Fatalf("listing %q, want %q", got, want)
-		}
-	}
+	describe := listingCheck(t, p)
 	describe("alpha=first words;beta=beta;")
 	describe("alpha=first words;beta=beta;")
 	if decided != 1 {

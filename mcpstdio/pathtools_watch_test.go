@@ -15,7 +15,13 @@ func watchedTools(t *testing.T, dirs ...string) (*PathTools, func(want string), 
 	decided := 0
 	p := &PathTools{Dirs: dirs, Revision: func() string { return "r" },
 		Visibility: func() func(fsops.ToolHit) bool { decided++; return func(fsops.ToolHit) bool { return true } }}
-	describe := func(want string) {
+	return p, listingCheck(t, p), &decided
+}
+
+// listingCheck checks the listing p gives now against want, written as
+// "NAME=DESCRIPTION;" per tool.
+func listingCheck(t *testing.T, p *PathTools) func(want string) {
+	return func(want string) {
 		t.Helper()
 		tools, err := p.Tools()
 		if err != nil {
@@ -29,7 +35,6 @@ func watchedTools(t *testing.T, dirs ...string) (*PathTools, func(want string), 
 			t.Fatalf("listing %q, want %q", got, want)
 		}
 	}
-	return p, describe, &decided
 }
 
 func writeFile(t *testing.T, p, s string, mode os.FileMode) {

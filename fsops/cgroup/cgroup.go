@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -83,12 +84,12 @@ func newRunCgroup2(name string, lim Limits, mount string) (*Run, error) {
 	}
 	have := strings.Fields(string(controllers))
 	for _, want := range []string{"memory", "pids"} {
-		if !contains(have, want) {
+		if !slices.Contains(have, want) {
 			return nil, fmt.Errorf("the unified hierarchy has no %s controller", want)
 		}
 	}
 	enable := "+memory +pids"
-	if contains(have, "cpu") {
+	if slices.Contains(have, "cpu") {
 		enable += " +cpu"
 	}
 	if err := os.WriteFile(filepath.Join(mount, "cgroup.subtree_control"), []byte(enable), 0); err != nil {
@@ -431,13 +432,4 @@ func ownCgroups1() map[string]string {
 		}
 	}
 	return out
-}
-
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }

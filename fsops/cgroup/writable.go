@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -41,7 +42,7 @@ func cgroup2Writable() string {
 	}
 	have := strings.Fields(string(controllers))
 	for _, want := range []string{"memory", "pids"} {
-		if !contains(have, want) {
+		if !slices.Contains(have, want) {
 			return "the unified hierarchy has no " + want + " controller"
 		}
 	}
