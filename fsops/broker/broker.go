@@ -15,8 +15,9 @@
 // connection before the reply cancels the call.
 //
 // Between the host and the init runs a second channel, handed to the
-// init only (with its plan): the host's Orders (exec, kill, run) and the
-// init's InitReports (exit, unix-gate). Every message is one
+// init only (with its plan): the host's Orders (exec, kill, run, and
+// connector and listen, which the init answers with descriptors) and the
+// init's InitReports (exit, unix-gate, and those answers). Every message is one
 // SOCK_SEQPACKET datagram of JSON, bounded by MaxMessage.
 package broker
 
