@@ -3,6 +3,7 @@ package runhost
 import (
 	"os"
 	"strings"
+	"sync"
 
 	"ctx/applets/cli"
 	"ctx/applets/toolchain"
@@ -47,14 +48,17 @@ func (r *AgentRun) managers(e *cli.Env) toolchain.Managers {
 // (toolchain.RunMounts, which says what it checks); why not, on stderr.
 func (r *AgentRun) chainMounts(e *cli.Env, exe string, extra []policy.Mount) []policy.Mount {
 	mounts := append(append([]policy.Mount(nil), r.Agent.Mounts...), extra...)
-	others := toolchain.OthersWrite(r.Root, func(name string) []policy.Mount {
-		if a, err := r.agents.Load(name); err == nil {
-			return a.Mounts
-		}
-		return nil
+	plan := r.plan
+	places := sync.OnceValue(func() []string {
+		others := toolchain.OthersWrite(r.Root, func(name string) []policy.Mount {
+			if a, err := r.agents.Load(name); err == nil {
+				return a.Mounts
+			}
+			return nil
+		})
+		return append(others, toolchain.AgentWritePlaces(r.workspace, r.Root.Dir, mounts, plan)...)
 	})
-	g := toolchain.Guard{Mounts: mounts, Landlock: r.iso == policy.IsoLandlock, Workspace: r.workspace, UID: os.Geteuid(),
-		Places: append(others, toolchain.AgentWritePlaces(r.workspace, r.Root.Dir, mounts, r.plan)...)}
+	g := toolchain.Guard{Mounts: mounts, Landlock: r.iso == policy.IsoLandlock, Workspace: r.workspace, UID: os.Geteuid(), Places: places}
 	more, refused := toolchain.RunMounts(r.checkProgram(e, exe), r.plan, proc.EnvPath(r.env, ""), r.managers(e), g, r.Root.Dir)
 	for _, why := range refused {
 		cli.Warnf(e, "agent %s: %s", r.Agent.Name, cli.Escape(why))

@@ -18,8 +18,20 @@ type Guard struct {
 	Mounts    []policy.Mount // the person's, for the run: mount lines and --mount
 	Landlock  bool           // iso landlock: a mount is a rule on its source
 	Workspace string
-	Places    []string // where an agent of the tree writes or wrote (OthersWrite, AgentWritePlaces)
-	UID       int      // the person
+	// Places lists where an agent of the tree writes or wrote
+	// (OthersWrite, AgentWritePlaces). It is asked only when a directory
+	// is to be shown: finding them reads every agent's mounts and every
+	// session's workspace record, which most starts never need.
+	Places func() []string
+	UID    int // the person
+}
+
+// places is g.Places(), nil without one.
+func (g Guard) places() []string {
+	if g.Places == nil {
+		return nil
+	}
+	return g.Places()
 }
 
 // Writes reports whether p, or a directory above it, may have been
@@ -27,7 +39,7 @@ type Guard struct {
 // writes or wrote) or another user (proc.OthersMayChange).
 func (g Guard) Writes(p string) bool {
 	_, changed := proc.OthersMayChange(p, g.UID)
-	return changed || policy.WithinAny(p, g.Places)
+	return changed || policy.WithinAny(p, g.places())
 }
 
 // TreeRefusal says why tree may not be shown whole, "" when it may: the
@@ -46,7 +58,7 @@ func (g Guard) TreeRefusal(tree string) string {
 		return refuse("it cannot be resolved to a directory")
 	}
 	for _, h := range chain.Hops {
-		for _, p := range append([]string{g.Workspace}, g.Places...) {
+		for _, p := range append([]string{g.Workspace}, g.places()...) {
 			if p != "" && (policy.Within(p, h.Path) || policy.Within(h.Path, p)) {
 				return refuse(p + " is where an agent writes or wrote")
 			}

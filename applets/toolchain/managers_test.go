@@ -165,12 +165,12 @@ func TestManagerTreeGuard(t *testing.T) {
 		t.Errorf("a file in the tree others may write: %+v %q", got, why)
 	}
 	os.Chmod(h+"/.volta/tools/image/node/20.0.0/bin/node", 0o755)
-	g.Places = []string{h + "/.volta/tools"}
+	g.Places = func() []string { return []string{h + "/.volta/tools"} }
 	if got, why := c.Mounts(g); len(got) != 0 || len(why) != 1 || !strings.Contains(why[0], h+"/.volta/tools is where an agent writes or wrote") {
 		t.Errorf("an agent writes in the tree: %+v %q", got, why)
 	}
 	// around it: its hops too, refused as any chain's are
-	g.Places = []string{h}
+	g.Places = func() []string { return []string{h} }
 	if got, _ := c.Mounts(g); len(got) != 0 {
 		t.Errorf("an agent writes around the tree: %+v", got)
 	}
@@ -190,7 +190,7 @@ func TestManagerTreeGuard(t *testing.T) {
 	if why := g.TreeRefusal(h + "/linked"); !strings.Contains(why, h+"/elsewhere/volta/tools is another user's") {
 		t.Errorf("a link to a tree others may write in: %q", why)
 	}
-	g.Places = []string{h + "/elsewhere"}
+	g.Places = func() []string { return []string{h + "/elsewhere"} }
 	if why := g.TreeRefusal(h + "/linked"); !strings.Contains(why, h+"/elsewhere is where an agent writes") {
 		t.Errorf("a link to a tree where an agent writes: %q", why)
 	}
