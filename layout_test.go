@@ -28,22 +28,23 @@ import (
 // package fails TestPackageImports until it is given a rank here, so where
 // it sits is decided in review, not by accident.
 var rank = map[string]int{
-	"ctx/manual":             0,
-	"ctx/policy/schema":      0,
-	"ctx/fsops/proc":         0,
-	"ctx/policy":             1, // pure decisions: nothing of ctx but its schema
-	"ctx/policy/sandboxplan": 2, // the sandbox plan, built as data from policy's decisions
-	"ctx/fsops":              3, // the on-disk ABI
-	"ctx/fsops/object":       4,
-	"ctx/fsops/queue":        4,
-	"ctx/fsops/broker":       4, // the wire of the run host's broker
-	"ctx/fsops/cgroup":       4, // a run's cgroup: its budgets held by the kernel
-	"ctx/fsops/sandbox":      5, // the init and its walls
-	"ctx/fsops/toolworker":   5, // a tool worker's own side (sandbox starts it)
-	"ctx/fsops/kept":         6, // what runs keep between them: sandbox templates
-	"ctx/fsops/netproxy":     4,
-	"ctx/ptyterm":            6,
-	"ctx/mcpstdio":           6,
+	"ctx/manual":              0,
+	"ctx/policy/schema":       0,
+	"ctx/fsops/proc":          0,
+	"ctx/policy":              1, // pure decisions: nothing of ctx but its schema
+	"ctx/policy/sandboxplan":  2, // the sandbox plan, built as data from policy's decisions
+	"ctx/fsops":               3, // the on-disk ABI
+	"ctx/fsops/object":        4,
+	"ctx/fsops/queue":         4,
+	"ctx/fsops/broker":        4, // the wire of the run host's broker
+	"ctx/fsops/cgroup":        4, // a run's cgroup: its budgets held by the kernel
+	"ctx/fsops/protectsearch": 4, // a workspace's protected paths, found at a run's start
+	"ctx/fsops/sandbox":       5, // the init and its walls
+	"ctx/fsops/toolworker":    5, // a tool worker's own side (sandbox starts it)
+	"ctx/fsops/kept":          6, // what runs keep between them: sandbox templates
+	"ctx/fsops/netproxy":      4,
+	"ctx/ptyterm":             6,
+	"ctx/mcpstdio":            6,
 	// applets: leaves first; the table (ctx/applets) above every room.
 	"ctx/applets/cli":       7,
 	"ctx/applets/authority": 8,

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"ctx/fsops"
+	"ctx/fsops/protectsearch"
 	"ctx/policy"
 	"ctx/policy/sandboxplan"
 )
@@ -21,14 +22,6 @@ import (
 // created, moved or replaced where it could not be stopped: a mount needs
 // an existing file to cover, and ctx leaves no placeholder of its own in
 // the caller's directory.
-
-// Bounds of the search for **/ entries: breadth first, so the projects
-// nearest the top are found first; past the bound the line in
-// /mnt/proc/policy and a warning say so.
-const (
-	maxProtectWalkDirs = 20000
-	maxProtectPaths    = 1024
-)
 
 // protectState is what one run's start found, kept for the end.
 type protectState struct {
@@ -63,25 +56,25 @@ type protectListing struct {
 func (r *AgentRun) gatherProtect() ([]string, error) {
 	a := r.Agent
 	table, _ := r.mounts.Read()
-	g := &protectGather{ws: r.workspace, set: policy.EffectiveProtect(a.Protect), table: table,
-		noMounts: r.iso == policy.IsoLandlock || r.iso == policy.IsoShared, shared: r.iso == policy.IsoShared}
-	if err := g.walk(); err != nil {
+	g := &protectsearch.Search{Workspace: r.workspace, Set: policy.EffectiveProtect(a.Protect), Table: table,
+		NoMounts: r.iso == policy.IsoLandlock || r.iso == policy.IsoShared, Shared: r.iso == policy.IsoShared}
+	if err := g.Walk(); err != nil {
 		return nil, fmt.Errorf("%v; %s", err, protectEscape(a.Name))
 	}
-	st := &protectState{wp: sandboxplan.WorkspaceProtect{Paths: g.paths, GitDirs: g.gitDirs}, set: g.set, mounts: g.mounts}
+	st := &protectState{wp: sandboxplan.WorkspaceProtect{Paths: g.Paths, GitDirs: g.GitDirs}, set: g.Set, mounts: g.Mounts}
 	var absent []string
-	for _, p := range g.set {
-		if _, err := fsops.Lstat(filepath.Join(g.ws, p.Path)); err != nil && !g.protected(p.Path) {
+	for _, p := range g.Set {
+		if _, err := fsops.Lstat(filepath.Join(g.Workspace, p.Path)); err != nil && !g.Protected(p.Path) {
 			absent = append(absent, p.Path)
 		}
 	}
 	if a.Ceiling.Has(policy.CeilingWrite) {
-		st.start = fsops.TakeProtectCensus(g.ws, g.set, g.mounts, true, g.known)
+		st.start = fsops.TakeProtectCensus(g.Workspace, g.Set, g.Mounts, true, g.Known)
 	}
 	r.protect = st
 
 	var lines []string
-	if g.noMounts {
+	if g.NoMounts {
 		ll, err := r.protectLandlockLines(g, absent)
 		if err != nil {
 			return nil, err
@@ -95,12 +88,12 @@ func (r *AgentRun) gatherProtect() ([]string, error) {
 	// workspace is idmapped), and git refuses a repository whose git
 	// directory another uid owns unless told the work tree is safe. It
 	// is read-only to the agent, so trusting it changes nothing.
-	if r.iso == policy.IsoUID && len(g.worktrees) > 0 && !hasEnv(r.env, "GIT_CONFIG_COUNT") {
-		r.env = append(r.env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(g.worktrees)))
-		for i, w := range g.worktrees {
+	if r.iso == policy.IsoUID && len(g.Worktrees) > 0 && !hasEnv(r.env, "GIT_CONFIG_COUNT") {
+		r.env = append(r.env, fmt.Sprintf("GIT_CONFIG_COUNT=%d", len(g.Worktrees)))
+		for i, w := range g.Worktrees {
 			r.env = append(r.env, fmt.Sprintf("GIT_CONFIG_KEY_%d=safe.directory", i), fmt.Sprintf("GIT_CONFIG_VALUE_%d=%s", i, w))
 		}
-		lines = append(lines, "workspace protect git safe.directory "+strings.Join(g.worktrees, " ")+" (GIT_CONFIG_*: the git directory keeps its host owner)")
+		lines = append(lines, "workspace protect git safe.directory "+strings.Join(g.Worktrees, " ")+" (GIT_CONFIG_*: the git directory keeps its host owner)")
 	}
 	return lines, nil
 }
@@ -109,13 +102,13 @@ func (r *AgentRun) gatherProtect() ([]string, error) {
 // protected paths are read-only mounts (iso userns, uid): what is
 // protected, what is absent and so not blocked, and the git directories
 // outside the workspace.
-func protectMountLines(a *policy.Agent, g *protectGather, absent []string) []string {
+func protectMountLines(a *policy.Agent, g *protectsearch.Search, absent []string) []string {
 	var lines []string
 	switch {
 	case !a.Ceiling.Has(policy.CeilingWrite):
 		lines = append(lines, "workspace read-only (perm has no w): every protected path with it")
-	case len(g.paths) > 0:
-		lines = append(lines, "workspace protect "+strings.Join(g.paths, " ")+" (read-only)")
+	case len(g.Paths) > 0:
+		lines = append(lines, "workspace protect "+strings.Join(g.Paths, " ")+" (read-only)")
 	default:
 		lines = append(lines, "workspace protect none present")
 	}
@@ -123,7 +116,7 @@ func protectMountLines(a *policy.Agent, g *protectGather, absent []string) []str
 		lines = append(lines, "workspace protect absent "+strings.Join(absent, " ")+
 			" (not blocked: nothing to mount on; the end of the run moves aside any it created)")
 	}
-	for _, d := range g.gitDirs {
+	for _, d := range g.GitDirs {
 		at := " at its own path"
 		if d.Sandbox != d.Host {
 			at = " at " + d.Sandbox + ", where the .git file leads"
@@ -136,7 +129,7 @@ func protectMountLines(a *policy.Agent, g *protectGather, absent []string) []str
 // protectNoteLines are the /mnt/proc/policy lines of every mode about
 // the search itself: entries the agent's control took out, a search cut
 // short, and the notes it left.
-func protectNoteLines(a *policy.Agent, g *protectGather) []string {
+func protectNoteLines(a *policy.Agent, g *protectsearch.Search) []string {
 	var lines []string
 	var removed []string
 	for _, e := range a.Protect {
@@ -147,10 +140,10 @@ func protectNoteLines(a *policy.Agent, g *protectGather) []string {
 	if len(removed) > 0 {
 		lines = append(lines, "workspace protect taken out by agent/"+a.Name+".d/protect: "+strings.Join(removed, " "))
 	}
-	if g.truncated {
-		lines = append(lines, fmt.Sprintf("workspace protect search stopped after %d directories or %d paths: deeper **/ paths are not protected", maxProtectWalkDirs, maxProtectPaths))
+	if g.Truncated {
+		lines = append(lines, fmt.Sprintf("workspace protect search stopped after %d directories or %d paths: deeper **/ paths are not protected", protectsearch.MaxWalkDirs, protectsearch.MaxPaths))
 	}
-	for _, n := range g.notes {
+	for _, n := range g.Notes {
 		lines = append(lines, "workspace protect note: "+n)
 	}
 	return lines

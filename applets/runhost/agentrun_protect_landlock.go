@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"ctx/fsops/protectsearch"
 	"ctx/fsops/sandbox"
 	"ctx/policy"
 	"ctx/policy/sandboxplan"
@@ -34,14 +35,14 @@ const maxProtectShown = 64
 // none of them can then be created. With nothing present, Landlock
 // leaves the workspace writable whole, and the end of the run moves aside a
 // protected path it created, as in the namespace modes.
-func (r *AgentRun) protectLandlockLines(g *protectGather, absent []string) ([]string, error) {
+func (r *AgentRun) protectLandlockLines(g *protectsearch.Search, absent []string) ([]string, error) {
 	st := r.protect
 	shared := r.iso == policy.IsoShared
 	if !shared && !r.Agent.Ceiling.Has(policy.CeilingWrite) {
 		// The workspace rule is read-only: nothing to decompose; a git
 		// directory outside is still read through its own rule.
 		lines := []string{"workspace read-only (perm has no w): every protected path with it"}
-		for _, d := range g.gitDirs {
+		for _, d := range g.GitDirs {
 			lines = append(lines, "workspace protect git directory "+d.Host+" (read-only, outside the workspace: a Landlock read rule)")
 		}
 		return lines, nil
@@ -57,8 +58,8 @@ func (r *AgentRun) protectLandlockLines(g *protectGather, absent []string) ([]st
 		}
 	}
 	var lines []string
-	if len(g.paths) > 0 {
-		lines = append(lines, "workspace protect "+strings.Join(g.paths, " ")+" (read-only: "+mode+")")
+	if len(g.Paths) > 0 {
+		lines = append(lines, "workspace protect "+strings.Join(g.Paths, " ")+" (read-only: "+mode+")")
 	} else {
 		lines = append(lines, "workspace protect none present")
 	}
@@ -71,7 +72,7 @@ func (r *AgentRun) protectLandlockLines(g *protectGather, absent []string) ([]st
 				" (not blocked: nothing in the workspace is protected, so Landlock leaves it writable whole; the end of the run moves aside any it created)")
 		}
 	}
-	for _, d := range g.gitDirs {
+	for _, d := range g.GitDirs {
 		how := "a Landlock read rule"
 		if shared {
 			how = "no Landlock write rule"
@@ -81,7 +82,7 @@ func (r *AgentRun) protectLandlockLines(g *protectGather, absent []string) ([]st
 	if len(st.targets) == 0 {
 		return lines, nil
 	}
-	dl, err := r.protectDecompose(g.ws, shared)
+	dl, err := r.protectDecompose(g.Workspace, shared)
 	if err != nil {
 		return nil, err
 	}
@@ -91,17 +92,17 @@ func (r *AgentRun) protectLandlockLines(g *protectGather, absent []string) ([]st
 // addTargets sets what Landlock keeps read-only: the protected paths
 // present, the git directories outside, and, when anything in the
 // workspace is protected (blocked), the absent top-level paths too.
-func (st *protectState) addTargets(g *protectGather, absent []string) (blocked bool) {
-	for _, rel := range g.paths {
-		st.targets = append(st.targets, filepath.Join(g.ws, rel))
+func (st *protectState) addTargets(g *protectsearch.Search, absent []string) (blocked bool) {
+	for _, rel := range g.Paths {
+		st.targets = append(st.targets, filepath.Join(g.Workspace, rel))
 	}
-	blocked = len(g.paths) > 0
+	blocked = len(g.Paths) > 0
 	if blocked {
 		for _, rel := range absent {
-			st.targets = append(st.targets, filepath.Join(g.ws, rel))
+			st.targets = append(st.targets, filepath.Join(g.Workspace, rel))
 		}
 	}
-	for _, d := range g.gitDirs {
+	for _, d := range g.GitDirs {
 		st.targets = append(st.targets, d.Host)
 	}
 	return blocked

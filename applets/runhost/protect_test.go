@@ -296,15 +296,6 @@ func TestProtectQuarantineDecoys(t *testing.T) {
 	}
 }
 
-func TestProtectWalkSkipsOtherMounts(t *testing.T) {
-	g := &protectGather{ws: "/w", mounts: map[string]bool{"/w/m": true, "/w/a/b": true}}
-	for rel, want := range map[string]bool{"m": false, "m/x/.git": false, "mm": true, "a": true, "a/b": false, "a/b/c": false, "a/bc": true} {
-		if got := g.sameMount(rel); got != want {
-			t.Errorf("%s: %v", rel, got)
-		}
-	}
-}
-
 // BenchmarkProtectCensus is the end of a run's cost on a workspace of
 // 100,000 files (1,000 packages of 5 directories of 20 files, a
 // node_modules shape, and a repository at the top): one census, as the

@@ -1,4 +1,4 @@
-package runhost
+package protectsearch
 
 import (
 	"errors"
@@ -31,16 +31,16 @@ import (
 // shown: git finds that submodule's work tree through its superproject's
 // paths, which the sandbox does not have; start the agent in the
 // superproject instead.
-func (g *protectGather) gitFile(rel string) {
-	host := filepath.Join(g.ws, rel)
+func (g *Search) gitFile(rel string) {
+	host := filepath.Join(g.Workspace, rel)
 	data, err := readSmallNoFollow(host)
 	if err != nil {
-		g.notes = append(g.notes, rel+": "+err.Error())
+		g.Notes = append(g.Notes, rel+": "+err.Error())
 		return
 	}
 	written, err := policy.ParseGitFile(data)
 	if err != nil {
-		g.notes = append(g.notes, rel+": not a git file: "+err.Error())
+		g.Notes = append(g.Notes, rel+": not a git file: "+err.Error())
 		return
 	}
 	target, inSandbox := written, filepath.Clean(written)
@@ -52,7 +52,7 @@ func (g *protectGather) gitFile(rel string) {
 	// to, and say the same whether it exists or not: the file may be an
 	// earlier run's, asking about the host.
 	notShown := func(why string) {
-		g.notes = append(g.notes, rel+": its git directory "+strconv.Quote(written)+" is not shown: "+why)
+		g.Notes = append(g.Notes, rel+": its git directory "+strconv.Quote(written)+" is not shown: "+why)
 	}
 	gitdir, err := filepath.EvalSymlinks(target)
 	if err != nil {
@@ -67,11 +67,11 @@ func (g *protectGather) gitFile(rel string) {
 		}
 		return
 	}
-	if g.shared {
+	if g.Shared {
 		// iso shared hides nothing: whatever the file leads to, if it is
 		// a git directory, host git would run its hooks.
 		if !isGitDir(common) {
-			g.notes = append(g.notes, rel+": "+strconv.Quote(written)+" is not a git directory: nothing to protect there")
+			g.Notes = append(g.Notes, rel+": "+strconv.Quote(written)+" is not a git directory: nothing to protect there")
 			return
 		}
 		g.addGitDir(sandboxplan.GitDirMount{Host: common, Sandbox: common})
@@ -81,7 +81,7 @@ func (g *protectGather) gitFile(rel string) {
 		notShown(notBack)
 		return
 	}
-	if g.noMounts {
+	if g.NoMounts {
 		// iso landlock: the git directory is read where the file leads,
 		// on the host; a rule makes it readable, none writable.
 		g.addGitDir(sandboxplan.GitDirMount{Host: common, Sandbox: common})
@@ -93,7 +93,7 @@ func (g *protectGather) gitFile(rel string) {
 		return
 	}
 	g.addGitDir(m)
-	g.worktrees = append(g.worktrees, filepath.Join(sandboxplan.SandboxWorkspace, filepath.Dir(rel)))
+	g.Worktrees = append(g.Worktrees, filepath.Join(sandboxplan.SandboxWorkspace, filepath.Dir(rel)))
 }
 
 // commonGitDir is the common directory of the git directory gitdir (a
@@ -128,7 +128,7 @@ func gitPathFile(gitdir, name string) (string, error) {
 // sandbox (inSandbox): the common directory, when the worktree's own lies
 // inside it, at the place that makes the two paths agree. The error says
 // why no such mount is allowed.
-func (g *protectGather) worktreeMount(gitdir, common, inSandbox string) (sandboxplan.GitDirMount, error) {
+func (g *Search) worktreeMount(gitdir, common, inSandbox string) (sandboxplan.GitDirMount, error) {
 	m := sandboxplan.GitDirMount{Host: gitdir, Sandbox: inSandbox}
 	if common != gitdir {
 		if _, ok := g.inside(common); !ok {
@@ -161,34 +161,34 @@ func isGitDir(dir string) bool {
 const notBack = "it does not lead back to this workspace (a submodule's is reached through its superproject: start the agent there)"
 
 // inside returns p relative to the workspace when p lies in it.
-func (g *protectGather) inside(p string) (string, bool) {
-	if !within(p, g.ws) {
+func (g *Search) inside(p string) (string, bool) {
+	if !within(p, g.Workspace) {
 		return "", false
 	}
-	r, err := filepath.Rel(g.ws, p)
+	r, err := filepath.Rel(g.Workspace, p)
 	return r, err == nil && r != "."
 }
 
 // pointsBack checks a worktree's back-link: the "gitdir" file of its git
 // directory names the .git file at host (absolutely, or relative to the
 // git directory).
-func (g *protectGather) pointsBack(host, gitdir string) bool {
+func (g *Search) pointsBack(host, gitdir string) bool {
 	real, err := gitPathFile(gitdir, "gitdir")
 	return err == nil && real == host
 }
 
 // addGitDir records an outside directory to show, once.
-func (g *protectGather) addGitDir(m sandboxplan.GitDirMount) {
-	for _, d := range g.gitDirs {
+func (g *Search) addGitDir(m sandboxplan.GitDirMount) {
+	for _, d := range g.GitDirs {
 		if d == m {
 			return
 		}
 		if within(m.Sandbox, d.Sandbox) || within(d.Sandbox, m.Sandbox) {
-			g.notes = append(g.notes, "git directory "+m.Host+" is not shown: "+m.Sandbox+" overlaps "+d.Sandbox)
+			g.Notes = append(g.Notes, "git directory "+m.Host+" is not shown: "+m.Sandbox+" overlaps "+d.Sandbox)
 			return
 		}
 	}
-	g.gitDirs = append(g.gitDirs, m)
+	g.GitDirs = append(g.GitDirs, m)
 }
 
 // readSmallNoFollow reads a small regular file without following a
