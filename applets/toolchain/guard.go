@@ -57,8 +57,9 @@ func (g Guard) TreeRefusal(tree string) string {
 	if len(chain.Hops) == 0 || chain.Hops[len(chain.Hops)-1].Missing || chain.Stop != "" || !isDir(tree) {
 		return refuse("it cannot be resolved to a directory")
 	}
+	writers := append([]string{g.Workspace}, g.places()...)
 	for _, h := range chain.Hops {
-		for _, p := range append([]string{g.Workspace}, g.places()...) {
+		for _, p := range writers {
 			if p != "" && (policy.Within(p, h.Path) || policy.Within(h.Path, p)) {
 				return refuse(p + " is where an agent writes or wrote")
 			}
